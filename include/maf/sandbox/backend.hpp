@@ -1,0 +1,59 @@
+#pragma once
+/// @file backend.hpp
+/// The SandboxBackend interface (core.md §3): a provider that draws an isolation boundary
+/// and says, honestly, what it provides.
+///
+/// A backend never re-decides policy — the router has already checked floor, capabilities,
+/// OS family, limits and egress before `acquire` is called. It may still refuse on what only
+/// the guest can tell (C-54: a missing `sh`, a different OS on cold create).
+
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "maf/sandbox/declarations.hpp"
+#include "maf/sandbox/disposal.hpp"
+#include "maf/sandbox/key.hpp"
+#include "maf/sandbox/sandbox.hpp"
+#include "maf/sandbox/spec.hpp"
+
+namespace maf::sandbox {
+
+class SandboxBackend {
+public:
+  virtual ~SandboxBackend();
+
+  /// Short name used in configuration and messages.
+  virtual std::string name() const = 0;
+  /// The isolation rung's canonical value, a constant of the instance (C-51). A string so a
+  /// mis-configured plugin is refused by the router with its raw value (C-62).
+  virtual std::string isolation() const = 0;
+  /// What the backend claims; silence per axis as documented in declarations.hpp.
+  virtual const BackendDeclarations& declarations() const { return kDefaultBackendDeclarations; }
+
+  /// Get-or-create keyed by (key incl. call_id, spec.kind) (C-52); concurrent acquires of one
+  /// identity yield one sandbox. Ensures the storage base exists (C-53).
+  virtual boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) = 0;
+
+  /// Dispose the key's sandboxes — every kind, or one kind, or one physical instance (C-56,
+  /// C-72). Never throws; absent = disposed or unverifiable.
+  virtual boost::asio::awaitable<std::optional<DisposalFailure>> dispose(
+      SandboxKey key, std::optional<std::string> kind, std::optional<std::string> instance_id) = 0;
+
+  /// Dispose every sandbox of a conversation, found from the provider (labels, listing) —
+  /// not process memory — so another replica can purge it (C-57). Never throws.
+  virtual boost::asio::awaitable<ScopePurge> dispose_scope(std::string scope, std::string thread_id) = 0;
+
+  /// Whether reap() is offered.
+  virtual bool supports_reap() const noexcept { return false; }
+  /// Dispose this backend's sandboxes older than `older_than` (optionally one scope), found
+  /// from the provider. Default throws NotImplementedError.
+  virtual boost::asio::awaitable<ScopePurge> reap(std::chrono::seconds older_than,
+                                                  std::optional<std::string> scope);
+};
+
+}  // namespace maf::sandbox

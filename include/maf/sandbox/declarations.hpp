@@ -1,0 +1,43 @@
+#pragma once
+/// @file declarations.hpp
+/// What a backend honestly claims (core.md §1.10). Plain data, settled before any sandbox
+/// exists (C-24).
+///
+/// Each field's default is the meaning of silence on that axis:
+///  - capabilities: {EXEC, FILES_IN} — read charitably (a functionality claim);
+///  - limits: the default caps — read conservatively (a safety claim);
+///  - egress_modes: empty — enforces nothing, so even CLOSED is refused;
+///  - os_families: empty — no answer, refuses only a spec that asks;
+///  - isolation_scopes: empty — read as {CONVERSATION}.
+
+#include <optional>
+#include <set>
+#include <string>
+
+#include "maf/sandbox/capability.hpp"
+#include "maf/sandbox/egress.hpp"
+#include "maf/sandbox/isolation.hpp"
+#include "maf/sandbox/limits.hpp"
+#include "maf/sandbox/os_family.hpp"
+
+namespace maf::sandbox {
+
+struct BackendDeclarations {
+  CapabilitySet capabilities = kDefaultCapabilities;
+  SandboxLimits limits = kDefaultSandboxLimits;
+  EgressSet egress_modes{};
+  OsFamilySet os_families{};
+  IsolationScopeSet isolation_scopes{};
+  /// Method tokens the backend can hold for EGRESS_METHODS rules; absent = every valid token.
+  std::optional<std::set<std::string>> egress_method_tokens;
+
+  /// isolation_scopes with silence read as {CONVERSATION}.
+  IsolationScopeSet effective_isolation_scopes() const noexcept {
+    return isolation_scopes.empty() ? IsolationScopeSet{IsolationScope::Conversation} : isolation_scopes;
+  }
+};
+
+/// Every field at its default (C-24): a backend that declares nothing reads as this.
+inline const BackendDeclarations kDefaultBackendDeclarations{};
+
+}  // namespace maf::sandbox

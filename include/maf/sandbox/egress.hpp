@@ -1,0 +1,75 @@
+#pragma once
+/// @file egress.hpp
+/// Egress modes and allowlist rules (core.md §1.2).
+///
+/// Modes are matched by set membership only (C-5): there is no order between them, so no
+/// code path can "upgrade" or "downgrade" a workload's network posture.
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "maf/sandbox/enum.hpp"
+
+namespace maf::sandbox {
+
+/// The one network mode a workload runs in.
+enum class Egress {
+  Unrestricted,  ///< "unrestricted": no confinement
+  Allowlist,     ///< "allowlist": deny by default; allow exactly the spec's egress_allow hosts
+  Closed,        ///< "closed": no network; the spec default
+};
+
+template <>
+struct EnumTraits<Egress> {
+  static constexpr std::string_view type_name = "Egress";
+  static constexpr std::array<std::pair<Egress, std::string_view>, 3> values{{
+      {Egress::Unrestricted, "unrestricted"},
+      {Egress::Allowlist, "allowlist"},
+      {Egress::Closed, "closed"},
+  }};
+};
+
+constexpr std::string_view to_string(Egress e) noexcept { return enum_value(e); }
+/// C-6: a backend may hand modes over as strings; they match only once parsed.
+inline Egress parse_egress(std::string_view text) { return parse_enum<Egress>(text); }
+
+using EgressSet = EnumSet<Egress>;
+
+/// One allowlist entry narrowed to HTTP methods (C-7). `methods` absent = every method.
+///
+/// The constructor validates methods only: each must be an RFC 9110 token, spelled exactly
+/// as given (case-sensitive), no duplicates, and an explicit list must not be empty.
+/// Host strings are not validated by the core.
+class EgressRule {
+public:
+  explicit EgressRule(std::string host, std::optional<std::vector<std::string>> methods = std::nullopt);
+
+  const std::string& host() const noexcept { return host_; }
+  const std::optional<std::vector<std::string>>& methods() const noexcept { return methods_; }
+  friend bool operator==(const EgressRule&, const EgressRule&) = default;
+
+private:
+  std::string host_;
+  std::optional<std::vector<std::string>> methods_;
+};
+
+/// An `egress_allow` entry: a bare host (all methods) or a method-scoped rule.
+using EgressEntry = std::variant<std::string, EgressRule>;
+
+/// The host an entry names.
+const std::string& egress_entry_host(const EgressEntry& entry) noexcept;
+
+/// True for an RFC 9110 `token` (1*tchar).
+bool is_http_token(std::string_view text) noexcept;
+
+/// C-8 canonicalisation: all-methods rules become bare hosts, hosts compare
+/// case-insensitively, equivalent entries collapse (first spelling and order kept), and
+/// conflicting entries for one host throw ValueError naming the host.
+std::vector<EgressEntry> canonicalize_egress_allow(std::vector<EgressEntry> entries);
+
+}  // namespace maf::sandbox

@@ -1,0 +1,97 @@
+#pragma once
+/// @file errors.hpp
+/// The whole exception tree of maf-sandbox (core.md §7), in one header.
+///
+/// The Python family catches by built-in bases (`ValueError`, `OSError`, ...), and core
+/// behaviour depends on that lineage (e.g. collect_outputs turns any OSError into
+/// SandboxOutputUnreachable). The C++ tree reproduces the lineage under one root,
+/// `maf::sandbox::Error` (also reachable as `maf::Error`), so a host can catch every library
+/// failure at one base. Cancellation is deliberately *outside* the tree (C-106).
+///
+/// Every message names the backend, the workload kind and the value that failed; the
+/// builders live at the throw sites, the types here only carry the text.
+
+#include <stdexcept>
+#include <string>
+
+namespace maf::sandbox {
+
+/// Root of every failure the library reports.
+class Error : public std::runtime_error {
+public:
+  explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+#define MAF_SANDBOX_DEFINE_ERROR(Name, Base)                                  \
+  class Name : public Base {                                                  \
+  public:                                                                     \
+    explicit Name(const std::string& message) : Base(message) {}              \
+  }
+
+/// A value was refused: an unknown enum string, an invalid spec, a path that escapes its
+/// working directory (a *confinement refusal*).
+MAF_SANDBOX_DEFINE_ERROR(ValueError, Error);
+MAF_SANDBOX_DEFINE_ERROR(HostToolNotDeclared, ValueError);
+MAF_SANDBOX_DEFINE_ERROR(HostToolIdentityNotAllowed, ValueError);
+
+/// Something looked up by name is not there.
+MAF_SANDBOX_DEFINE_ERROR(LookupError, Error);
+/// No backend is configured, or the selected name is not registered (C-62, C-69).
+MAF_SANDBOX_DEFINE_ERROR(NoSandboxBackend, LookupError);
+
+MAF_SANDBOX_DEFINE_ERROR(RuntimeError, Error);
+/// The method's capability is not declared by the backend (C-35).
+MAF_SANDBOX_DEFINE_ERROR(NotImplementedError, RuntimeError);
+/// The spec requires a capability the backend does not declare or cannot serve (C-65 #4, C-54).
+MAF_SANDBOX_DEFINE_ERROR(SandboxCapabilityNotSupported, RuntimeError);
+/// The spec asks for a guest OS family the backend does not state (C-65 #5).
+MAF_SANDBOX_DEFINE_ERROR(SandboxOsFamilyNotSupported, RuntimeError);
+
+/// Output collection refused (core.md §5). Any of these means nothing was delivered by the
+/// failing phase.
+MAF_SANDBOX_DEFINE_ERROR(SandboxOutputError, RuntimeError);
+MAF_SANDBOX_DEFINE_ERROR(SandboxOutputMissing, SandboxOutputError);
+MAF_SANDBOX_DEFINE_ERROR(SandboxOutputNotConfined, SandboxOutputError);
+MAF_SANDBOX_DEFINE_ERROR(SandboxOutputNotRegular, SandboxOutputError);
+MAF_SANDBOX_DEFINE_ERROR(SandboxOutputSizeUnknown, SandboxOutputError);
+MAF_SANDBOX_DEFINE_ERROR(SandboxOutputUnreachable, SandboxOutputError);
+/// A byte, file-count or total cap would be exceeded; names the cap and the file (C-47, C-90).
+MAF_SANDBOX_DEFINE_ERROR(SandboxTransferCapExceeded, SandboxOutputError);
+MAF_SANDBOX_DEFINE_ERROR(SandboxLandingNotConfined, SandboxOutputError);
+MAF_SANDBOX_DEFINE_ERROR(SandboxOutputSinkRequired, SandboxOutputError);
+MAF_SANDBOX_DEFINE_ERROR(SandboxArtifactNameInvalid, SandboxOutputError);
+MAF_SANDBOX_DEFINE_ERROR(SandboxArtifactNameCollision, SandboxOutputError);
+
+/// An I/O refusal (Python's OSError family). Not a confinement refusal.
+MAF_SANDBOX_DEFINE_ERROR(OSError, Error);
+MAF_SANDBOX_DEFINE_ERROR(FileNotFoundError, OSError);
+MAF_SANDBOX_DEFINE_ERROR(IsADirectoryError, OSError);
+MAF_SANDBOX_DEFINE_ERROR(NotADirectoryError, OSError);
+MAF_SANDBOX_DEFINE_ERROR(PermissionError, OSError);
+/// Policy refusals: the backend is below the floor, or the host denies what the spec asks.
+MAF_SANDBOX_DEFINE_ERROR(SandboxBackendNotPermitted, PermissionError);
+MAF_SANDBOX_DEFINE_ERROR(SandboxCapabilityDenied, PermissionError);
+MAF_SANDBOX_DEFINE_ERROR(SandboxIdentityDenied, PermissionError);
+MAF_SANDBOX_DEFINE_ERROR(SandboxTransferLimitsNotPermitted, PermissionError);
+MAF_SANDBOX_DEFINE_ERROR(SandboxEgressNotEnforced, PermissionError);
+/// Exactly "the caller's timeout expired" (C-40). Backends with their own ceilings raise
+/// something else.
+MAF_SANDBOX_DEFINE_ERROR(TimeoutError, OSError);
+/// run_code's deadline passed before the program started (C-41).
+MAF_SANDBOX_DEFINE_ERROR(SandboxQueuedTimeout, TimeoutError);
+MAF_SANDBOX_DEFINE_ERROR(SandboxProgramTimeout, TimeoutError);
+
+#undef MAF_SANDBOX_DEFINE_ERROR
+
+/// Cancellation is not a failure (C-106): it derives from std::exception only, so
+/// `catch (const maf::Error&)` never swallows it.
+class Cancelled : public std::exception {
+public:
+  const char* what() const noexcept override { return "operation cancelled"; }
+};
+
+}  // namespace maf::sandbox
+
+namespace maf {
+using Error = sandbox::Error;
+}  // namespace maf

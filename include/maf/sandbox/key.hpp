@@ -1,0 +1,35 @@
+#pragma once
+/// @file key.hpp
+/// SandboxKey (core.md §1.5): who a sandbox belongs to.
+///
+/// Every field comes from the host's request context, never from model input (C-14). A
+/// sandbox's full identity is (key, spec.kind) (C-15); a backend folds *every* field,
+/// `call_id` included, into whatever names the sandbox.
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace maf::sandbox {
+
+struct SandboxKey {
+  std::string scope;      ///< host user / tenant scope
+  std::string thread_id;  ///< conversation id
+  std::string agent_id;   ///< one agent; two agents in a conversation never share a filesystem
+  std::string call_id;    ///< empty for conversation scope; names the tool call for CALL scope
+
+  friend bool operator==(const SandboxKey&, const SandboxKey&) = default;
+};
+
+/// Hash over every field (C-14).
+struct SandboxKeyHash {
+  std::size_t operator()(const SandboxKey& key) const noexcept;
+};
+
+/// "scope/thread/agent[/call]" for logs and messages.
+std::string to_string(const SandboxKey& key);
+
+}  // namespace maf::sandbox
+
+template <>
+struct std::hash<maf::sandbox::SandboxKey> : maf::sandbox::SandboxKeyHash {};

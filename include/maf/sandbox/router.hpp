@@ -1,0 +1,118 @@
+#pragma once
+/// @file router.hpp
+/// SandboxRouter (core.md §4): the policy seam. It decides — once, before any backend is
+/// touched — whether a backend may serve a workload, and refuses loudly otherwise.
+///
+/// The checks of `ensure_can_serve` run in exactly the order of C-65, then the later checks
+/// of C-68 (isolation scope, then method-rule fit). `acquire` runs the same code path, so
+/// skipping `ensure_can_serve` never skips a check (C-69). Nothing falls back to another
+/// backend, ever (C-62, C-64).
+///
+/// Policy methods are pure over immutable configuration and may be called concurrently from
+/// any thread (C-77).
+
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "maf/sandbox/backend.hpp"
+
+namespace maf::sandbox {
+
+/// FIXED: one backend (named or first) serves every spec. PER_SPEC: the first backend in
+/// registration order whose declarations pass every check serves each spec (C-63).
+enum class Selection { Fixed, PerSpec };
+
+/// Tag that makes lowering the isolation floor below the default greppable in review
+/// (after Sandbox2's policy builder): `RouterOptions::lowered_floor(Isolation::OsProcess,
+/// LowerIsolationFloor{})`.
+struct LowerIsolationFloor {
+  explicit LowerIsolationFloor() = default;
+};
+
+struct RouterOptions {
+  /// The host floor; default microvm. A weaker floor is an explicit decision: prefer
+  /// `lowered_floor(...)` so it shows in review.
+  Isolation min_isolation = kDefaultMinIsolation;
+  /// FIXED selection: the backend's name; absent = the first registered.
+  std::optional<std::string> selected;
+  CapabilitySet denied_capabilities{};
+  IdentitySet denied_identities{};
+  Selection selection = Selection::Fixed;
+  IsolationScope min_isolation_scope = IsolationScope::Conversation;
+
+  /// Options whose floor is lowered on purpose.
+  static RouterOptions lowered_floor(Isolation floor, LowerIsolationFloor) {
+    RouterOptions options;
+    options.min_isolation = floor;
+    return options;
+  }
+};
+
+class SandboxRouter {
+public:
+  /// Construction-time checks (C-60…C-63): under FIXED, the selected name must be registered
+  /// (NoSandboxBackend) and its rung must parse and meet the floor
+  /// (SandboxBackendNotPermitted); under PER_SPEC, every backend's rung must parse. No
+  /// backends = a disabled router (C-61).
+  explicit SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backends, RouterOptions options = {});
+
+  /// A backend exists (C-76). A host attaches no tools when false.
+  bool enabled() const noexcept { return !backends_.empty(); }
+  /// The FIXED selection, or null (PER_SPEC, or disabled).
+  std::shared_ptr<SandboxBackend> backend() const noexcept { return fixed_; }
+  const RouterOptions& options() const noexcept { return options_; }
+  const std::vector<std::shared_ptr<SandboxBackend>>& backends() const noexcept { return backends_; }
+
+  /// Every check of C-65/C-68 in order; the first failure throws its typed error. Returns
+  /// silently when disabled. Never logs.
+  void ensure_can_serve(const SandboxSpec& spec) const;
+  /// The backend that would serve `spec` (running the checks); throws like ensure_can_serve
+  /// and NoSandboxBackend when disabled.
+  std::shared_ptr<SandboxBackend> select(const SandboxSpec& spec) const;
+
+  /// C-69: refuse with NoSandboxBackend when disabled; run the checks; then the backend's
+  /// acquire.
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec);
+
+  /// Ask every backend; log failures; never throw (C-71).
+  boost::asio::awaitable<void> dispose(SandboxKey key);
+  /// Narrowed to one kind (and optionally one instance); true = confirmed (C-72). A backend
+  /// that does not answer within `timeout` counts as unconfirmed.
+  boost::asio::awaitable<bool> dispose_kind(SandboxKey key, std::string kind,
+                                            std::optional<std::string> instance_id = std::nullopt,
+                                            std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  /// Sum over every backend; failures folded; a throwing backend counts as code unknown
+  /// (C-73). Never throws.
+  boost::asio::awaitable<ScopePurge> dispose_scope(std::string scope, std::string thread_id);
+
+  /// Scope guard (C-74): awaits `body`, then dispose_scope however it ended, then rethrows
+  /// the body's exception unchanged. Returns the purge. `body` sees a zero purge.
+  boost::asio::awaitable<ScopePurge> with_scope(std::string scope, std::string thread_id,
+                                                std::function<boost::asio::awaitable<void>()> body);
+
+private:
+  void check_backend(const SandboxBackend& backend, const SandboxSpec& spec) const;
+
+  std::vector<std::shared_ptr<SandboxBackend>> backends_;
+  RouterOptions options_;
+  std::shared_ptr<SandboxBackend> fixed_;
+};
+
+/// C-75: delegates to dispose_scope and logs at info when something was disposed.
+class SandboxPurger {
+public:
+  explicit SandboxPurger(SandboxRouter& router) : router_(router) {}
+  boost::asio::awaitable<ScopePurge> purge_scoped_thread(std::string scope, std::string thread_id);
+
+private:
+  SandboxRouter& router_;
+};
+
+}  // namespace maf::sandbox

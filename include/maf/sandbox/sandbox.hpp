@@ -1,0 +1,146 @@
+#pragma once
+/// @file sandbox.hpp
+/// The Sandbox interface (core.md §2): what a host or a workload kind does with an acquired
+/// sandbox.
+///
+/// The public methods are non-virtual and `final` in spirit (the spdlog sink pattern): they
+/// gate on the declared capability (C-35), resolve the working directory (C-99), apply the
+/// lexical confinement and the ancestor-symlink walk (C-43…C-50, C-100…C-103), enforce
+/// `max_bytes` (C-47) — and only then call the backend's protected `do_…` hook with an
+/// absolute, confined guest path. No backend can forget a check.
+///
+/// What remains a backend's duty: the deadline of exec/run_code (C-40, C-41), no-follow
+/// semantics in its own hooks, creating parents on write, and stopping early on over-cap
+/// reads where it can.
+
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "maf/sandbox/capability.hpp"
+#include "maf/sandbox/command.hpp"
+#include "maf/sandbox/entry.hpp"
+#include "maf/sandbox/exec_result.hpp"
+
+namespace maf::sandbox {
+
+/// The default exec/run_code bound when a caller names none.
+inline constexpr std::chrono::milliseconds kDefaultExecTimeout{60'000};
+
+/// What a backend's do_exec receives, already resolved.
+struct ExecRequest {
+  Command command;
+  /// What `sh -c` runs: the shell string, or the argv quoted element-wise (C-37).
+  std::string shell_line;
+  /// Absolute, normalised guest directory the command runs in (C-38, C-99).
+  std::string working_directory;
+  /// The caller's bound; the wall-clock deadline is `deadline` (C-40).
+  std::chrono::milliseconds timeout;
+  std::chrono::steady_clock::time_point deadline;
+};
+
+/// A guest entry as a backend's unconfined, no-follow stat sees it.
+struct GuestStat {
+  EntryKind kind = EntryKind::Other;
+  std::optional<std::int64_t> size_bytes;  ///< absent = unknown; always absent for links
+};
+
+/// One child of a listed directory.
+struct GuestDirEntry {
+  std::string name;  ///< one path segment
+  GuestStat stat;
+};
+
+/// Which public operation a do_… hook is serving; lets a backend bracket a whole operation
+/// (ancestor walk included), e.g. Docker's freeze around the tar plane.
+enum class FileOperation { Write, Stat, Read, List, Remove };
+
+class Sandbox {
+public:
+  virtual ~Sandbox();
+  Sandbox(const Sandbox&) = delete;
+  Sandbox& operator=(const Sandbox&) = delete;
+
+  /// The backend's name, for messages.
+  const std::string& backend_name() const noexcept { return identity_.backend_name; }
+  /// The workload kind this sandbox serves, for messages.
+  const std::string& kind() const noexcept { return identity_.kind; }
+  /// The backend's declared capabilities (not the spec's requirements).
+  CapabilitySet capabilities() const noexcept { return identity_.capabilities; }
+  /// Absolute guest directory that "." and relative working directories resolve under.
+  const std::string& storage_base() const noexcept { return identity_.storage_base; }
+  /// Names this physical instance, so a disposal can target it and not a replacement (C-72).
+  const std::string& instance_id() const noexcept { return identity_.instance_id; }
+
+  /// Run an argv or a shell line (EXEC). TimeoutError means exactly "`timeout` expired".
+  boost::asio::awaitable<ExecResult> exec(Command command, std::string working_directory = ".",
+                                          std::chrono::milliseconds timeout = kDefaultExecTimeout);
+  /// Run a program in the backend's runtime (RUN_CODE). Deadline is wall-clock from the call.
+  boost::asio::awaitable<ExecResult> run_code(std::string code,
+                                              std::chrono::milliseconds timeout = kDefaultExecTimeout);
+  /// Write bytes (FILES_IN); text is UTF-8 bytes. Replaces; creates parents; refuses links.
+  boost::asio::awaitable<void> write_file(std::string path, std::string content,
+                                          std::string working_directory = ".");
+  /// Describe without following (FILES_OUT); absent when nothing is there.
+  boost::asio::awaitable<std::optional<SandboxEntry>> stat_file(std::string path,
+                                                                std::string working_directory = ".");
+  /// Read a regular file (FILES_OUT); over `max_bytes` -> SandboxTransferCapExceeded, never
+  /// truncated.
+  boost::asio::awaitable<std::string> read_file(std::string path, std::string working_directory,
+                                                std::int64_t max_bytes);
+  /// One level of a directory (FILES_LIST); links listed as links.
+  boost::asio::awaitable<std::vector<SandboxEntry>> list_dir(std::string path,
+                                                             std::string working_directory = ".");
+  /// Remove (FILES_DELETE); missing is success; a directory needs `recursive`; links are
+  /// unlinked, never followed.
+  boost::asio::awaitable<void> remove(std::string path, std::string working_directory = ".",
+                                      bool recursive = false);
+
+protected:
+  struct Identity {
+    std::string backend_name;
+    std::string kind;
+    CapabilitySet capabilities;
+    std::string storage_base = "/maf-sandbox/work";
+    std::string instance_id;
+  };
+  explicit Sandbox(Identity identity);
+
+  virtual boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) = 0;
+  /// Default refuses; only reached when RUN_CODE is declared.
+  virtual boost::asio::awaitable<ExecResult> do_run_code(const std::string& code,
+                                                         std::chrono::milliseconds timeout,
+                                                         std::chrono::steady_clock::time_point deadline);
+  /// Unconfined, no-follow stat of an absolute guest path (C-101); absent when missing.
+  virtual boost::asio::awaitable<std::optional<GuestStat>> do_lstat(const std::string& absolute_path) = 0;
+  /// Write bytes at a confined path whose existing ancestors are directories; create missing
+  /// parents; never create a link.
+  virtual boost::asio::awaitable<void> do_write_file(const std::string& absolute_path,
+                                                     const std::string& content) = 0;
+  /// Read a path that do_lstat just reported as a regular file. May stop after
+  /// `max_bytes + 1` bytes; must not follow a link swapped in since.
+  virtual boost::asio::awaitable<std::string> do_read_file(const std::string& absolute_path,
+                                                           std::int64_t max_bytes);
+  /// Children of a directory, without following any.
+  virtual boost::asio::awaitable<std::vector<GuestDirEntry>> do_list_dir(const std::string& absolute_path);
+  /// Remove an existing entry; a link is unlinked; `recursive` removes a tree without
+  /// following links inside it.
+  virtual boost::asio::awaitable<void> do_remove(const std::string& absolute_path, bool recursive);
+  /// Brackets a whole file operation (walk + hook). Default: run `body` directly.
+  virtual boost::asio::awaitable<void> do_file_operation(FileOperation operation,
+                                                         std::function<boost::asio::awaitable<void>()> body);
+
+  /// Throws NotImplementedError naming backend, kind and the capability (C-35).
+  void require_capability(Capability capability, const char* method) const;
+
+private:
+  Identity identity_;
+};
+
+}  // namespace maf::sandbox

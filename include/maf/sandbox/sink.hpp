@@ -1,0 +1,69 @@
+#pragma once
+/// @file sink.hpp
+/// Where landed outputs go (core.md §1.13, §5.4).
+///
+/// A sink refuses by throwing, never by a return value (C-31). It carries no
+/// confidentiality cap: caps are applied before delivery, by collect_outputs.
+
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/awaitable.hpp>
+
+#include <array>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "maf/sandbox/enum.hpp"
+
+namespace maf::sandbox {
+
+/// How a sink wants names spelled: NFC-normalised (the default) or exactly as declared.
+enum class NameNormalization { Nfc, None };
+
+template <>
+struct EnumTraits<NameNormalization> {
+  static constexpr std::string_view type_name = "NameNormalization";
+  static constexpr std::array<std::pair<NameNormalization, std::string_view>, 2> values{{
+      {NameNormalization::Nfc, "nfc"},
+      {NameNormalization::None, "none"},
+  }};
+};
+
+/// One collected output on its way to the host (C-29).
+struct Artifact {
+  std::string name;     ///< the delivered name (validated, normalised per the sink)
+  std::string content;  ///< opaque bytes
+  std::string kind;     ///< the spec's workload kind
+  std::optional<std::string> media_type;  ///< as declared, never sniffed
+};
+
+/// What a sink made of an artifact (C-30). `handle` is the host's private reference and the
+/// library never renders it.
+struct LandedArtifact {
+  std::string name;
+  std::string display;  ///< the one line a model may see
+  std::optional<std::string> handle;
+};
+
+class OutputSink {
+public:
+  virtual ~OutputSink() = default;
+  /// Deliver one artifact or throw (C-31).
+  virtual boost::asio::awaitable<LandedArtifact> deliver(Artifact artifact) = 0;
+  virtual NameNormalization normalization() const noexcept { return NameNormalization::Nfc; }
+};
+
+/// Renders the display line; default "<name> (<N> bytes)".
+using DisplayFormatter = std::function<std::string(const Artifact&, const std::filesystem::path& destination)>;
+
+/// C-94: lands artifacts as files under `root` (resolved once, now). Each delivery resolves
+/// root/name following links; a destination outside the root throws
+/// SandboxLandingNotConfined naming only the artifact; parents are created; files replaced.
+/// A check, not a guarantee: resolve and write are two steps.
+std::shared_ptr<OutputSink> make_file_system_sink(const std::filesystem::path& root,
+                                                  DisplayFormatter display = {});
+
+}  // namespace maf::sandbox

@@ -1,0 +1,89 @@
+#pragma once
+/// @file spec.hpp
+/// SandboxSpec (core.md §1.7): everything a workload asks of a sandbox.
+///
+/// Built once from `SandboxSpec::Fields` (C++20 designated initialisers), validated and
+/// canonicalised in the constructor (C-18), immutable afterwards (C-20):
+///
+/// @code
+///   SandboxSpec spec({.kind = "python", .requires_capabilities = {Capability::Exec}});
+/// @endcode
+///
+/// `work_dir` follows the later seeds ([later], C-53): absent means "the backend chooses its
+/// storage base" (`/maf-sandbox/work` on the shipped backends). Where the 0.21 spec and the
+/// later seeds disagree, the later seed's behaviour is implemented.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "maf/sandbox/capability.hpp"
+#include "maf/sandbox/declared_output.hpp"
+#include "maf/sandbox/egress.hpp"
+#include "maf/sandbox/isolation.hpp"
+#include "maf/sandbox/limits.hpp"
+#include "maf/sandbox/os_family.hpp"
+
+namespace maf::sandbox {
+
+/// The base shipped backends use when a spec leaves `work_dir` absent.
+inline constexpr const char* kDefaultWorkDir = "/maf-sandbox/work";
+
+class SandboxSpec {
+public:
+  /// The raw request; every field named as in core.md §1.7 (`requires` is a C++ keyword,
+  /// hence `requires_capabilities`).
+  struct Fields {
+    std::string kind;
+    std::optional<std::string> image;
+    std::optional<std::string> image_id;
+    std::vector<EgressEntry> egress_allow;
+    std::optional<std::string> work_dir;
+    std::map<std::string, std::string> labels;
+    CapabilitySet requires_capabilities = kDefaultCapabilities;
+    std::optional<Isolation> min_isolation;
+    std::vector<DeclaredOutput> declared_outputs;
+    TransferLimits files_in = kDefaultTransferLimits;
+    TransferLimits files_out = kDefaultTransferLimits;
+    bool outputs_named_at_call_time = false;
+    Egress egress = Egress::Closed;
+    std::optional<OsFamily> requires_os_family;
+    IsolationScope isolation_scope = IsolationScope::Conversation;
+  };
+
+  /// Validates in the order of C-18 and throws ValueError naming the offending value:
+  /// an empty kind; egress_allow without ALLOWLIST (naming the hosts and the mode);
+  /// conflicting or malformed egress rules (C-8). Adds EGRESS_METHODS to the requirements
+  /// when any rule is method-scoped (C-9).
+  explicit SandboxSpec(Fields fields);
+
+  const std::string& kind() const noexcept { return f_.kind; }
+  const std::optional<std::string>& image() const noexcept { return f_.image; }
+  const std::optional<std::string>& image_id() const noexcept { return f_.image_id; }
+  /// Canonical form (C-8).
+  const std::vector<EgressEntry>& egress_allow() const noexcept { return f_.egress_allow; }
+  const std::optional<std::string>& work_dir() const noexcept { return f_.work_dir; }
+  /// The working directory output collection uses: `work_dir`, or "." (the backend's base).
+  std::string effective_work_dir() const { return f_.work_dir.value_or("."); }
+  const std::map<std::string, std::string>& labels() const noexcept { return f_.labels; }
+  CapabilitySet requires_capabilities() const noexcept { return f_.requires_capabilities; }
+  std::optional<Isolation> min_isolation() const noexcept { return f_.min_isolation; }
+  const std::vector<DeclaredOutput>& declared_outputs() const noexcept { return f_.declared_outputs; }
+  const TransferLimits& files_in() const noexcept { return f_.files_in; }
+  const TransferLimits& files_out() const noexcept { return f_.files_out; }
+  bool outputs_named_at_call_time() const noexcept { return f_.outputs_named_at_call_time; }
+  Egress egress() const noexcept { return f_.egress; }
+  std::optional<OsFamily> requires_os_family() const noexcept { return f_.requires_os_family; }
+  IsolationScope isolation_scope() const noexcept { return f_.isolation_scope; }
+  /// Derived from host tools; empty until host tools land (phase 2).
+  IdentitySet identities() const noexcept { return {}; }
+
+  /// The validated fields, e.g. to derive a modified spec (which is validated again).
+  const Fields& fields() const noexcept { return f_; }
+
+private:
+  Fields f_;
+};
+
+}  // namespace maf::sandbox

@@ -1,0 +1,54 @@
+#pragma once
+/// @file sync.hpp
+/// A blocking facade for hosts without an io_context.
+///
+/// `BlockingRunner` owns one io_context and runs each awaitable to completion on the calling
+/// thread. Keep one runner per thread for the lifetime of the sandboxes it acquired: a
+/// backend may bind I/O objects to the executor an operation first ran on.
+///
+/// @code
+///   maf::sandbox::BlockingRunner run;
+///   auto sb = run([&] { return router.acquire(key, spec); });
+///   auto r = run([&] { return sb->exec(std::vector<std::string>{"echo", "hi"}); });
+/// @endcode
+
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/awaitable.hpp>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <type_traits>
+
+namespace maf::sandbox {
+
+class BlockingRunner {
+public:
+  BlockingRunner();
+  ~BlockingRunner();
+  BlockingRunner(const BlockingRunner&) = delete;
+  BlockingRunner& operator=(const BlockingRunner&) = delete;
+
+  /// Run `make()` (returning an awaitable) to completion; return its value or rethrow.
+  template <class Make>
+  auto operator()(Make&& make) {
+    using Awaitable = std::invoke_result_t<Make&>;
+    using T = typename Awaitable::value_type;
+    if constexpr (std::is_void_v<T>) {
+      run_void([&]() -> boost::asio::awaitable<void> { co_await make(); });
+    } else {
+      std::optional<T> out;
+      run_void([&]() -> boost::asio::awaitable<void> { out.emplace(co_await make()); });
+      return std::move(*out);
+    }
+  }
+
+  /// Run a void-returning coroutine factory to completion, rethrowing its exception.
+  void run_void(std::function<boost::asio::awaitable<void>()> body);
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace maf::sandbox

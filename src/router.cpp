@@ -1,0 +1,265 @@
+// SandboxRouter: the policy of core.md §4. Messages are built only on failure, so the
+// check path does not allocate for a spec that passes.
+#include "maf/sandbox/router.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/logging.hpp"
+
+namespace maf::sandbox {
+namespace {
+
+std::string registered_names(const std::vector<std::shared_ptr<SandboxBackend>>& backends) {
+  std::vector<std::string> names;
+  for (const auto& b : backends) names.push_back(b->name());
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+
+Isolation parse_backend_rung(const SandboxBackend& backend) {
+  const std::string raw = backend.isolation();
+  if (auto rung = try_parse_enum<Isolation>(raw)) return *rung;
+  throw SandboxBackendNotPermitted("backend '" + backend.name() + "' declares isolation '" + raw +
+                                   "', which is not a rung of the isolation ladder (" + isolation_ladder_text() +
+                                   "); refusing it");
+}
+
+}  // namespace
+
+SandboxRouter::SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backends, RouterOptions options)
+    : backends_(std::move(backends)), options_(std::move(options)) {
+  for (const auto& b : backends_)
+    if (!b) throw ValueError("SandboxRouter: a registered backend is null");
+  if (backends_.empty()) return;  // C-61: disabled, nothing raises
+  if (options_.selection == Selection::PerSpec) {
+    // [gap] C-63: refuse unknown rungs of any registered backend at construction.
+    for (const auto& b : backends_) parse_backend_rung(*b);
+    if (options_.selected)
+      throw ValueError("SandboxRouter: 'selected' ('" + *options_.selected +
+                       "') names a backend, which only FIXED selection uses; PER_SPEC prefers registration order");
+    return;
+  }
+  if (options_.selected) {
+    for (const auto& b : backends_)
+      if (b->name() == *options_.selected) {
+        fixed_ = b;
+        break;
+      }
+    if (!fixed_)
+      throw NoSandboxBackend("sandbox backend '" + *options_.selected + "' is not registered (registered: " +
+                             registered_names(backends_) + ")");
+  } else {
+    fixed_ = backends_.front();
+  }
+  const Isolation rung = parse_backend_rung(*fixed_);
+  if (!meets_floor(rung, options_.min_isolation))
+    throw SandboxBackendNotPermitted(
+        "backend '" + fixed_->name() + "' declares isolation '" + std::string(to_string(rung)) +
+        "', below the host's minimum-isolation floor '" + std::string(to_string(options_.min_isolation)) +
+        "' (ladder, weakest first: " + isolation_ladder_text() +
+        "); the host must lower the floor explicitly to use it");
+}
+
+void SandboxRouter::ensure_can_serve(const SandboxSpec& spec) const {
+  if (backends_.empty()) return;
+  (void)select(spec);
+}
+
+std::shared_ptr<SandboxBackend> SandboxRouter::select(const SandboxSpec& spec) const {
+  if (backends_.empty()) throw NoSandboxBackend("no sandbox backend is configured");
+  if (fixed_) {
+    check_backend(*fixed_, spec);
+    return fixed_;
+  }
+  // PER_SPEC: the first backend that passes every check; else the first backend's refusal.
+  std::exception_ptr first_refusal;
+  for (const auto& b : backends_) {
+    try {
+      check_backend(*b, spec);
+      return b;
+    } catch (const Error&) {
+      if (!first_refusal) first_refusal = std::current_exception();
+    }
+  }
+  std::rethrow_exception(first_refusal);
+}
+
+void SandboxRouter::check_backend(const SandboxBackend& backend, const SandboxSpec& spec) const {
+  const std::string& kind = spec.kind();
+  const CapabilitySet requires_caps = spec.requires_capabilities();
+  // #1 host-denied capabilities
+  if (const auto denied = requires_caps.intersection(options_.denied_capabilities); !denied.empty())
+    throw SandboxCapabilityDenied("workload kind '" + kind + "' requires " + denied.to_string() +
+                                  ", which the host denies (denied_capabilities: " +
+                                  options_.denied_capabilities.to_string() + ")");
+  // #2 host-denied identities
+  if (const auto denied = spec.identities().intersection(options_.denied_identities); !denied.empty())
+    throw SandboxIdentityDenied("workload kind '" + kind + "' uses identities " + denied.to_string() +
+                                ", which the host denies (denied_identities: " +
+                                options_.denied_identities.to_string() + ")");
+  // #3 effective floor (C-66)
+  const Isolation floor = stricter(options_.min_isolation, spec.min_isolation());
+  const Isolation rung = parse_backend_rung(backend);
+  if (!meets_floor(rung, floor))
+    throw SandboxBackendNotPermitted("workload kind '" + kind + "' requires at least '" +
+                                     std::string(to_string(floor)) + "' isolation, but backend '" + backend.name() +
+                                     "' declares '" + std::string(to_string(rung)) +
+                                     "' (ladder, weakest first: " + isolation_ladder_text() + ")");
+  const BackendDeclarations& d = backend.declarations();
+  // #4 capabilities
+  if (!requires_caps.subset_of(d.capabilities))
+    throw SandboxCapabilityNotSupported("backend '" + backend.name() + "' does not support " +
+                                        requires_caps.difference(d.capabilities).to_string() +
+                                        ", required by workload kind '" + kind +
+                                        "' (it declares: " + d.capabilities.to_string("nothing") + ")");
+  // #5 OS family
+  if (const auto family = spec.requires_os_family(); family && !d.os_families.contains(*family))
+    throw SandboxOsFamilyNotSupported(
+        "backend '" + backend.name() + "' serves " +
+        (d.os_families.empty() ? std::string("no guest whose shape it states")
+                               : "guests of family " + d.os_families.to_string()) +
+        ", but workload kind '" + kind + "' requires os family '" + std::string(to_string(*family)) + "'");
+  // #6 is unreachable in C++: `limits` is typed SandboxLimits, so it is always readable.
+  // #7 transfer ceilings, in then out
+  if (!spec.files_in().within(d.limits.files_in))
+    throw SandboxTransferLimitsNotPermitted("workload kind '" + kind + "' asks files_in limits (" +
+                                            to_string(spec.files_in()) + ") above what backend '" + backend.name() +
+                                            "' permits (" + to_string(d.limits.files_in) + ")");
+  if (!spec.files_out().within(d.limits.files_out))
+    throw SandboxTransferLimitsNotPermitted("workload kind '" + kind + "' asks files_out limits (" +
+                                            to_string(spec.files_out()) + ") above what backend '" +
+                                            backend.name() + "' permits (" + to_string(d.limits.files_out) + ")");
+  // #8 egress, by membership only (C-67)
+  if (!d.egress_modes.contains(spec.egress()))
+    throw SandboxEgressNotEnforced("backend '" + backend.name() + "' cannot enforce egress '" +
+                                   std::string(to_string(spec.egress())) + "' for workload kind '" + kind +
+                                   "'; it enforces: " + d.egress_modes.to_string("nothing"));
+  // C-68 (positions [gap], after #8): isolation scope, then method-rule fit.
+  const IsolationScope scope = stricter(options_.min_isolation_scope, spec.isolation_scope());
+  if (!d.effective_isolation_scopes().contains(scope))
+    throw SandboxCapabilityNotSupported("backend '" + backend.name() + "' does not serve isolation scope '" +
+                                        std::string(to_string(scope)) + "' required for workload kind '" + kind +
+                                        "' (it serves: " + d.effective_isolation_scopes().to_string() + ")");
+  if (d.egress_method_tokens) {
+    for (const auto& entry : spec.egress_allow()) {
+      const auto* rule = std::get_if<EgressRule>(&entry);
+      if (!rule || !rule->methods()) continue;
+      for (const auto& m : *rule->methods())
+        if (!d.egress_method_tokens->count(m))
+          throw SandboxCapabilityNotSupported("backend '" + backend.name() + "' cannot hold egress method '" + m +
+                                              "' (host '" + rule->host() + "') for workload kind '" + kind + "'");
+    }
+  }
+}
+
+boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxRouter::acquire(SandboxKey key, SandboxSpec spec) {
+  auto backend = select(spec);  // C-69: same code path as ensure_can_serve
+  co_return co_await backend->acquire(std::move(key), std::move(spec));
+}
+
+boost::asio::awaitable<void> SandboxRouter::dispose(SandboxKey key) {
+  for (const auto& b : backends_) {
+    try {
+      if (auto failure = co_await b->dispose(key, std::nullopt, std::nullopt))
+        logger()->warn("dispose of {} on backend '{}' incomplete: {}", to_string(key), b->name(), failure->to_string());
+    } catch (const std::exception& e) {
+      logger()->warn("dispose of {} on backend '{}' failed: {}", to_string(key), b->name(), e.what());
+    }
+  }
+}
+
+boost::asio::awaitable<bool> SandboxRouter::dispose_kind(SandboxKey key, std::string kind,
+                                                         std::optional<std::string> instance_id,
+                                                         std::chrono::milliseconds timeout) {
+  auto executor = co_await boost::asio::this_coro::executor;
+  bool confirmed = true;
+  for (const auto& b : backends_) {
+    // Each backend is bounded by `timeout`; a late answer counts as unconfirmed (the
+    // disposal keeps running detached, holding the backend alive).
+    struct State {
+      boost::asio::steady_timer timer;
+      bool done = false;
+      bool ok = false;
+    };
+    auto state = std::make_shared<State>(State{boost::asio::steady_timer(executor, timeout)});
+    boost::asio::co_spawn(
+        executor,
+        [b, key, kind, instance_id]() -> boost::asio::awaitable<bool> {
+          auto failure = co_await b->dispose(key, kind, instance_id);
+          if (failure) logger()->warn("dispose of {} kind '{}' on '{}': {}", to_string(key), kind, b->name(), failure->to_string());
+          co_return !failure;
+        },
+        [state, name = b->name()](std::exception_ptr e, bool ok) {
+          state->done = true;
+          state->ok = ok && !e;
+          if (e) {
+            try {
+              std::rethrow_exception(e);
+            } catch (const std::exception& ex) {
+              logger()->warn("dispose on backend '{}' failed: {}", name, ex.what());
+            }
+          }
+          state->timer.cancel();
+        });
+    boost::system::error_code ec;
+    co_await state->timer.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+    if (!state->done) {
+      logger()->warn("dispose of {} kind '{}' on backend '{}' did not answer within {} ms", to_string(key), kind,
+                     b->name(), timeout.count());
+      confirmed = false;
+    } else if (!state->ok) {
+      confirmed = false;
+    }
+  }
+  co_return confirmed;
+}
+
+boost::asio::awaitable<ScopePurge> SandboxRouter::dispose_scope(std::string scope, std::string thread_id) {
+  ScopePurge total;
+  std::vector<DisposalFailure> failures;
+  for (const auto& b : backends_) {
+    try {
+      ScopePurge p = co_await b->dispose_scope(scope, thread_id);
+      total.disposed += p.disposed;
+      if (p.undisposed) failures.push_back(*p.undisposed);
+    } catch (const std::exception& e) {
+      // [gap] C-73: a backend that raises counts as code unknown.
+      logger()->warn("dispose_scope({}, {}) on backend '{}' failed: {}", scope, thread_id, b->name(), e.what());
+      failures.push_back(DisposalFailure{kDisposalUnknown, b->name() + ": " + e.what()});
+    }
+  }
+  total.undisposed = fold(failures);
+  co_return total;
+}
+
+boost::asio::awaitable<ScopePurge> SandboxRouter::with_scope(std::string scope, std::string thread_id,
+                                                             std::function<boost::asio::awaitable<void>()> body) {
+  std::exception_ptr body_error;
+  try {
+    co_await body();
+  } catch (...) {
+    body_error = std::current_exception();
+  }
+  ScopePurge purge = co_await dispose_scope(scope, thread_id);
+  if (body_error) std::rethrow_exception(body_error);
+  co_return purge;
+}
+
+boost::asio::awaitable<ScopePurge> SandboxPurger::purge_scoped_thread(std::string scope, std::string thread_id) {
+  ScopePurge purge = co_await router_.dispose_scope(scope, thread_id);
+  if (purge.disposed > 0)
+    logger()->info("purged {} sandbox(es) of scope '{}' thread '{}'", purge.disposed, scope, thread_id);
+  co_return purge;
+}
+
+}  // namespace maf::sandbox

@@ -1,0 +1,183 @@
+// The non-virtual half of Sandbox: gates, confinement and caps, written once for every
+// backend (core.md §2, §6).
+#include "maf/sandbox/sandbox.hpp"
+
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/paths.hpp"
+
+namespace maf::sandbox {
+
+Sandbox::Sandbox(Identity identity) : identity_(std::move(identity)) {
+  identity_.storage_base = normalize_guest_path(identity_.storage_base);
+}
+
+Sandbox::~Sandbox() = default;
+
+void Sandbox::require_capability(Capability capability, const char* method) const {
+  if (identity_.capabilities.contains(capability)) return;
+  throw NotImplementedError("backend '" + identity_.backend_name + "' does not declare capability '" +
+                            std::string(to_string(capability)) + "', so " + method +
+                            " is not available to workload kind '" + identity_.kind + "'");
+}
+
+boost::asio::awaitable<ExecResult> Sandbox::exec(Command command, std::string working_directory,
+                                                 std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  require_capability(Capability::Exec, "exec");
+  if (timeout.count() <= 0)
+    throw ValueError("exec timeout must be positive, got " + std::to_string(timeout.count()) + " ms");
+  ExecRequest request{command, command.shell_line(),
+                      resolve_working_directory(working_directory, identity_.storage_base), timeout, deadline};
+  co_return co_await do_exec(request);
+}
+
+boost::asio::awaitable<ExecResult> Sandbox::run_code(std::string code, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  require_capability(Capability::RunCode, "run_code");
+  if (timeout.count() <= 0)
+    throw ValueError("run_code timeout must be positive, got " + std::to_string(timeout.count()) + " ms");
+  co_return co_await do_run_code(code, timeout, deadline);
+}
+
+boost::asio::awaitable<ExecResult> Sandbox::do_run_code(const std::string&, std::chrono::milliseconds,
+                                                        std::chrono::steady_clock::time_point) {
+  throw NotImplementedError("backend '" + identity_.backend_name + "' offers no run_code runtime");
+  co_return ExecResult{};
+}
+
+boost::asio::awaitable<void> Sandbox::do_file_operation(FileOperation,
+                                                        std::function<boost::asio::awaitable<void>()> body) {
+  co_await body();
+}
+
+boost::asio::awaitable<void> Sandbox::write_file(std::string path, std::string content,
+                                                 std::string working_directory) {
+  require_capability(Capability::FilesIn, "write_file");
+  const std::string wd = resolve_working_directory(working_directory, identity_.storage_base);
+  UnconfinedStat stat = [this](const std::string& p) -> boost::asio::awaitable<std::optional<EntryKind>> {
+    auto s = co_await do_lstat(p);
+    co_return s ? std::optional<EntryKind>(s->kind) : std::nullopt;
+  };
+  co_await do_file_operation(FileOperation::Write, [&]() -> boost::asio::awaitable<void> {
+    const std::string resolved = co_await confine_resolve_guest_write_path(stat, path, wd);
+    co_await do_write_file(resolved, content);
+  });
+}
+
+boost::asio::awaitable<std::optional<SandboxEntry>> Sandbox::stat_file(std::string path,
+                                                                       std::string working_directory) {
+  require_capability(Capability::FilesOut, "stat_file");
+  const std::string wd = resolve_working_directory(working_directory, identity_.storage_base);
+  const std::string resolved = confine_resolve_guest_path(path, wd);
+  std::optional<SandboxEntry> out;
+  UnconfinedStat stat = [this](const std::string& p) -> boost::asio::awaitable<std::optional<EntryKind>> {
+    auto s = co_await do_lstat(p);
+    co_return s ? std::optional<EntryKind>(s->kind) : std::nullopt;
+  };
+  co_await do_file_operation(FileOperation::Stat, [&]() -> boost::asio::awaitable<void> {
+    co_await refuse_symlinked_ancestors(stat, resolved, wd, false);
+    if (auto s = co_await do_lstat(resolved)) {
+      SandboxEntry e{*guest_path_relative_to(resolved, wd), s->kind, s->size_bytes};
+      if (e.kind == EntryKind::Symlink) e.size_bytes.reset();
+      out = std::move(e);
+    }
+  });
+  co_return out;
+}
+
+boost::asio::awaitable<std::string> Sandbox::read_file(std::string path, std::string working_directory,
+                                                       std::int64_t max_bytes) {
+  require_capability(Capability::FilesOut, "read_file");
+  if (max_bytes < 0) throw ValueError("read_file max_bytes must not be negative, got " + std::to_string(max_bytes));
+  const std::string wd = resolve_working_directory(working_directory, identity_.storage_base);
+  const std::string resolved = confine_resolve_guest_path(path, wd);
+  std::string content;
+  UnconfinedStat stat = [this](const std::string& p) -> boost::asio::awaitable<std::optional<EntryKind>> {
+    auto s = co_await do_lstat(p);
+    co_return s ? std::optional<EntryKind>(s->kind) : std::nullopt;
+  };
+  co_await do_file_operation(FileOperation::Read, [&]() -> boost::asio::awaitable<void> {
+    co_await refuse_symlinked_ancestors(stat, resolved, wd, false);
+    const auto s = co_await do_lstat(resolved);
+    if (!s) throw FileNotFoundError("guest file '" + path + "' does not exist (in '" + wd + "')");
+    switch (s->kind) {
+      case EntryKind::Directory:
+        throw IsADirectoryError("guest path '" + path + "' is a directory, not a file");
+      case EntryKind::Symlink:
+        throw OSError("guest path '" + path + "' is a symbolic link; links are never read through");
+      case EntryKind::Other:
+        throw OSError("guest path '" + path + "' is not a regular file");
+      case EntryKind::File:
+        break;
+    }
+    if (s->size_bytes && *s->size_bytes > max_bytes)
+      throw SandboxTransferCapExceeded("guest file '" + path + "' is " + std::to_string(*s->size_bytes) +
+                                       " bytes, over the read cap max_bytes=" + std::to_string(max_bytes));
+    content = co_await do_read_file(resolved, max_bytes);
+  });
+  if (static_cast<std::int64_t>(content.size()) > max_bytes)
+    throw SandboxTransferCapExceeded("guest file '" + path + "' holds more than the read cap max_bytes=" +
+                                     std::to_string(max_bytes) + "; refusing rather than truncating");
+  co_return content;
+}
+
+boost::asio::awaitable<std::vector<SandboxEntry>> Sandbox::list_dir(std::string path,
+                                                                    std::string working_directory) {
+  require_capability(Capability::FilesList, "list_dir");
+  const std::string wd = resolve_working_directory(working_directory, identity_.storage_base);
+  const std::string resolved = confine_resolve_guest_path(path, wd);
+  std::vector<SandboxEntry> out;
+  UnconfinedStat stat = [this](const std::string& p) -> boost::asio::awaitable<std::optional<EntryKind>> {
+    auto s = co_await do_lstat(p);
+    co_return s ? std::optional<EntryKind>(s->kind) : std::nullopt;
+  };
+  co_await do_file_operation(FileOperation::List, [&]() -> boost::asio::awaitable<void> {
+    co_await refuse_symlinked_ancestors(stat, resolved, wd, true);
+    const auto self = co_await do_lstat(resolved);
+    if (!self) throw FileNotFoundError("guest directory '" + path + "' does not exist (in '" + wd + "')");
+    if (self->kind != EntryKind::Directory)
+      throw NotADirectoryError("guest path '" + path + "' is not a directory");
+    const std::string rel = *guest_path_relative_to(resolved, wd);
+    for (auto& child : co_await do_list_dir(resolved)) {
+      SandboxEntry e{rel.empty() ? child.name : rel + "/" + child.name, child.stat.kind, child.stat.size_bytes};
+      if (e.kind == EntryKind::Symlink) e.size_bytes.reset();
+      out.push_back(std::move(e));
+    }
+  });
+  co_return out;
+}
+
+boost::asio::awaitable<void> Sandbox::remove(std::string path, std::string working_directory, bool recursive) {
+  require_capability(Capability::FilesDelete, "remove");
+  const std::string wd = resolve_working_directory(working_directory, identity_.storage_base);
+  const std::string resolved = confine_resolve_guest_path(path, wd);
+  if (resolved == wd)
+    throw ValueError("refusing to remove the working directory '" + wd + "' itself");
+  UnconfinedStat stat = [this](const std::string& p) -> boost::asio::awaitable<std::optional<EntryKind>> {
+    auto s = co_await do_lstat(p);
+    co_return s ? std::optional<EntryKind>(s->kind) : std::nullopt;
+  };
+  co_await do_file_operation(FileOperation::Remove, [&]() -> boost::asio::awaitable<void> {
+    co_await refuse_symlinked_ancestors(stat, resolved, wd, false);
+    const auto s = co_await do_lstat(resolved);
+    if (!s) co_return;  // C-49: missing is success
+    if (s->kind == EntryKind::Directory && !recursive)
+      throw OSError("guest path '" + path + "' is a directory; pass recursive=true to remove it");
+    co_await do_remove(resolved, recursive && s->kind == EntryKind::Directory);
+  });
+}
+
+boost::asio::awaitable<std::string> Sandbox::do_read_file(const std::string&, std::int64_t) {
+  throw NotImplementedError("backend '" + identity_.backend_name + "' does not implement read_file");
+  co_return std::string{};
+}
+boost::asio::awaitable<std::vector<GuestDirEntry>> Sandbox::do_list_dir(const std::string&) {
+  throw NotImplementedError("backend '" + identity_.backend_name + "' does not implement list_dir");
+  co_return std::vector<GuestDirEntry>{};
+}
+boost::asio::awaitable<void> Sandbox::do_remove(const std::string&, bool) {
+  throw NotImplementedError("backend '" + identity_.backend_name + "' does not implement remove");
+  co_return;
+}
+
+}  // namespace maf::sandbox

@@ -1,0 +1,24 @@
+#include "maf/sandbox/spec.hpp"
+
+namespace maf::sandbox {
+
+SandboxSpec::SandboxSpec(Fields fields) : f_(std::move(fields)) {
+  if (f_.kind.empty()) throw ValueError("SandboxSpec.kind must be a non-empty workload name");
+  if (!f_.egress_allow.empty() && f_.egress != Egress::Allowlist) {
+    std::string hosts;
+    for (const auto& e : f_.egress_allow) {
+      if (!hosts.empty()) hosts += ", ";
+      hosts += egress_entry_host(e);
+    }
+    throw ValueError("SandboxSpec for kind '" + f_.kind + "' lists egress_allow hosts [" + hosts +
+                     "] but its egress mode is '" + std::string(to_string(f_.egress)) +
+                     "'; hosts are only meaningful with egress 'allowlist'");
+  }
+  f_.egress_allow = canonicalize_egress_allow(std::move(f_.egress_allow));
+  for (const auto& e : f_.egress_allow)
+    if (std::holds_alternative<EgressRule>(e)) f_.requires_capabilities.insert(Capability::EgressMethods);
+  if (f_.work_dir && f_.work_dir->empty())
+    throw ValueError("SandboxSpec for kind '" + f_.kind + "': work_dir is empty; omit it to let the backend choose");
+}
+
+}  // namespace maf::sandbox
