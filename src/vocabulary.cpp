@@ -118,11 +118,14 @@ std::vector<EgressEntry> canonicalize_egress_allow(std::vector<EgressEntry> entr
     const auto a = method_set(kept);
     const auto b = method_set(entry);
     if (a == b) continue;  // equivalent: first spelling wins
+    const std::string named = "'" + egress_entry_host(kept) + "'" +
+                              (egress_entry_host(kept) == egress_entry_host(entry)
+                                   ? std::string()
+                                   : " (also spelled '" + egress_entry_host(entry) + "')");
     if (!a || !b)
-      throw ValueError("egress_allow lists host '" + egress_entry_host(entry) +
-                       "' both for every method and narrowed to some methods; choose one");
-    throw ValueError("egress_allow lists host '" + egress_entry_host(entry) +
-                     "' with two different method sets; merge them into one rule");
+      throw ValueError("egress_allow lists host " + named +
+                       " both for every method and narrowed to some methods; choose one");
+    throw ValueError("egress_allow lists host " + named + " with two different method sets; merge them into one rule");
   }
   return out;
 }

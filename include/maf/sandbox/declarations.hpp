@@ -29,7 +29,7 @@ struct BackendDeclarations {
   OsFamilySet os_families{};
   IsolationScopeSet isolation_scopes{};
   /// Method tokens the backend can hold for EGRESS_METHODS rules; absent = every valid token.
-  std::optional<std::set<std::string>> egress_method_tokens;
+  std::optional<std::set<std::string>> egress_method_tokens{};
 
   /// isolation_scopes with silence read as {CONVERSATION}.
   IsolationScopeSet effective_isolation_scopes() const noexcept {

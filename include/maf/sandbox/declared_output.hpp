@@ -28,11 +28,11 @@ struct EnumTraits<OutputDisposition> {
 constexpr std::string_view to_string(OutputDisposition d) noexcept { return enum_value(d); }
 
 struct DeclaredOutput {
-  std::string path;  ///< literal (no glob), POSIX, relative to the working directory
+  std::string path{};  ///< literal (no glob), POSIX, relative to the working directory
   OutputDisposition disposition = OutputDisposition::Land;
-  std::optional<std::string> media_type;  ///< declared by the kind, never sniffed
+  std::optional<std::string> media_type{};  ///< declared by the kind, never sniffed
   bool required = true;                   ///< false: absence is a normal outcome
-  std::optional<std::string> name;        ///< spelling it lands under; absent = path
+  std::optional<std::string> name{};        ///< spelling it lands under; absent = path
 
   friend bool operator==(const DeclaredOutput&, const DeclaredOutput&) = default;
 };

@@ -13,10 +13,10 @@
 namespace maf::sandbox {
 
 struct SandboxKey {
-  std::string scope;      ///< host user / tenant scope
-  std::string thread_id;  ///< conversation id
-  std::string agent_id;   ///< one agent; two agents in a conversation never share a filesystem
-  std::string call_id;    ///< empty for conversation scope; names the tool call for CALL scope
+  std::string scope{};      ///< host user / tenant scope
+  std::string thread_id{};  ///< conversation id
+  std::string agent_id{};   ///< one agent; two agents in a conversation never share a filesystem
+  std::string call_id{};    ///< empty for conversation scope; names the tool call for CALL scope
 
   friend bool operator==(const SandboxKey&, const SandboxKey&) = default;
 };

@@ -35,8 +35,10 @@
 /// `dynamic_cast` to the plugin's concrete type does not work; a host that needs the
 /// concrete type links the backend directly.
 ///
-/// **Statically linked backends** register with register_backend(); a name registered both
-/// statically and by a plugin file is refused (whichever arrives second is refused).
+/// **Statically linked backends** register with register_backend(). A name registered both
+/// statically and by a plugin file is refused for both, whatever the order: a
+/// register_backend() after discovery throws PluginDuplicateName, and either way create()
+/// of that name throws it.
 ///
 /// All members are safe to call from several threads.
 

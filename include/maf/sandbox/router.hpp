@@ -41,7 +41,7 @@ struct RouterOptions {
   /// `lowered_floor(...)` so it shows in review.
   Isolation min_isolation = kDefaultMinIsolation;
   /// FIXED selection: the backend's name; absent = the first registered.
-  std::optional<std::string> selected;
+  std::optional<std::string> selected{};
   CapabilitySet denied_capabilities{};
   IdentitySet denied_identities{};
   Selection selection = Selection::Fixed;

@@ -37,7 +37,7 @@ struct Artifact {
   std::string name;     ///< the delivered name (validated, normalised per the sink)
   std::string content;  ///< opaque bytes
   std::string kind;     ///< the spec's workload kind
-  std::optional<std::string> media_type;  ///< as declared, never sniffed
+  std::optional<std::string> media_type{};  ///< as declared, never sniffed
 };
 
 /// What a sink made of an artifact (C-30). `handle` is the host's private reference and the
@@ -45,7 +45,7 @@ struct Artifact {
 struct LandedArtifact {
   std::string name;
   std::string display;  ///< the one line a model may see
-  std::optional<std::string> handle;
+  std::optional<std::string> handle{};
 };
 
 class OutputSink {

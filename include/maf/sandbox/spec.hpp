@@ -35,20 +35,20 @@ public:
   /// The raw request; every field named as in core.md §1.7 (`requires` is a C++ keyword,
   /// hence `requires_capabilities`).
   struct Fields {
-    std::string kind;
-    std::optional<std::string> image;
-    std::optional<std::string> image_id;
-    std::vector<EgressEntry> egress_allow;
-    std::optional<std::string> work_dir;
-    std::map<std::string, std::string> labels;
+    std::string kind{};
+    std::optional<std::string> image{};
+    std::optional<std::string> image_id{};
+    std::vector<EgressEntry> egress_allow{};
+    std::optional<std::string> work_dir{};
+    std::map<std::string, std::string> labels{};
     CapabilitySet requires_capabilities = kDefaultCapabilities;
-    std::optional<Isolation> min_isolation;
-    std::vector<DeclaredOutput> declared_outputs;
+    std::optional<Isolation> min_isolation{};
+    std::vector<DeclaredOutput> declared_outputs{};
     TransferLimits files_in = kDefaultTransferLimits;
     TransferLimits files_out = kDefaultTransferLimits;
     bool outputs_named_at_call_time = false;
     Egress egress = Egress::Closed;
-    std::optional<OsFamily> requires_os_family;
+    std::optional<OsFamily> requires_os_family{};
     IsolationScope isolation_scope = IsolationScope::Conversation;
   };
 

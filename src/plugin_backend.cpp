@@ -1,0 +1,63 @@
+// The forwarding wrapper of plugin_backend.hpp.
+#include "plugin_backend.hpp"
+
+#include <dlfcn.h>
+
+namespace maf::sandbox::detail {
+
+LoadedLibrary::~LoadedLibrary() {
+  if (handle_) dlclose(handle_);
+}
+
+namespace {
+
+/// Member order matters: `inner_` is destroyed before `library_`, so the plugin's
+/// destructors run while its code is still mapped.
+class PluginBackend final : public SandboxBackend {
+public:
+  PluginBackend(std::shared_ptr<SandboxBackend> inner, std::shared_ptr<LoadedLibrary> library)
+      : library_(std::move(library)), inner_(std::move(inner)) {}
+
+  std::string name() const override { return inner_->name(); }
+  std::string isolation() const override { return inner_->isolation(); }
+  const BackendDeclarations& declarations() const override { return inner_->declarations(); }
+
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) override {
+    std::shared_ptr<Sandbox> sandbox = co_await inner_->acquire(std::move(key), std::move(spec));
+    if (!sandbox) co_return sandbox;
+    // The aliasing constructor: callers see the plugin's Sandbox, but own a pair. Members
+    // are destroyed last-first, so the sandbox (second) goes before the library (first).
+    auto owner = std::make_shared<std::pair<std::shared_ptr<LoadedLibrary>, std::shared_ptr<Sandbox>>>(
+        library_, std::move(sandbox));
+    co_return std::shared_ptr<Sandbox>(owner, owner->second.get());
+  }
+
+  boost::asio::awaitable<std::optional<DisposalFailure>> dispose(
+      SandboxKey key, std::optional<std::string> kind, std::optional<std::string> instance_id) override {
+    co_return co_await inner_->dispose(std::move(key), std::move(kind), std::move(instance_id));
+  }
+
+  boost::asio::awaitable<ScopePurge> dispose_scope(std::string scope, std::string thread_id) override {
+    co_return co_await inner_->dispose_scope(std::move(scope), std::move(thread_id));
+  }
+
+  bool supports_reap() const noexcept override { return inner_->supports_reap(); }
+
+  boost::asio::awaitable<ScopePurge> reap(std::chrono::seconds older_than,
+                                          std::optional<std::string> scope) override {
+    co_return co_await inner_->reap(older_than, std::move(scope));
+  }
+
+private:
+  std::shared_ptr<LoadedLibrary> library_;
+  std::shared_ptr<SandboxBackend> inner_;
+};
+
+}  // namespace
+
+std::shared_ptr<SandboxBackend> wrap_plugin_backend(std::shared_ptr<SandboxBackend> inner,
+                                                    std::shared_ptr<LoadedLibrary> library) {
+  return std::make_shared<PluginBackend>(std::move(inner), std::move(library));
+}
+
+}  // namespace maf::sandbox::detail
