@@ -28,7 +28,6 @@
 ///   `max_extended_bytes` or `max_extended_headers`.
 
 #include <cstdint>
-#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
