@@ -68,14 +68,14 @@ using RaisesFactory = std::function<std::exception_ptr()>;
 struct InProcessSandboxOptions {
   /// Marker -> stdout, scanned in insertion order; the first marker that is a substring of
   /// the command (or program) wins (C-110).
-  std::vector<std::pair<std::string, std::string>> outputs;
+  std::vector<std::pair<std::string, std::string>> outputs{};
   /// Raised by every exec/run_code after recording it; `raises_factory` wins when both set.
-  std::exception_ptr raises;
-  RaisesFactory raises_factory;
+  std::exception_ptr raises{};
+  RaisesFactory raises_factory{};
   /// stdout when no marker matches.
-  std::string default_stdout;
+  std::string default_stdout{};
   /// Initial guest entries. Relative keys are resolved under `storage_base`.
-  std::map<std::string, SeedValue> seed_files;
+  std::map<std::string, SeedValue> seed_files{};
   /// What the sandbox *declares*; methods outside it raise NotImplementedError (C-35).
   CapabilitySet capabilities = kInProcessCapabilities;
   std::string backend_name = "in-process";
@@ -205,7 +205,7 @@ struct DisposeRequest {
 
 struct InProcessSandboxBackendOptions {
   /// The one sandbox every acquire returns; a fresh InProcessSandbox when null.
-  std::shared_ptr<InProcessSandbox> sandbox;
+  std::shared_ptr<InProcessSandbox> sandbox{};
   std::string name = "in-process";
   /// A string so a test can hand the router an unknown rung (C-62).
   std::string isolation = "none";
