@@ -1,0 +1,148 @@
+#include "bwrap.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include <spdlog/spdlog.h>
+
+#include "maf/sandbox/logging.hpp"
+#include "maf/sandbox/support/subprocess.hpp"
+
+namespace maf::sandbox::process {
+
+const std::vector<std::string>& guest_etc_files() {
+  static const std::vector<std::string> files{"/etc/passwd",   "/etc/group",        "/etc/nsswitch.conf",
+                                              "/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives",
+                                              "/etc/ssl/certs"};
+  return files;
+}
+
+std::vector<MountView> guest_read_only_views(const ProcessBackendConfig& config) {
+  std::vector<MountView> views{{"/usr", "/usr"}};
+  for (const auto& f : guest_etc_files())
+    if (std::filesystem::exists(f)) views.push_back({f, f});
+  for (const auto& b : config.extra_ro_binds) views.push_back({b.guest, b.host});
+  return views;
+}
+
+std::vector<std::string> guest_virtual_dirs() { return {"/proc", "/dev"}; }
+
+void prepare_guest_root(const GuestTree& tree, const ProcessBackendConfig& config) {
+  namespace fs = std::filesystem;
+  const fs::path root = tree.root_dir();
+  for (const char* dir : {"usr", "proc", "dev", "tmp", "etc", "etc/ssl"}) fs::create_directories(root / dir);
+  fs::permissions(root / "tmp", fs::perms::all | fs::perms::sticky_bit);
+  // Debian's merged /usr: the guest's /bin, /lib… are links into the read-only /usr.
+  for (const char* link : {"bin", "sbin", "lib", "lib32", "lib64", "libx32"}) {
+    const fs::path host = fs::path("/") / link;
+    std::error_code ec;
+    if (fs::is_symlink(host, ec)) fs::create_symlink(fs::read_symlink(host), root / link, ec);
+  }
+  for (const auto& view : guest_read_only_views(config)) {
+    if (view.guest == "/usr") continue;
+    const fs::path point = root / fs::path(view.guest).relative_path();
+    fs::create_directories(point.parent_path());
+    if (fs::is_directory(view.host)) {
+      fs::create_directories(point);
+    } else if (!fs::exists(point)) {
+      std::ofstream touch(point);
+    }
+  }
+}
+
+std::vector<std::string> bwrap_argv(const ProcessBackendConfig& config, const std::string& root_dir,
+                                    const std::string& working_directory, const std::string& home,
+                                    const std::vector<std::string>& command) {
+  std::vector<std::string> argv{config.bwrap_path, "--bind", root_dir, "/"};
+  for (const auto& view : guest_read_only_views(config)) {
+    argv.insert(argv.end(), {"--ro-bind", view.host, view.guest});
+  }
+  argv.insert(argv.end(), {"--proc", "/proc", "--dev", "/dev",
+                           // Namespaces: the guest is an unprivileged uid in its own user
+                           // namespace, with no capabilities and no network but loopback.
+                           "--unshare-user", "--uid", std::to_string(config.guest_uid), "--gid",
+                           std::to_string(config.guest_gid), "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                           "--unshare-net", "--unshare-cgroup-try", "--hostname", "maf-sandbox",
+                           "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
+                           "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", home,
+                           "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp", "--chdir",
+                           working_directory, "--"});
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+bool probe_network_namespace(const ProcessBackendConfig& config) {
+  // A listener on the host's loopback; the confined child tries to connect. The kernel
+  // completes a connection into the backlog without accept(), so "nothing queued" after the
+  // child exits means it never got through.
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (listener < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listener, 4) != 0 ||
+      ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(listener);
+    return false;
+  }
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  namespace fs = std::filesystem;
+  const fs::path scratch = fs::temp_directory_path() / ("maf-sandbox-netprobe-" + std::to_string(::getpid()));
+  bool confined = false;
+  try {
+    fs::create_directories(scratch);
+    GuestTree tree(scratch.string(), guest_read_only_views(config), guest_virtual_dirs());
+    prepare_guest_root(tree, config);
+    // bash's /dev/tcp needs no tool beyond the shell Debian always ships. Exit 0 = reached.
+    auto argv = bwrap_argv(config, scratch.string(), "/", "/tmp",
+                           {"bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/" + port + " && echo reached"});
+    boost::asio::io_context io;
+    support::SubprocessResult result;
+    std::exception_ptr error;
+    boost::asio::co_spawn(
+        io,
+        [&]() -> boost::asio::awaitable<void> {
+          support::SubprocessOptions o;
+          o.argv = argv;
+          o.timeout = config.internal_timeout;
+          o.max_stdout = 4096;
+          o.max_stderr = 4096;
+          result = co_await support::run_subprocess(std::move(o));
+        },
+        [&](std::exception_ptr e) { error = e; });
+    io.run();
+    if (error) std::rethrow_exception(error);
+    const int queued = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (queued >= 0) ::close(queued);
+    // Confined iff bwrap ran (its own failures exit 1 with "bwrap:" on stderr), the connect
+    // failed, and nothing arrived at the host listener.
+    const bool bwrap_failed = result.stderr_bytes.rfind("bwrap:", 0) == 0;
+    confined = !bwrap_failed && result.exit_code != 0 && queued < 0 &&
+               result.stdout_bytes.find("reached") == std::string::npos;
+    if (!confined)
+      logger()->warn("process backend: network-namespace probe did not confine (exit {}, stderr: {}); declaring no egress mode",
+                     result.exit_code, result.stderr_bytes);
+  } catch (const std::exception& e) {
+    logger()->warn("process backend: network-namespace probe failed: {}; declaring no egress mode", e.what());
+    confined = false;
+  }
+  ::close(listener);
+  std::error_code ec;
+  remove_host_tree(scratch.string());
+  (void)ec;
+  return confined;
+}
+
+}  // namespace maf::sandbox::process

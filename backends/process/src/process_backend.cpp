@@ -1,0 +1,279 @@
+// The process backend: lifecycle and on-disk state. Each sandbox is `<root>/<name>/` with a
+// `meta.json` (who owns it, when it was made) and `root/` (the guest's private root).
+// Names come from support::sandbox_name, the same mapping every backend uses, so two keys
+// never share a directory.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <spdlog/spdlog.h>
+
+#include "bwrap.hpp"
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/logging.hpp"
+#include "maf/sandbox/paths.hpp"
+#include "maf/sandbox/process/process_backend.hpp"
+#include "maf/sandbox/spec.hpp"
+#include "maf/sandbox/support/labels.hpp"
+#include "process_sandbox.hpp"
+
+namespace maf::sandbox::process {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr std::string_view kNamePrefix = "maf-sandbox-process-";
+
+std::string random_hex(std::size_t n) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) out += digits[rng() % 16];
+  return out;
+}
+
+struct Record {
+  fs::path dir;
+  SandboxKey key;
+  std::string kind;
+  std::string instance_id;
+  std::string work_base;
+  std::int64_t created_unix = 0;
+};
+
+std::optional<Record> read_record(const fs::path& dir) {
+  std::ifstream in(dir / "meta.json");
+  if (!in) return std::nullopt;
+  try {
+    nlohmann::json j = nlohmann::json::parse(in);
+    return Record{dir,
+                  SandboxKey{j.at("scope"), j.at("thread_id"), j.at("agent_id"), j.at("call_id")},
+                  j.at("kind"),
+                  j.at("instance_id"),
+                  j.at("work_base"),
+                  j.at("created_unix")};
+  } catch (const std::exception&) {
+    return std::nullopt;  // half-written or foreign: never guessed at
+  }
+}
+
+class ProcessBackend final : public SandboxBackend, public std::enable_shared_from_this<ProcessBackend> {
+public:
+  explicit ProcessBackend(ProcessBackendConfig config)
+      : config_(std::make_shared<const ProcessBackendConfig>(std::move(config))) {
+    declarations_.capabilities = {Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesList,
+                                  Capability::FilesDelete};
+    if (!config_->run_code_interpreter.empty()) declarations_.capabilities.insert(Capability::RunCode);
+    declarations_.os_families = {OsFamily::Posix};
+    declarations_.isolation_scopes = {IsolationScope::Conversation, IsolationScope::Call};
+    if (probe_network_namespace(*config_)) declarations_.egress_modes = {Egress::Closed};
+  }
+
+  std::string name() const override { return "process"; }
+  std::string isolation() const override { return std::string(to_string(Isolation::OsProcess)); }
+  const BackendDeclarations& declarations() const override { return declarations_; }
+  bool supports_reap() const noexcept override { return true; }
+
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) override {
+    const std::string base = normalize_guest_path(spec.work_dir().value_or(kDefaultWorkDir));
+    if (base.empty() || base[0] != '/')
+      throw ValueError("process backend: work_dir '" + *spec.work_dir() + "' of kind '" + spec.kind() +
+                       "' must be an absolute guest path");
+    const std::string name = support::sandbox_name(
+        kNamePrefix, key, spec.kind(), support::NameQualifiers{{}, base == kDefaultWorkDir ? "" : base});
+    fs::create_directories(config_->root);
+    const fs::path dir = config_->root / name;
+    auto record = read_record(dir);
+    if (!record) record = create(dir, key, spec.kind(), base);
+    co_return open(*record, spec);
+  }
+
+  boost::asio::awaitable<std::optional<DisposalFailure>> dispose(SandboxKey key, std::optional<std::string> kind,
+                                                                 std::optional<std::string> instance_id) override {
+    std::vector<DisposalFailure> failures;
+    for (const auto& r : records()) {
+      if (!(r.key == key) || (kind && r.kind != *kind) || (instance_id && r.instance_id != *instance_id)) continue;
+      if (auto f = destroy(r)) failures.push_back(*f);
+    }
+    co_return fold(failures);
+  }
+
+  boost::asio::awaitable<ScopePurge> dispose_scope(std::string scope, std::string thread_id) override {
+    co_return purge([&](const Record& r) { return r.key.scope == scope && r.key.thread_id == thread_id; });
+  }
+
+  boost::asio::awaitable<ScopePurge> reap(std::chrono::seconds older_than, std::optional<std::string> scope) override {
+    const auto cutoff = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::system_clock::now().time_since_epoch() - older_than)
+                            .count();
+    co_return purge([&](const Record& r) { return r.created_unix <= cutoff && (!scope || r.key.scope == *scope); });
+  }
+
+private:
+  template <class Pred>
+  ScopePurge purge(Pred&& matches) {
+    ScopePurge result;
+    std::vector<DisposalFailure> failures;
+    std::vector<Record> all;
+    try {
+      all = records();
+    } catch (const std::exception& e) {
+      result.undisposed = DisposalFailure{kDisposalUnlisted, e.what()};
+      return result;
+    }
+    for (const auto& r : all) {
+      if (!matches(r)) continue;
+      if (auto f = destroy(r)) failures.push_back(*f);
+      else ++result.disposed;
+    }
+    result.undisposed = fold(failures);
+    return result;
+  }
+
+  std::vector<Record> records() const {
+    std::vector<Record> out;
+    std::error_code ec;
+    if (!fs::exists(config_->root, ec)) return out;
+    for (const auto& entry : fs::directory_iterator(config_->root)) {
+      const std::string n = entry.path().filename().string();
+      if (n.rfind(kNamePrefix, 0) != 0 || entry.is_symlink()) continue;
+      if (auto r = read_record(entry.path())) out.push_back(std::move(*r));
+    }
+    return out;
+  }
+
+  Record create(const fs::path& dir, const SandboxKey& key, const std::string& kind, const std::string& base) {
+    // Build the whole sandbox in a staging directory, then rename it into place: rename is
+    // atomic, so concurrent acquires — in this process or another — yield one sandbox (C-52).
+    const fs::path staging = config_->root / (".staging-" + random_hex(16));
+    fs::create_directories(staging / "root");
+    Record r{dir, key, kind, random_hex(16), base,
+             std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()};
+    try {
+      GuestTree tree((staging / "root").string(), guest_read_only_views(*config_), guest_virtual_dirs());
+      prepare_guest_root(tree, *config_);
+      tree.ensure_directory(base);
+      nlohmann::json meta{{"scope", key.scope},         {"thread_id", key.thread_id}, {"agent_id", key.agent_id},
+                          {"call_id", key.call_id},     {"kind", kind},               {"instance_id", r.instance_id},
+                          {"work_base", base},          {"created_unix", r.created_unix}};
+      std::ofstream(staging / "meta.json") << meta.dump(2);
+      if (::rename(staging.c_str(), dir.c_str()) != 0) {
+        const int err = errno;
+        remove_host_tree(staging.string());
+        if (err == EEXIST || err == ENOTEMPTY) {
+          if (auto existing = read_record(dir)) return *existing;
+        }
+        throw OSError("process backend: cannot create sandbox directory '" + dir.string() + "': " + std::strerror(err));
+      }
+    } catch (...) {
+      remove_host_tree(staging.string());
+      throw;
+    }
+    logger()->debug("process backend: created {} for {} kind '{}'", dir.string(), to_string(key), kind);
+    return r;
+  }
+
+  std::shared_ptr<Sandbox> open(const Record& r, const SandboxSpec& spec) {
+    std::lock_guard lock(mutex_);
+    auto& slot = live_[r.dir.string()];
+    auto sandbox = slot.lock();
+    if (!sandbox || sandbox->instance_id() != r.instance_id) {
+      sandbox = std::make_shared<ProcessSandbox>(config_, r.kind, declarations_.capabilities, r.work_base, r.instance_id,
+                                                 r.dir.string());
+      slot = sandbox;
+    }
+    // C-53: the storage base exists on every acquire that needs one, warm reuse included;
+    // a base the guest replaced with a link or a file fails the acquire.
+    const CapabilitySet needs_base{Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesList,
+                                   Capability::FilesDelete};
+    if (!spec.requires_capabilities().intersection(needs_base).empty()) sandbox->tree().ensure_directory(r.work_base);
+    return sandbox;
+  }
+
+  std::optional<DisposalFailure> destroy(const Record& r) {
+    try {
+      // Move it out of the namespace first so no acquire can reopen a half-removed sandbox.
+      const fs::path trash = config_->root / (".trash-" + random_hex(16));
+      kill_guest_processes((r.dir / "root").string());
+      if (::rename(r.dir.c_str(), trash.c_str()) != 0) {
+        if (errno == ENOENT) return std::nullopt;  // another replica won the race
+        throw OSError(std::string("rename: ") + std::strerror(errno));
+      }
+      kill_guest_processes((trash / "root").string());
+      remove_host_tree(trash.string());
+      {
+        std::lock_guard lock(mutex_);
+        live_.erase(r.dir.string());
+      }
+      return std::nullopt;
+    } catch (const std::exception& e) {
+      logger()->warn("process backend: disposing {} failed: {}", r.dir.string(), e.what());
+      return DisposalFailure{kDisposalRefused, r.dir.filename().string() + ": " + e.what()};
+    }
+  }
+
+  std::shared_ptr<const ProcessBackendConfig> config_;
+  BackendDeclarations declarations_;
+  std::mutex mutex_;
+  std::map<std::string, std::weak_ptr<ProcessSandbox>> live_;
+};
+
+}  // namespace
+
+std::shared_ptr<SandboxBackend> make_process_backend(ProcessBackendConfig config) {
+  if (config.root.empty() || config.root.is_relative())
+    throw ValueError("process backend: root '" + config.root.string() + "' must be an absolute host path");
+  return std::make_shared<ProcessBackend>(std::move(config));
+}
+
+ProcessBackendConfig process_config_from_json(const nlohmann::json& j) {
+  ProcessBackendConfig c;
+  if (j.is_null()) return c;
+  if (!j.is_object()) throw ValueError("backend 'process': configuration must be a JSON object");
+  auto want = [&](const char* key, auto&& apply, nlohmann::json::value_t type) {
+    if (!j.contains(key)) return;
+    const auto& v = j.at(key);
+    const bool ok = v.type() == type || (type == nlohmann::json::value_t::number_unsigned && v.is_number_unsigned());
+    if (!ok) throw ValueError(std::string("backend 'process': configuration key '") + key + "' has the wrong type (" + v.type_name() + ")");
+    apply(v);
+  };
+  using T = nlohmann::json::value_t;
+  for (const auto& item : j.items()) {
+    static const std::set<std::string> known{"root", "bwrap_path", "extra_ro_binds", "run_code_interpreter",
+                                             "internal_timeout_seconds", "max_stdout_bytes", "max_stderr_bytes",
+                                             "guest_uid", "guest_gid"};
+    if (!known.count(item.key()))
+      throw ValueError("backend 'process': unknown configuration key '" + item.key() +
+                       "' (known: bwrap_path, extra_ro_binds, guest_gid, guest_uid, internal_timeout_seconds, "
+                       "max_stderr_bytes, max_stdout_bytes, root, run_code_interpreter)");
+  }
+  want("root", [&](const auto& v) { c.root = v.template get<std::string>(); }, T::string);
+  want("bwrap_path", [&](const auto& v) { c.bwrap_path = v.template get<std::string>(); }, T::string);
+  want("extra_ro_binds", [&](const auto& v) {
+    for (const auto& b : v) {
+      if (!b.is_object() || !b.contains("host") || !b.contains("guest") || !b.at("host").is_string() || !b.at("guest").is_string())
+        throw ValueError("backend 'process': each extra_ro_binds entry must be {\"host\": string, \"guest\": string}");
+      const std::string guest = normalize_guest_path(b.at("guest").template get<std::string>());
+      if (guest.empty() || guest[0] != '/' || guest == "/")
+        throw ValueError("backend 'process': extra_ro_binds guest path '" + guest + "' must be absolute and not '/'");
+      c.extra_ro_binds.push_back({b.at("host").template get<std::string>(), guest});
+    }
+  }, T::array);
+  want("run_code_interpreter", [&](const auto& v) {
+    for (const auto& a : v) {
+      if (!a.is_string()) throw ValueError("backend 'process': run_code_interpreter must be an array of strings");
+      c.run_code_interpreter.push_back(a.template get<std::string>());
+    }
+  }, T::array);
+  want("internal_timeout_seconds", [&](const auto& v) { c.internal_timeout = std::chrono::seconds(v.template get<unsigned>()); }, T::number_unsigned);
+  want("max_stdout_bytes", [&](const auto& v) { c.max_stdout_bytes = v.template get<std::size_t>(); }, T::number_unsigned);
+  want("max_stderr_bytes", [&](const auto& v) { c.max_stderr_bytes = v.template get<std::size_t>(); }, T::number_unsigned);
+  want("guest_uid", [&](const auto& v) { c.guest_uid = v.template get<unsigned>(); }, T::number_unsigned);
+  want("guest_gid", [&](const auto& v) { c.guest_gid = v.template get<unsigned>(); }, T::number_unsigned);
+  return c;
+}
+
+}  // namespace maf::sandbox::process

@@ -1,0 +1,45 @@
+#pragma once
+// One process sandbox: a private root on the host, commands run in it under bubblewrap.
+#include <memory>
+#include <string>
+
+#include "guest_tree.hpp"
+#include "maf/sandbox/process/process_backend.hpp"
+#include "maf/sandbox/sandbox.hpp"
+
+namespace maf::sandbox::process {
+
+class ProcessSandbox final : public Sandbox {
+public:
+  ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> config, std::string kind, CapabilitySet capabilities,
+                 std::string storage_base, std::string instance_id, std::string sandbox_dir);
+
+  const std::string& sandbox_dir() const noexcept { return sandbox_dir_; }
+  const GuestTree& tree() const noexcept { return tree_; }
+
+protected:
+  boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) override;
+  boost::asio::awaitable<ExecResult> do_run_code(const std::string& code, std::chrono::milliseconds timeout,
+                                                 std::chrono::steady_clock::time_point deadline) override;
+  boost::asio::awaitable<std::optional<GuestStat>> do_lstat(const std::string& absolute_path) override;
+  boost::asio::awaitable<void> do_write_file(const std::string& absolute_path, const std::string& content) override;
+  boost::asio::awaitable<std::string> do_read_file(const std::string& absolute_path, std::int64_t max_bytes) override;
+  boost::asio::awaitable<std::vector<GuestDirEntry>> do_list_dir(const std::string& absolute_path) override;
+  boost::asio::awaitable<void> do_remove(const std::string& absolute_path, bool recursive) override;
+
+private:
+  boost::asio::awaitable<ExecResult> run_confined(std::vector<std::string> command, std::string working_directory,
+                                                  std::optional<std::string> stdin_bytes,
+                                                  std::chrono::steady_clock::time_point deadline,
+                                                  std::chrono::milliseconds timeout);
+
+  std::shared_ptr<const ProcessBackendConfig> config_;
+  std::string sandbox_dir_;
+  GuestTree tree_;
+};
+
+/// SIGKILL every process whose root directory is `root_dir` (the guests of one sandbox,
+/// whichever host process started them). Returns how many were signalled.
+int kill_guest_processes(const std::string& root_dir);
+
+}  // namespace maf::sandbox::process
