@@ -63,9 +63,9 @@ bool is_valid_label_key(std::string_view key);
 struct NameQualifiers {
   /// Egress allowlist hosts when the sandbox runs behind an allowlist proxy (sorted here,
   /// bytewise; duplicates kept, as Python's `sorted`).
-  std::vector<std::string> egress_allow;
+  std::vector<std::string> egress_allow{};
   /// A non-default work base (wslc W-10); empty for the default.
-  std::string work_base;
+  std::string work_base{};
 };
 
 /// The container name for (key, kind). `prefix` is e.g. `"maf-sandbox-docker-"`; it must be

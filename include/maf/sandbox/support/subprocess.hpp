@@ -63,12 +63,15 @@ using ChunkSource = std::function<std::string()>;
 
 /// Everything one run needs. Only `argv` is required.
 struct SubprocessOptions {
-  std::vector<std::string> argv;  ///< argv[0] is the program; must be non-empty
+  std::vector<std::string> argv{};  ///< argv[0] is the program; must be non-empty
 
   /// Bytes written to stdin, then stdin is closed. With neither this nor `stdin_source`,
   /// stdin is /dev/null. If both are set, `stdin_bytes` is written first.
-  std::optional<std::string> stdin_bytes;
-  ChunkSource stdin_source;
+  std::optional<std::string> stdin_bytes{};
+  ChunkSource stdin_source{};
+  /// Leave stdin open (without further input) once the bytes above are written, until the
+  /// child exits or is stopped: for programs that must not see EOF before they are done.
+  bool keep_stdin_open = false;
 
   /// Byte caps. Past a cap the stream stops being read, the child is SIGKILLed and reaped,
   /// the first `max_*` bytes are kept and the result's `*_overflowed` flag is set. That is
@@ -80,32 +83,32 @@ struct SubprocessOptions {
 
   /// When set, stdout is delivered here chunk by chunk (at most `max_stdout` bytes in
   /// total) and `SubprocessResult::stdout_bytes` stays empty.
-  ChunkSink on_stdout;
+  ChunkSink on_stdout{};
 
   /// Wall-clock deadline measured from the call. On expiry the group gets SIGTERM, then
   /// SIGKILL after `kill_grace`, is reaped, and `SubprocessTimeout` is thrown carrying what
   /// was captured. `std::nullopt` means no deadline.
-  std::optional<std::chrono::milliseconds> timeout;
+  std::optional<std::chrono::milliseconds> timeout{};
   std::chrono::milliseconds kill_grace{2000};
 
   EnvMode env_mode = EnvMode::inherit;
-  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> env{};
 
   /// The child's working directory; empty means the parent's.
-  std::string cwd;
+  std::string cwd{};
 
   /// Requesting stop kills and reaps the child; the call then throws `Cancelled`.
-  std::stop_token stop;
+  std::stop_token stop{};
 };
 
 /// What a finished run produced. A nonzero exit is a value, never an exception: callers
 /// classify it (docker.md §3.3).
 struct SubprocessResult {
-  std::string stdout_bytes;  ///< empty when `on_stdout` was given
-  std::string stderr_bytes;
+  std::string stdout_bytes{};  ///< empty when `on_stdout` was given
+  std::string stderr_bytes{};
   /// The exit status; for a signal death, minus the signal number (Python's returncode).
   int exit_code = 0;
-  std::optional<int> signal;  ///< set iff the child died of a signal
+  std::optional<int> signal{};  ///< set iff the child died of a signal
   bool stdout_overflowed = false;  ///< stdout exceeded `max_stdout` (child was killed)
   bool stderr_overflowed = false;  ///< stderr exceeded `max_stderr` (child was killed)
   bool stopped_early = false;      ///< `on_stdout` returned false (child was killed)

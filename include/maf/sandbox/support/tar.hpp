@@ -70,17 +70,17 @@ enum class TarEntryType {
 
 /// One entry's metadata, with pax / GNU extensions already applied.
 struct TarEntry {
-  std::string name;         ///< as stored (no normalisation, no confinement: the caller's job)
+  std::string name{};       ///< as stored (no normalisation, no confinement: the caller's job)
   TarEntryType type = TarEntryType::file;
   char typeflag = '0';      ///< the raw typeflag byte
   std::uint64_t size = 0;   ///< body bytes that follow (0 for types without a body)
-  std::string link_target;  ///< symlink target or hard-link source
+  std::string link_target{};  ///< symlink target or hard-link source
   std::uint32_t mode = 0644;
   std::uint64_t uid = 0;
   std::uint64_t gid = 0;
   std::int64_t mtime = 0;   ///< seconds since the epoch
-  std::string uname;
-  std::string gname;
+  std::string uname{};
+  std::string gname{};
 };
 
 // ---------------------------------------------------------------------------------------
@@ -92,8 +92,8 @@ struct TarEntryMeta {
   std::uint64_t uid = 0;
   std::uint64_t gid = 0;
   std::int64_t mtime = 0;
-  std::string uname;          ///< optional; longer than 32 bytes is dropped
-  std::string gname;
+  std::string uname{};        ///< optional; longer than 32 bytes is dropped
+  std::string gname{};
 };
 
 /// Builds an archive in memory, entry by entry. Names are written as given (callers pass
