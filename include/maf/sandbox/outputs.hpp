@@ -49,7 +49,10 @@ SandboxOutputSinkRequired missing_sink_refusal(const SandboxSpec& spec, const st
 /// Collect the spec's declared outputs (then `outputs`, allowed only with
 /// outputs_named_at_call_time) from `sandbox` into `sink`. Returns what the sink returned,
 /// in declaration order. `sink` may be null when nothing lands.
-boost::asio::awaitable<std::vector<LandedArtifact>> collect_outputs(Sandbox& sandbox, const SandboxSpec& spec,
+///
+/// The spec is taken by value because the coroutine starts lazily: a reference to a
+/// temporary spec would dangle by the time the awaitable runs. `sandbox` must outlive it.
+boost::asio::awaitable<std::vector<LandedArtifact>> collect_outputs(Sandbox& sandbox, SandboxSpec spec,
                                                                     std::shared_ptr<OutputSink> sink = nullptr,
                                                                     std::vector<DeclaredOutput> outputs = {});
 
