@@ -148,16 +148,17 @@ struct TarReaderLimits {
 };
 
 /// An incremental, pull-style parser. Feed bytes with `feed()`, then call `next()` until it
-/// answers `need_more`; call `finish()` at end of input. Buffering is bounded by one block
-/// plus the extended-header budget: body bytes are handed out as they arrive.
+/// answers `need_more`; call `finish()` at end of input. The reader holds only input fed
+/// and not yet consumed plus at most `max_extended_bytes` of extended metadata: body bytes
+/// are handed out as they arrive, never collected.
 ///
 /// @code
 ///   TarReader r;
 ///   r.feed(chunk);
-///   for (auto ev = r.next(); ev.kind != TarEvent::need_more; ev = r.next()) {
-///     if (ev.kind == TarEvent::header) use(ev.entry);            // stop here for a stat
-///     else if (ev.kind == TarEvent::body) consume(ev.data);      // valid until next call
-///     else if (ev.kind == TarEvent::end) break;
+///   for (auto ev = r.next(); ev.kind != TarReader::Event::need_more; ev = r.next()) {
+///     if (ev.kind == TarReader::Event::header) use(*ev.entry);            // stop here for a stat
+///     else if (ev.kind == TarReader::Event::body) consume(ev.data);      // valid until next call
+///     else if (ev.kind == TarReader::Event::end) break;
 ///   }
 /// @endcode
 class TarReader {
@@ -171,7 +172,7 @@ public:
       end,         ///< end of archive (zero block, or input ended at an entry boundary)
     } kind = need_more;
     const TarEntry* entry = nullptr;  ///< for `header` (valid until the next header)
-    std::string_view data;            ///< for `body` (valid until the next call)
+    std::string_view data{};          ///< for `body` (valid until the next feed() or next())
   };
 
   explicit TarReader(TarReaderLimits limits = {});
@@ -190,29 +191,28 @@ public:
   std::uint64_t offset() const noexcept { return offset_; }
 
 private:
-  enum class State { header, extended_body, body, padding, entry_done, done };
-  bool take(std::size_t n, std::string& into);
-  Event parse_header_block(const std::string& block);
-  void apply_pax(std::string_view records, bool global);
+  enum class State { header, extended_body, body, padding, done };
+  std::size_t available() const noexcept { return pending_.size() - pending_pos_; }
+  Event on_header_block(const char* block);
+  void apply_extended();
+  [[noreturn]] void fail_truncated() const;
 
   TarReaderLimits limits_;
-  std::string pending_;           ///< unconsumed input (bounded: see feed())
+  std::string pending_;  ///< input not yet consumed, from pending_pos_
   std::size_t pending_pos_ = 0;
   bool finished_ = false;
   State state_ = State::header;
   std::uint64_t offset_ = 0;
-  std::uint64_t remaining_ = 0;   ///< body or extended body bytes left
-  std::uint64_t padding_ = 0;
+  std::uint64_t remaining_ = 0;  ///< body or extended-body bytes still to come
+  std::uint64_t padding_ = 0;    ///< zero bytes after them, up to the block
   char extended_type_ = 0;
-  std::string extended_;          ///< extended body being collected
+  std::string extended_;         ///< the extended body being collected (bounded by the budget)
   std::size_t extended_count_ = 0;
   std::uint64_t extended_bytes_ = 0;
-  std::optional<std::string> next_path_, next_link_;
-  std::optional<std::uint64_t> next_size_, next_uid_, next_gid_;
-  std::optional<std::int64_t> next_mtime_;
-  std::optional<std::string> next_uname_, next_gname_;
+  TarEntry overrides_;           ///< pax / GNU values for the next real header
+  bool has_path_ = false, has_link_ = false, has_size_ = false, has_uid_ = false, has_gid_ = false,
+       has_mtime_ = false, has_uname_ = false, has_gname_ = false;
   TarEntry entry_;
-  std::string body_chunk_;
 };
 
 }  // namespace maf::sandbox::support

@@ -1,0 +1,303 @@
+// support/subprocess.hpp: bounded capture, deadlines, stop, and cleanliness (no zombie, no
+// leaked descriptor) of the one child-process runner every CLI backend uses.
+
+#include <catch2/catch.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/support/subprocess.hpp"
+#include "maf/sandbox/sync.hpp"
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+using maf::sandbox::BlockingRunner;
+using maf::sandbox::Cancelled;
+using maf::sandbox::support::EnvMode;
+using maf::sandbox::support::run_subprocess;
+using maf::sandbox::support::SubprocessOptions;
+using maf::sandbox::support::SubprocessResult;
+using maf::sandbox::support::SubprocessSpawnError;
+using maf::sandbox::support::SubprocessTimeout;
+
+namespace {
+
+SubprocessResult run(SubprocessOptions options) {
+  BlockingRunner runner;
+  return runner([&] { return run_subprocess(std::move(options)); });
+}
+
+std::size_t open_fd_count() {
+  std::size_t n = 0;
+  DIR* dir = ::opendir("/proc/self/fd");
+  while (dirent* e = ::readdir(dir))
+    if (e->d_name[0] != '.') ++n;
+  ::closedir(dir);
+  return n - 1;  // the DIR's own descriptor
+}
+
+/// Processes whose parent is this process, zombies included.
+std::size_t child_count() {
+  std::size_t n = 0;
+  const std::string self = std::to_string(::getpid());
+  DIR* dir = ::opendir("/proc");
+  while (dirent* e = ::readdir(dir)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::ifstream stat(std::string("/proc/") + e->d_name + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close_paren = line.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::istringstream rest(line.substr(close_paren + 2));
+    std::string state, ppid;
+    rest >> state >> ppid;
+    if (ppid == self) ++n;
+  }
+  ::closedir(dir);
+  return n;
+}
+
+/// A child that reports its pid on stdout, then sleeps (GCC 12 cannot brace-initialise
+/// the options inside a co_await expression, hence a function).
+SubprocessOptions sleeper_reporting_pid(std::string& pid_text, std::stop_token stop) {
+  return {.argv = {"/bin/sh", "-c", "echo $$; exec sleep 1000"},
+          .on_stdout = [&pid_text](std::string_view c) {
+            pid_text.append(c);
+            return true;
+          },
+          .stop = std::move(stop)};
+}
+
+bool process_gone(pid_t pid) { return ::kill(pid, 0) == -1 && errno == ESRCH; }
+
+long peak_rss_kib() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+}  // namespace
+
+TEST_CASE("subprocess: stdout, stderr and exit code are captured separately", "[subprocess]") {
+  auto r = run({.argv = {"/bin/sh", "-c", "printf out; printf err >&2; exit 3"}});
+  CHECK(r.stdout_bytes == "out");
+  CHECK(r.stderr_bytes == "err");
+  CHECK(r.exit_code == 3);
+  CHECK_FALSE(r.signal);
+  CHECK_FALSE(r.ok());
+}
+
+TEST_CASE("subprocess: argv is never interpreted by a shell", "[subprocess]") {
+  auto r = run({.argv = {"printf", "%s|", "$(id)", "a b", ";"}});
+  CHECK(r.stdout_bytes == "$(id)|a b|;|");
+  CHECK(r.ok());
+}
+
+TEST_CASE("subprocess: stdin bytes round-trip while stdout is drained concurrently", "[subprocess]") {
+  std::string input(4 << 20, '\0');
+  for (std::size_t i = 0; i < input.size(); ++i) input[i] = static_cast<char>(i * 7 + i / 4096);
+  auto r = run({.argv = {"cat"}, .stdin_bytes = input});
+  CHECK(r.stdout_bytes == input);
+  CHECK(r.ok());
+}
+
+TEST_CASE("subprocess: stdin from a chunk source, then EOF", "[subprocess]") {
+  int calls = 0;
+  auto r = run({.argv = {"cat"}, .stdin_bytes = std::string("head-"), .stdin_source = [&]() -> std::string {
+                  return ++calls <= 3 ? "chunk" + std::to_string(calls) + ";" : "";
+                }});
+  CHECK(r.stdout_bytes == "head-chunk1;chunk2;chunk3;");
+}
+
+TEST_CASE("subprocess: a child that does not read stdin does not raise SIGPIPE in the host", "[subprocess]") {
+  auto r = run({.argv = {"/bin/true"}, .stdin_bytes = std::string(8 << 20, 'x')});
+  CHECK(r.ok());
+}
+
+TEST_CASE("subprocess: a child ignoring SIGTERM is SIGKILLed after the grace; the timeout carries its output",
+          "[subprocess]") {
+  SubprocessOptions o{.argv = {"/bin/sh", "-c", "trap '' TERM; echo started; echo warn >&2; while :; do sleep 0.05; done"},
+                      .timeout = 1500ms,
+                      .kill_grace = 300ms};
+  try {
+    run(std::move(o));
+    FAIL("expected SubprocessTimeout");
+  } catch (const SubprocessTimeout& e) {
+    CHECK(e.partial().stdout_bytes == "started\n");
+    CHECK(e.partial().stderr_bytes == "warn\n");
+    REQUIRE(e.partial().signal);
+    CHECK(*e.partial().signal == SIGKILL);
+    CHECK(std::string(e.what()).find("1500 ms") != std::string::npos);
+  }
+  CHECK(child_count() == 0);
+}
+
+TEST_CASE("subprocess: the timeout is a maf::sandbox::TimeoutError", "[subprocess]") {
+  CHECK_THROWS_AS(run({.argv = {"sleep", "100"}, .timeout = 200ms}), maf::sandbox::TimeoutError);
+}
+
+TEST_CASE("subprocess: a deadline expires while the child is blocked on stdin", "[subprocess]") {
+  try {
+    run({.argv = {"cat"}, .stdin_bytes = std::string("partial"), .keep_stdin_open = true, .timeout = 500ms});
+    FAIL("expected SubprocessTimeout");
+  } catch (const SubprocessTimeout& e) {
+    CHECK(e.partial().stdout_bytes == "partial");
+    REQUIRE(e.partial().signal);
+    CHECK(*e.partial().signal == SIGTERM);
+  }
+  CHECK(child_count() == 0);
+}
+
+TEST_CASE("subprocess: 100 MiB of stdout against a 1 MiB cap is stopped and reported, memory stays bounded",
+          "[subprocess]") {
+  const long before = peak_rss_kib();
+  auto r = run({.argv = {"head", "-c", "104857600", "/dev/zero"}, .max_stdout = 1 << 20});
+  CHECK(r.stdout_overflowed);
+  CHECK_FALSE(r.stderr_overflowed);
+  CHECK(r.stdout_bytes.size() == std::size_t{1} << 20);
+  CHECK(r.signal);  // killed (SIGKILL, or SIGPIPE if it wrote into the closed pipe first)
+  CHECK_FALSE(r.ok());
+  CHECK(peak_rss_kib() - before < 32 * 1024);
+  CHECK(child_count() == 0);
+}
+
+TEST_CASE("subprocess: stderr has its own cap", "[subprocess]") {
+  auto r = run({.argv = {"/bin/sh", "-c", "head -c 100000 /dev/zero >&2"}, .max_stderr = 1000});
+  CHECK(r.stderr_overflowed);
+  CHECK_FALSE(r.stdout_overflowed);
+  CHECK(r.stderr_bytes.size() == 1000);
+}
+
+TEST_CASE("subprocess: output exactly at the cap is not an overflow", "[subprocess]") {
+  auto r = run({.argv = {"printf", "12345"}, .max_stdout = 5});
+  CHECK_FALSE(r.stdout_overflowed);
+  CHECK(r.stdout_bytes == "12345");
+  CHECK(r.ok());
+}
+
+TEST_CASE("subprocess: a streaming sink can stop early; the child is killed, not an error", "[subprocess]") {
+  std::string seen;
+  auto r = run({.argv = {"yes", "tar-header"}, .on_stdout = [&](std::string_view chunk) {
+                  seen.append(chunk);
+                  return seen.size() < 100;
+                }});
+  CHECK(r.stopped_early);
+  CHECK(r.stdout_bytes.empty());
+  CHECK(seen.rfind("tar-header\n", 0) == 0);
+  CHECK(r.stdout_total == seen.size());
+  CHECK(child_count() == 0);
+}
+
+TEST_CASE("subprocess: a sink that throws kills the child and the exception propagates", "[subprocess]") {
+  struct SinkFailed {};
+  BlockingRunner runner;
+  CHECK_THROWS_AS(runner([&] {
+                    return run_subprocess({.argv = {"yes"}, .on_stdout = [](std::string_view) -> bool { throw SinkFailed{}; }});
+                  }),
+                  SinkFailed);
+  CHECK(child_count() == 0);
+}
+
+TEST_CASE("subprocess: death by signal reads as minus the signal", "[subprocess]") {
+  auto r = run({.argv = {"/bin/sh", "-c", "kill -9 $$"}});
+  REQUIRE(r.signal);
+  CHECK(*r.signal == 9);
+  CHECK(r.exit_code == -9);
+}
+
+TEST_CASE("subprocess: environment inherit, add and replace", "[subprocess]") {
+  ::setenv("MAF_SUBPROCESS_TEST_INHERITED", "yes", 1);
+  auto added = run({.argv = {"/bin/sh", "-c", "echo $MAF_SUBPROCESS_TEST_INHERITED-$MAF_ADDED"},
+                    .env = {{"MAF_ADDED", "added"}}});
+  CHECK(added.stdout_bytes == "yes-added\n");
+  auto replaced = run({.argv = {"/usr/bin/env"}, .env_mode = EnvMode::replace, .env = {{"ONLY", "this"}}});
+  CHECK(replaced.stdout_bytes == "ONLY=this\n");
+  auto overridden = run({.argv = {"/bin/sh", "-c", "echo $MAF_SUBPROCESS_TEST_INHERITED"},
+                         .env = {{"MAF_SUBPROCESS_TEST_INHERITED", "over"}}});
+  CHECK(overridden.stdout_bytes == "over\n");
+}
+
+TEST_CASE("subprocess: working directory", "[subprocess]") {
+  auto r = run({.argv = {"pwd"}, .cwd = "/tmp"});
+  CHECK(r.stdout_bytes == "/tmp\n");
+  CHECK_THROWS_AS(run({.argv = {"pwd"}, .cwd = "/nonexistent/maf-dir"}), SubprocessSpawnError);
+}
+
+TEST_CASE("subprocess: a missing program is a spawn error naming it", "[subprocess]") {
+  try {
+    run({.argv = {"/nonexistent/maf-program"}});
+    FAIL("expected SubprocessSpawnError");
+  } catch (const SubprocessSpawnError& e) {
+    CHECK(e.error_number() == ENOENT);
+    CHECK(std::string(e.what()).find("/nonexistent/maf-program") != std::string::npos);
+  }
+  CHECK_THROWS_AS(run({.argv = {}}), maf::sandbox::ValueError);
+}
+
+TEST_CASE("subprocess: a stop request kills and reaps the child and throws Cancelled", "[subprocess]") {
+  std::stop_source stop;
+  std::string pid_text;
+  BlockingRunner runner;
+  CHECK_THROWS_AS(runner([&]() -> asio::awaitable<void> {
+                    auto executor = co_await asio::this_coro::executor;
+                    asio::co_spawn(
+                        executor,
+                        [&]() -> asio::awaitable<void> {
+                          asio::steady_timer t(co_await asio::this_coro::executor);
+                          while (pid_text.find('\n') == std::string::npos) {
+                            t.expires_after(10ms);
+                            co_await t.async_wait(asio::use_awaitable);
+                          }
+                          stop.request_stop();
+                        },
+                        asio::detached);
+                    co_await run_subprocess(sleeper_reporting_pid(pid_text, stop.get_token()));
+                  }),
+                  Cancelled);
+  REQUIRE_FALSE(pid_text.empty());
+  CHECK(process_gone(static_cast<pid_t>(std::stol(pid_text))));
+  CHECK(child_count() == 0);
+}
+
+TEST_CASE("subprocess: destroying the io_context mid-run kills and reaps the child", "[subprocess]") {
+  std::string pid_text;
+  {
+    asio::io_context io;
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          co_await run_subprocess(sleeper_reporting_pid(pid_text, {}));
+        },
+        asio::detached);
+    while (pid_text.find('\n') == std::string::npos) io.run_one();
+  }
+  CHECK(process_gone(static_cast<pid_t>(std::stol(pid_text))));
+  CHECK(child_count() == 0);
+}
+
+TEST_CASE("subprocess: 1000 spawns leave descriptor and child counts unchanged", "[subprocess]") {
+  BlockingRunner runner;
+  runner([&] { return run_subprocess({.argv = {"/bin/true"}}); });  // warm up the io_context's own fds
+  const auto fds_before = open_fd_count();
+  const auto children_before = child_count();
+  for (int i = 0; i < 1000; ++i) {
+    auto r = runner([&] { return run_subprocess({.argv = {"/bin/true"}, .stdin_bytes = std::string("x")}); });
+    REQUIRE(r.ok());
+  }
+  CHECK(open_fd_count() == fds_before);
+  CHECK(child_count() == children_before);
+}
