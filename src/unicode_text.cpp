@@ -34,6 +34,11 @@ void encode(utf8proc_int32_t cp, std::string& out) {
 }
 
 bool is_cased(utf8proc_int32_t cp) {
+  // Other_Lowercase / Other_Uppercase code points that have no case mapping of their own
+  // (found by comparing every code point against CPython 3.11).
+  if (cp == 0x00AA || cp == 0x00BA || (cp >= 0x1F130 && cp <= 0x1F149) || (cp >= 0x1F150 && cp <= 0x1F169) ||
+      (cp >= 0x1F170 && cp <= 0x1F189))
+    return true;
   switch (utf8proc_category(cp)) {
     case UTF8PROC_CATEGORY_LU:
     case UTF8PROC_CATEGORY_LL:
@@ -56,7 +61,7 @@ bool is_case_ignorable(utf8proc_int32_t cp) {
       break;
   }
   switch (cp) {
-    case 0x0027: case 0x002E: case 0x003A: case 0x00B7: case 0x0387: case 0x05F4: case 0x2018:
+    case 0x0027: case 0x002E: case 0x003A: case 0x00B7: case 0x0387: case 0x055F: case 0x05F4: case 0x2018:
     case 0x2019: case 0x2024: case 0x2027: case 0xFE13: case 0xFE52: case 0xFE55: case 0xFF07:
     case 0xFF0E: case 0xFF1A:
       return true;
