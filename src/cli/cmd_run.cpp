@@ -1,0 +1,132 @@
+// `maf-sandbox run`: acquire, write inputs, exec, collect outputs, dispose.
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "commands.hpp"
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/outputs.hpp"
+#include "maf/sandbox/router.hpp"
+#include "maf/sandbox/sink.hpp"
+#include "maf/sandbox/spec_json.hpp"
+#include "render.hpp"
+
+namespace maf::sandbox::cli {
+namespace {
+
+struct Input {
+  std::string local;
+  std::string guest;
+  std::string content;
+};
+
+/// `--put LOCAL=GUEST`, read now so a missing file fails before any sandbox exists.
+Input read_put(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw UsageError("--put wants LOCAL=GUEST, got '" + text + "'");
+  Input in{text.substr(0, eq), text.substr(eq + 1), {}};
+  std::ifstream file(in.local, std::ios::binary);
+  if (!file) throw ValueError("--put: local file '" + in.local + "' cannot be read");
+  std::stringstream bytes;
+  bytes << file.rdbuf();
+  in.content = bytes.str();
+  return in;
+}
+
+/// The spec from --spec or --image, with --output paths appended as declared outputs. Any
+/// declared output makes FILES_OUT a requirement, so the router checks it before acquire.
+SandboxSpec build_spec(const Args& args) {
+  const auto spec_file = args.get("spec");
+  const auto image = args.get("image");
+  if (spec_file.has_value() == image.has_value()) throw UsageError("`run` needs exactly one of --spec and --image");
+  SandboxSpec::Fields f = spec_file ? load_spec(*spec_file).fields() : SandboxSpec::Fields{.kind = "cli", .image = image};
+  for (const auto& path : args.all("output")) f.declared_outputs.push_back(DeclaredOutput{.path = path});
+  if (!f.declared_outputs.empty()) f.requires_capabilities.insert(Capability::FilesOut);
+  return SandboxSpec(std::move(f));
+}
+
+}  // namespace
+
+int cmd_run(Session& session) {
+  const Args& args = session.args;
+  if (args.argv.empty()) throw UsageError("`run` needs a command after --");
+  const SandboxSpec spec = build_spec(args);
+  const Isolation floor = min_isolation(args);
+  const SandboxKey key = key_from(args);
+  const auto timeout = args.get("timeout") ? std::chrono::milliseconds(parse_duration(*args.get("timeout"), "timeout"))
+                                           : kDefaultExecTimeout;
+  if (timeout.count() == 0) throw ValueError("--timeout must be positive");
+  std::vector<Input> inputs;
+  for (const auto& put : args.all("put")) inputs.push_back(read_put(put));
+  const auto out_dir = args.get("out");
+  if (spec_lands_artifacts(spec) && !out_dir)
+    throw UsageError("kind '" + spec.kind() + "' declares outputs that land; give --out DIR");
+  const bool keep = args.flag("keep");
+  const nlohmann::json config = backend_config(args);
+
+  auto backend = create_backend(session, config);
+  session.phase = Phase::Policy;
+  SandboxRouter router({backend}, RouterOptions::lowered_floor(floor, LowerIsolationFloor{}));
+  router.ensure_can_serve(spec);
+
+  session.phase = Phase::Work;
+  session.reporter.progress("acquiring a sandbox from '" + backend->name() + "'");
+  std::shared_ptr<Sandbox> sandbox = session.run([&] { return router.acquire(key, spec); });
+
+  ExecResult result;
+  std::vector<LandedArtifact> landed;
+  std::exception_ptr failure;
+  try {
+    for (const auto& in : inputs) {
+      session.reporter.progress("writing " + in.guest);
+      session.run([&] { return sandbox->write_file(in.guest, in.content); });
+    }
+    session.reporter.progress("running " + Command(args.argv).shell_line());
+    result = session.run([&] { return sandbox->exec(Command(args.argv), ".", timeout); });
+    if (!spec.declared_outputs().empty()) {
+      session.reporter.progress("collecting outputs");
+      std::shared_ptr<OutputSink> sink = out_dir ? make_file_system_sink(*out_dir) : nullptr;
+      landed = session.run([&] { return collect_outputs(*sandbox, spec, sink); });
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  sandbox.reset();
+
+  std::optional<DisposalFailure> disposal;
+  if (!keep) {
+    session.reporter.progress("disposing the sandbox");
+    disposal = session.run([&] { return backend->dispose(key, spec.kind(), std::nullopt); });
+  }
+  if (failure) std::rethrow_exception(failure);
+
+  nlohmann::json j = {{"backend", backend->name()}, {"kind", spec.kind()},     {"key", key_json(key)},
+                      {"exit_code", result.exit_code}, {"stdout", result.stdout_text()},
+                      {"stderr", result.stderr_text()}, {"outputs", nlohmann::json::array()}, {"kept", keep}};
+  j["disposal_failure"] = disposal ? nlohmann::json{{"code", disposal->code}, {"detail", disposal->detail}}
+                                   : nlohmann::json();
+  std::string summary = fmt::format("maf-sandbox: exit code {}\n", result.exit_code);
+  for (const auto& a : landed) {
+    j["outputs"].push_back({{"name", a.name}, {"display", a.display},
+                            {"file", a.handle ? nlohmann::json(*a.handle) : nlohmann::json()}});
+    summary += fmt::format("maf-sandbox: landed {}\n", a.display);
+  }
+  if (keep) summary += fmt::format("maf-sandbox: kept the sandbox for {} (kind {})\n", to_string(key), spec.kind());
+  if (disposal) summary += fmt::format("maf-sandbox: disposal incomplete: {}\n", disposal->to_string());
+
+  if (session.reporter.json()) {
+    session.reporter.result(j, {});
+  } else {
+    // The program's own bytes, untranslated, on our own streams; our summary after them.
+    std::fwrite(result.stdout_bytes.data(), 1, result.stdout_bytes.size(), stdout);
+    std::fflush(stdout);
+    std::fwrite(result.stderr_bytes.data(), 1, result.stderr_bytes.size(), stderr);
+    fmt::print(stderr, "{}", summary);
+  }
+  return result.exit_code == 0 ? kExitOk : kExitProgramFailed;
+}
+
+}  // namespace maf::sandbox::cli

@@ -1,0 +1,97 @@
+// `maf-sandbox`: the registry, the router and a backend from the command line (docs/cli.md).
+#include <fmt/core.h>
+
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "maf/sandbox/version.hpp"
+
+namespace {
+
+using namespace maf::sandbox::cli;
+
+constexpr const char* kUsage = R"(usage: maf-sandbox SUBCOMMAND [options] [--json]
+
+  plugins
+      list the backends found (MAF_SANDBOX_PLUGIN_PATH, then the plugin directory)
+      and the plugin files that were refused
+  check --backend B [--config F] --spec S.json [--min-isolation R]
+      would the router let B serve the spec? prints what matched or the refusal
+  run --backend B [--config F] (--spec S.json | --image I) [--put LOCAL=GUEST]...
+      [--output PATH]... [--out DIR] [--keep] [--min-isolation R] [--timeout T]
+      [--scope S] [--thread T] [--agent A] [--call C] -- ARGV...
+      acquire, write inputs, run ARGV, collect outputs into DIR, dispose unless --keep
+  dispose-scope --backend B [--config F] --scope S --thread T
+      dispose every sandbox of one conversation
+  reap --backend B [--config F] --older-than DURATION [--scope S]
+      dispose sandboxes older than DURATION (e.g. 90s, 30m, 12h, 7d), if B offers it
+
+  --min-isolation defaults to microvm. --json prints one JSON object (errors as
+  {"error": {"type", "message"}}).
+exit codes: 0 ok, 1 other, 2 usage or bad input, 3 refused by policy,
+            4 plugin/backend error, 5 the program ran and exited non-zero
+)";
+
+std::map<std::string, CommandSpec> command_specs() {
+  const OptionSpec json{"json", false};
+  const OptionSpec backend{"backend"};
+  const OptionSpec config{"config"};
+  return {
+      {"plugins", {{json}}},
+      {"check", {{json, backend, config, {"spec"}, {"min-isolation"}}}},
+      {"run",
+       {{json, backend, config, {"spec"}, {"image"}, {"put", true, true}, {"output", true, true}, {"out"},
+         {"keep", false}, {"min-isolation"}, {"timeout"}, {"scope"}, {"thread"}, {"agent"}, {"call"}},
+        true}},
+      {"dispose-scope", {{json, backend, config, {"scope"}, {"thread"}}}},
+      {"reap", {{json, backend, config, {"older-than"}, {"scope"}}}},
+  };
+}
+
+int dispatch(Session& session) {
+  const std::string& c = session.args.command;
+  if (c == "plugins") return cmd_plugins(session);
+  if (c == "check") return cmd_check(session);
+  if (c == "run") return cmd_run(session);
+  if (c == "dispose-scope") return cmd_dispose_scope(session);
+  return cmd_reap(session);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> arguments(argv + 1, argv + argc);
+  if (arguments.empty() || arguments[0] == "--help" || arguments[0] == "-h" || arguments[0] == "help") {
+    fmt::print(arguments.empty() ? stderr : stdout, "{}", kUsage);
+    return arguments.empty() ? kExitUsage : kExitOk;
+  }
+  if (arguments[0] == "--version") {
+    fmt::print("maf-sandbox {}\n", MAF_SANDBOX_VERSION_STRING);
+    return kExitOk;
+  }
+  // Known before parsing, so even a usage error is reported as JSON when asked.
+  bool json = false;
+  for (const auto& a : arguments) {
+    if (a == "--") break;
+    json = json || a == "--json";
+  }
+  Args args;
+  try {
+    args = parse_args(arguments, command_specs());
+  } catch (...) {
+    Reporter reporter(json);
+    Failure failure = classify(std::current_exception(), Phase::Input);
+    reporter.error(failure);
+    if (!json) fmt::print(stderr, "run `maf-sandbox --help` for usage\n");
+    return failure.exit_code;
+  }
+  Session session(std::move(args));
+  try {
+    return dispatch(session);
+  } catch (...) {
+    Failure failure = classify(std::current_exception(), session.phase);
+    session.reporter.error(failure);
+    return failure.exit_code;
+  }
+}

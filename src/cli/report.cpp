@@ -1,0 +1,88 @@
+#include "report.hpp"
+
+#include <cxxabi.h>
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <typeinfo>
+
+#include "args.hpp"
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/registry.hpp"
+
+namespace maf::sandbox::cli {
+
+std::string error_type_name(const std::exception& error) {
+  const char* mangled = typeid(error).name();
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> demangled(abi::__cxa_demangle(mangled, nullptr, nullptr, &status),
+                                                   std::free);
+  std::string name = status == 0 && demangled ? demangled.get() : mangled;
+  // Callers see the class name, not where it lives.
+  if (auto colons = name.rfind("::"); colons != std::string::npos) name.erase(0, colons + 2);
+  return name;
+}
+
+Failure classify(std::exception_ptr error, Phase phase) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const UsageError& e) {
+    return {"UsageError", e.what(), kExitUsage};
+  } catch (const SandboxBackendNotPermitted& e) {
+    return {error_type_name(e), e.what(), kExitRefused};
+  } catch (const SandboxCapabilityDenied& e) {
+    return {error_type_name(e), e.what(), kExitRefused};
+  } catch (const SandboxIdentityDenied& e) {
+    return {error_type_name(e), e.what(), kExitRefused};
+  } catch (const SandboxTransferLimitsNotPermitted& e) {
+    return {error_type_name(e), e.what(), kExitRefused};
+  } catch (const SandboxEgressNotEnforced& e) {
+    return {error_type_name(e), e.what(), kExitRefused};
+  } catch (const SandboxCapabilityNotSupported& e) {
+    // Also raised by a backend's acquire-time probe (C-54): still a refusal to serve.
+    return {error_type_name(e), e.what(), kExitRefused};
+  } catch (const SandboxOsFamilyNotSupported& e) {
+    return {error_type_name(e), e.what(), kExitRefused};
+  } catch (const PluginLoadError& e) {
+    return {error_type_name(e), e.what(), kExitBackend};
+  } catch (const ValueError& e) {
+    // A bad spec, rung or duration is the caller's input; later, a backend refused a value.
+    return {error_type_name(e), e.what(), phase == Phase::Input ? kExitUsage : kExitBackend};
+  } catch (const Error& e) {
+    return {error_type_name(e), e.what(), kExitBackend};
+  } catch (const std::exception& e) {
+    return {error_type_name(e), e.what(), phase == Phase::Input ? kExitUsage : kExitOther};
+  } catch (...) {
+    return {"unknown", "an exception that is not a std::exception", kExitOther};
+  }
+}
+
+Reporter::Reporter(bool json) : json_(json), tty_(isatty(STDERR_FILENO) == 1) {}
+
+void Reporter::progress(std::string_view what) const {
+  if (tty_) fmt::print(stderr, "maf-sandbox: {}...\n", what);
+}
+
+void Reporter::result(const nlohmann::json& result, const std::string& human) const {
+  if (json_) {
+    fmt::print("{}\n", result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  } else if (!human.empty()) {
+    fmt::print("{}", human);
+  }
+  std::fflush(stdout);
+}
+
+void Reporter::error(const Failure& failure) const {
+  if (json_) {
+    nlohmann::json j = {{"error", {{"type", failure.type}, {"message", failure.message}}}};
+    fmt::print("{}\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    std::fflush(stdout);
+  } else {
+    fmt::print(stderr, "maf-sandbox: {}: {}\n", failure.type, failure.message);
+  }
+}
+
+}  // namespace maf::sandbox::cli

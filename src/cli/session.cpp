@@ -1,0 +1,83 @@
+#include "session.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/registry.hpp"
+#include "maf/sandbox/spec_json.hpp"
+
+namespace maf::sandbox::cli {
+
+nlohmann::json read_json_file(const std::filesystem::path& file, std::string_view what) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw ValueError(std::string(what) + " file '" + file.string() + "' cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ValueError(std::string(what) + " file '" + file.string() + "' is not valid JSON: " + e.what());
+  }
+}
+
+nlohmann::json backend_config(const Args& args) {
+  auto file = args.get("config");
+  if (!file) return nlohmann::json::object();
+  nlohmann::json config = read_json_file(*file, "config");
+  if (!config.is_object())
+    throw ValueError("config file '" + *file + "' must hold a JSON object, got " + config.type_name());
+  return config;
+}
+
+SandboxSpec load_spec(const std::filesystem::path& file) {
+  const nlohmann::json j = read_json_file(file, "spec");
+  try {
+    return spec_from_json(j);
+  } catch (const ValueError& e) {
+    throw ValueError("spec file '" + file.string() + "': " + e.what());
+  }
+}
+
+Isolation min_isolation(const Args& args) {
+  auto text = args.get("min-isolation");
+  if (!text) return kDefaultMinIsolation;
+  try {
+    return parse_isolation(*text);
+  } catch (const ValueError& e) {
+    throw ValueError(std::string("--min-isolation: ") + e.what());
+  }
+}
+
+SandboxKey key_from(const Args& args) {
+  return SandboxKey{args.get("scope").value_or("cli"), args.get("thread").value_or("cli"),
+                    args.get("agent").value_or("cli"), args.get("call").value_or("")};
+}
+
+std::chrono::seconds parse_duration(const std::string& text, std::string_view option) {
+  auto refuse = [&] {
+    return ValueError("--" + std::string(option) + ": '" + text +
+                      "' is not a duration (a whole number with an optional unit s, m, h or d)");
+  };
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 12) throw refuse();
+  const long long n = std::stoll(text.substr(0, digits));
+  const std::string unit = text.substr(digits);
+  long long scale = 0;
+  if (unit.empty() || unit == "s") scale = 1;
+  else if (unit == "m") scale = 60;
+  else if (unit == "h") scale = 3600;
+  else if (unit == "d") scale = 86400;
+  else throw refuse();
+  return std::chrono::seconds(n * scale);
+}
+
+std::shared_ptr<SandboxBackend> create_backend(Session& session, const nlohmann::json& config) {
+  const std::string name = session.args.required("backend");
+  session.phase = Phase::Backend;
+  session.reporter.progress("loading backend '" + name + "'");
+  return PluginRegistry::global().create(name, config);
+}
+
+}  // namespace maf::sandbox::cli

@@ -1,0 +1,298 @@
+// `maf-sandbox` as a subprocess: exit codes, --json parsed back, files landed on disk
+// (docs/cli.md). The backend is tests/plugins' in-process double, loaded via
+// MAF_SANDBOX_PLUGIN_PATH exactly as a host's plugin would be.
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  json parsed() const { return json::parse(out); }
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+/// A scratch directory per test case, removed afterwards.
+struct Scratch {
+  Scratch() : dir(fs::temp_directory_path() / ("maf-cli-test-" + std::to_string(getpid()) + "-" + std::to_string(++n))) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~Scratch() { fs::remove_all(dir); }
+  fs::path write(const std::string& name, const std::string& content) const {
+    std::ofstream(dir / name, std::ios::binary) << content;
+    return dir / name;
+  }
+  fs::path dir;
+  static inline int n = 0;
+};
+
+Outcome cli(const std::vector<std::string>& args, const std::string& plugin_path = MAF_TEST_GOOD_PLUGIN_DIR) {
+  const fs::path err_file = fs::temp_directory_path() / ("maf-cli-stderr-" + std::to_string(getpid()));
+  std::string command = "MAF_SANDBOX_PLUGIN_PATH=" + quote(plugin_path) + " " + quote(MAF_TEST_CLI);
+  for (const auto& a : args) command += " " + quote(a);
+  command += " 2>" + quote(err_file.string());
+  Outcome o;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) o.out.append(buf, n);
+  const int status = pclose(pipe);
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(err_file);
+  std::stringstream ss;
+  ss << e.rdbuf();
+  o.err = ss.str();
+  fs::remove(err_file);
+  INFO("stderr: " << o.err);
+  return o;
+}
+
+const std::string kGoodConfig = R"({"outputs": {"hello": "hello from the guest\n"}})";
+
+}  // namespace
+
+TEST_CASE("cli: usage errors exit 2, as JSON when asked") {
+  CHECK(cli({}).exit_code == 2);
+  CHECK(cli({"--help"}).exit_code == 0);
+  const Outcome o = cli({"frobnicate", "--json"});
+  CHECK(o.exit_code == 2);
+  CHECK(o.parsed()["error"]["type"] == "UsageError");
+  CHECK(cli({"check", "--spec"}).exit_code == 2);
+  CHECK(cli({"check", "--backend", "test-good"}).exit_code == 2);  // no --spec
+  CHECK(cli({"plugins", "stray"}).exit_code == 2);
+}
+
+TEST_CASE("cli: plugins lists the good plugin's name, version, file and declarations") {
+  const Outcome o = cli({"plugins", "--json"});
+  REQUIRE(o.exit_code == 0);
+  const json j = o.parsed();
+  CHECK(j["search_dirs"][0] == MAF_TEST_GOOD_PLUGIN_DIR);
+  REQUIRE(j["backends"].size() == 1);
+  const json& b = j["backends"][0];
+  CHECK(b["name"] == "test-good");
+  CHECK(b["version"] == "0.0.1");
+  CHECK(b["file"] == std::string(MAF_TEST_GOOD_PLUGIN_DIR) + "/libmaf-sandbox-test-good.so");
+  CHECK(b["isolation"] == "microvm");
+  CHECK(b["declarations"]["egress_modes"] == json({"allowlist", "closed"}));
+  CHECK(b["declarations"]["os_families"] == json({"posix"}));
+  CHECK(b["declarations"]["isolation_scopes"] == json({"conversation"}));
+  CHECK(b["declarations"]["limits"]["files_in"]["max_files"] == 64);
+  CHECK(j["failures"].empty());
+
+  const Outcome human = cli({"plugins"});
+  CHECK(human.exit_code == 0);
+  CHECK_THAT(human.out, Contains("test-good 0.0.1") && Contains("egress modes:     allowlist, closed"));
+}
+
+TEST_CASE("cli: plugins reports a refused file beside the good backends") {
+  const Outcome o = cli({"plugins", "--json"},
+                        std::string(MAF_TEST_FINGERPRINT_PLUGIN_DIR) + ":" + MAF_TEST_GOOD_PLUGIN_DIR);
+  REQUIRE(o.exit_code == 0);
+  const json j = o.parsed();
+  REQUIRE(j["failures"].size() == 1);
+  CHECK(j["failures"][0]["reason"] == "fingerprint_mismatch");
+  CHECK_THAT(j["failures"][0]["message"].get<std::string>(), Contains("libmaf-sandbox-fingerprint.so"));
+  REQUIRE(j["backends"].size() == 1);
+  CHECK(j["backends"][0]["name"] == "test-good");
+}
+
+TEST_CASE("cli: C-65: check passes and says what matched") {
+  Scratch s;
+  const auto spec = s.write("spec.json", R"({"kind": "python", "requires_os_family": "posix"})");
+  const Outcome o = cli({"check", "--backend", "test-good", "--spec", spec.string(), "--json"});
+  REQUIRE(o.exit_code == 0);
+  const json j = o.parsed();
+  CHECK(j["ok"] == true);
+  CHECK(j["backend"] == "test-good");
+  CHECK(j["effective_floor"] == "microvm");
+  CHECK(j["requires"] == json({"exec", "files_in"}));
+  CHECK(j["egress"] == "closed");
+  CHECK(j["requires_os_family"] == "posix");
+  CHECK_THAT(cli({"check", "--backend", "test-good", "--spec", spec.string()}).out, Contains("ok: backend 'test-good'"));
+}
+
+TEST_CASE("cli: check prints each kind of typed refusal with exit code 3") {
+  Scratch s;
+  struct Case {
+    const char* rule;
+    std::string spec;
+    std::string config;
+    std::vector<std::string> extra;
+    const char* type;
+  };
+  const std::vector<Case> cases{
+      {"C-62/C-65 #3: below the floor", R"({"kind": "k"})", R"({"isolation": "container"})", {},
+       "SandboxBackendNotPermitted"},
+      {"C-66: the spec raises the floor", R"({"kind": "k", "min_isolation": "vm"})", "{}", {},
+       "SandboxBackendNotPermitted"},
+      {"C-65 #4: capability not declared", R"({"kind": "k", "requires": ["exec", "snapshot"]})", "{}", {},
+       "SandboxCapabilityNotSupported"},
+      {"C-65 #5: os family not served", R"({"kind": "k", "requires_os_family": "windows"})", "{}", {},
+       "SandboxOsFamilyNotSupported"},
+      {"C-65 #7: limits above the ceiling",
+       R"({"kind": "k", "files_out": {"max_bytes_per_file": 1, "max_total_bytes": 1, "max_files": 1000}})", "{}", {},
+       "SandboxTransferLimitsNotPermitted"},
+      {"C-65 #8/C-67: egress not enforced", R"({"kind": "k", "egress": "unrestricted"})", "{}", {},
+       "SandboxEgressNotEnforced"},
+      {"C-68: isolation scope not served", R"({"kind": "k", "isolation_scope": "call"})", "{}", {},
+       "SandboxCapabilityNotSupported"},
+  };
+  for (const auto& c : cases) {
+    SECTION(c.rule) {
+      const auto spec = s.write("spec.json", c.spec);
+      const auto config = s.write("config.json", c.config);
+      std::vector<std::string> args{"check", "--backend", "test-good", "--config", config.string(),
+                                    "--spec", spec.string(), "--json"};
+      args.insert(args.end(), c.extra.begin(), c.extra.end());
+      const Outcome o = cli(args);
+      CHECK(o.exit_code == 3);
+      CHECK(o.parsed()["error"]["type"] == c.type);
+      CHECK_THAT(o.parsed()["error"]["message"].get<std::string>(), Contains("test-good"));
+      // The human form names the type too, on stderr.
+      args.pop_back();
+      CHECK_THAT(cli(args).err, Contains(std::string("maf-sandbox: ") + c.type + ": "));
+    }
+  }
+}
+
+TEST_CASE("cli: C-1/C-60: --min-isolation parses per C-1; an unknown rung is a typed usage error") {
+  Scratch s;
+  const auto spec = s.write("spec.json", R"({"kind": "k"})");
+  const auto config = s.write("config.json", R"({"isolation": "os_process"})");
+  const std::vector<std::string> base{"check", "--backend", "test-good", "--config", config.string(),
+                                      "--spec", spec.string(), "--json"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return cli(a);
+  };
+  CHECK(with({}).exit_code == 3);  // the default floor is microvm
+  CHECK(with({"--min-isolation", "os_process"}).exit_code == 0);
+  for (const char* bad : {"process", "MICROVM", "quantum"}) {
+    const Outcome o = with({"--min-isolation", bad});
+    CHECK(o.exit_code == 2);
+    CHECK(o.parsed()["error"]["type"] == "ValueError");
+    CHECK_THAT(o.parsed()["error"]["message"].get<std::string>(), Contains("not a valid Isolation"));
+  }
+}
+
+TEST_CASE("cli: a bad spec file or config is refused naming the field or key") {
+  Scratch s;
+  const auto bad_spec = s.write("bad.json", R"({"kind": "k", "egress": "open"})");
+  Outcome o = cli({"check", "--backend", "test-good", "--spec", bad_spec.string(), "--json"});
+  CHECK(o.exit_code == 2);
+  CHECK_THAT(o.parsed()["error"]["message"].get<std::string>(), Contains("spec field 'egress': 'open' is not a valid Egress"));
+
+  const auto not_json = s.write("nj.json", "{kind:");
+  CHECK(cli({"check", "--backend", "test-good", "--spec", not_json.string()}).exit_code == 2);
+
+  const auto spec = s.write("spec.json", R"({"kind": "k"})");
+  const auto config = s.write("config.json", R"({"isolaton": "vm"})");
+  o = cli({"check", "--backend", "test-good", "--config", config.string(), "--spec", spec.string(), "--json"});
+  CHECK(o.exit_code == 4);
+  CHECK(o.parsed()["error"]["type"] == "ValueError");
+  CHECK_THAT(o.parsed()["error"]["message"].get<std::string>(), Contains("'isolaton'"));
+
+  o = cli({"check", "--backend", "nope", "--spec", spec.string(), "--json"});
+  CHECK(o.exit_code == 4);
+  CHECK(o.parsed()["error"]["type"] == "NoSandboxBackend");
+}
+
+TEST_CASE("cli: run writes inputs, runs the command, prints its output and lands declared outputs") {
+  Scratch s;
+  const auto config = s.write("config.json", kGoodConfig);
+  const auto input = s.write("input.csv", "a,b\n1,2\n");
+  const auto spec = s.write("spec.json", R"({"kind": "report", "declared_outputs": [{"path": "in/data.csv", "name": "data.csv"}]})");
+  const fs::path out = s.dir / "out";
+  const Outcome o = cli({"run", "--backend", "test-good", "--config", config.string(), "--spec", spec.string(),
+                         "--put", input.string() + "=in/data.csv", "--output", "in/copy.csv", "--put",
+                         input.string() + "=in/copy.csv", "--out", out.string(), "--json", "--", "sh", "-c",
+                         "say hello"});
+  REQUIRE(o.exit_code == 0);
+  const json j = o.parsed();
+  CHECK(j["stdout"] == "hello from the guest\n");
+  CHECK(j["exit_code"] == 0);
+  CHECK(j["kind"] == "report");
+  CHECK(j["kept"] == false);
+  CHECK(j["disposal_failure"].is_null());
+  REQUIRE(j["outputs"].size() == 2);
+  CHECK(j["outputs"][0]["name"] == "data.csv");
+  CHECK(j["outputs"][1]["name"] == "in/copy.csv");
+  std::ifstream landed(out / "data.csv");
+  std::stringstream content;
+  content << landed.rdbuf();
+  CHECK(content.str() == "a,b\n1,2\n");
+  CHECK(fs::exists(out / "in" / "copy.csv"));
+
+  SECTION("the human form prints the program's stdout untouched and a summary on stderr") {
+    const Outcome h = cli({"run", "--backend", "test-good", "--config", config.string(), "--image", "alpine",
+                           "--keep", "--", "echo", "hello"});
+    CHECK(h.exit_code == 0);
+    CHECK(h.out == "hello from the guest\n");
+    CHECK_THAT(h.err, Contains("exit code 0") && Contains("kept the sandbox"));
+  }
+}
+
+TEST_CASE("cli: C-83: run refuses landing outputs without --out before acquiring") {
+  const Outcome o = cli({"run", "--backend", "test-good", "--image", "alpine", "--output", "x.txt", "--json", "--",
+                         "true"});
+  CHECK(o.exit_code == 2);
+  CHECK_THAT(o.parsed()["error"]["message"].get<std::string>(), Contains("--out"));
+}
+
+TEST_CASE("cli: C-85: a required output that is missing is a typed backend-side failure") {
+  Scratch s;
+  const Outcome o = cli({"run", "--backend", "test-good", "--image", "alpine", "--output", "never.txt", "--out",
+                         (s.dir / "out").string(), "--json", "--", "true"});
+  CHECK(o.exit_code == 4);
+  CHECK(o.parsed()["error"]["type"] == "SandboxOutputMissing");
+}
+
+TEST_CASE("cli: run is refused by policy with exit code 3 (C-69: acquire runs the same checks)") {
+  const Outcome o = cli({"run", "--backend", "test-good", "--image", "alpine", "--min-isolation", "vm", "--json", "--",
+                         "true"});
+  CHECK(o.exit_code == 3);
+  CHECK(o.parsed()["error"]["type"] == "SandboxBackendNotPermitted");
+}
+
+TEST_CASE("cli: C-57: dispose-scope reports the purge") {
+  const Outcome o = cli({"dispose-scope", "--backend", "test-good", "--scope", "tenant", "--thread", "t1", "--json"});
+  REQUIRE(o.exit_code == 0);
+  CHECK(o.parsed()["disposed"] == 1);
+  CHECK(o.parsed()["undisposed"].is_null());
+  CHECK(cli({"dispose-scope", "--backend", "test-good", "--scope", "tenant"}).exit_code == 2);  // no --thread
+}
+
+TEST_CASE("cli: reap runs where the backend offers it and is a typed refusal where it does not") {
+  Scratch s;
+  const auto reaping = s.write("reap.json", R"({"reap": true})");
+  Outcome o = cli({"reap", "--backend", "test-good", "--config", reaping.string(), "--older-than", "1h", "--json"});
+  REQUIRE(o.exit_code == 0);
+  CHECK(o.parsed()["disposed"] == 3600 % 7);  // the test plugin echoes the age it was given
+
+  o = cli({"reap", "--backend", "test-good", "--older-than", "1h", "--json"});
+  CHECK(o.exit_code == 4);
+  CHECK(o.parsed()["error"]["type"] == "NotImplementedError");
+
+  o = cli({"reap", "--backend", "test-good", "--config", reaping.string(), "--older-than", "soon", "--json"});
+  CHECK(o.exit_code == 2);
+}
