@@ -83,6 +83,15 @@ TEST_CASE("C-111: run_code records into programs, never commands, and matches th
   CHECK(sb->programs().size() == 2);
 }
 
+TEST_CASE("C-40/C-41: a non-positive timeout is refused before anything is recorded") {
+  auto sb = make();
+  BlockingRunner run;
+  CHECK_THROWS_AS(run([&] { return sb->exec("true", ".", 0ms); }), ValueError);
+  CHECK_THROWS_AS(run([&] { return sb->run_code("1", -1ms); }), ValueError);
+  CHECK(sb->commands().empty());
+  CHECK(sb->programs().empty());
+}
+
 // --- C-35: the gate runs before any work ---
 
 TEST_CASE("C-35: an undeclared method raises NotImplementedError before doing any work") {
