@@ -64,7 +64,8 @@ TEST_CASE("registry: the good plugin loads through dlopen via MAF_SANDBOX_PLUGIN
   ScopedEnv env("MAF_SANDBOX_PLUGIN_PATH", kGood.string());
   PluginRegistry registry;  // default search order
   const PluginCatalog catalog = registry.list();
-  CHECK(catalog.failures.empty());
+  // The build tree's plugin directory is searched too; only our file matters here.
+  CHECK(failure_for(catalog, kGoodFile) == nullptr);
   const BackendListing* good = nullptr;
   for (const auto& b : catalog.backends)
     if (b.name == "test-good") good = &b;
