@@ -119,7 +119,7 @@ std::vector<std::string> guest_path_and_ancestors(std::string_view path, std::st
   return chain;
 }
 
-boost::asio::awaitable<void> refuse_symlinked_ancestors(const UnconfinedStat& stat, std::string path,
+boost::asio::awaitable<void> refuse_symlinked_ancestors(UnconfinedStat stat, std::string path,
                                                        std::string working_directory, bool include_self) {
   const std::string target = include_self ? normalize_guest_path(path) : guest_dirname(normalize_guest_path(path));
   const std::string wd = normalize_guest_path(working_directory);
@@ -138,7 +138,7 @@ boost::asio::awaitable<void> refuse_symlinked_ancestors(const UnconfinedStat& st
   }
 }
 
-boost::asio::awaitable<std::string> confine_resolve_guest_write_path(const UnconfinedStat& stat, std::string path,
+boost::asio::awaitable<std::string> confine_resolve_guest_write_path(UnconfinedStat stat, std::string path,
                                                                     std::string working_directory) {
   const std::string resolved = confine_resolve_guest_path(path, working_directory);
   if (resolved == normalize_guest_path(working_directory))

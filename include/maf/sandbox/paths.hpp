@@ -52,17 +52,18 @@ std::vector<std::string> guest_path_and_ancestors(std::string_view path, std::st
 /// absolute guest path, or absent when nothing is there (C-101).
 using UnconfinedStat = std::function<boost::asio::awaitable<std::optional<EntryKind>>(const std::string& absolute_path)>;
 
+/// The callback is taken by value: the coroutine starts lazily and must own what it calls.
 /// C-100: walk the directory chain of `path` (or of its parent unless `include_self`),
 /// outermost first: absent -> stop and accept; a link -> ValueError naming the component and
 /// the working directory; any other non-directory -> NotADirectoryError. `path` must already
 /// be confined.
-boost::asio::awaitable<void> refuse_symlinked_ancestors(const UnconfinedStat& stat, std::string path,
+boost::asio::awaitable<void> refuse_symlinked_ancestors(UnconfinedStat stat, std::string path,
                                                        std::string working_directory,
                                                        bool include_self = false);
 
 /// C-102: confine; refuse the working directory itself; walk ancestors; refuse a leaf link.
 /// Returns the resolved absolute path.
-boost::asio::awaitable<std::string> confine_resolve_guest_write_path(const UnconfinedStat& stat,
+boost::asio::awaitable<std::string> confine_resolve_guest_write_path(UnconfinedStat stat,
                                                                     std::string path,
                                                                     std::string working_directory);
 
