@@ -11,7 +11,6 @@
 
 #include "args.hpp"
 #include "maf/sandbox/errors.hpp"
-#include "maf/sandbox/registry.hpp"
 
 namespace maf::sandbox::cli {
 
@@ -26,35 +25,36 @@ std::string error_type_name(const std::exception& error) {
   return name;
 }
 
+namespace {
+
+template <class T>
+bool is_a(const std::exception& e) {
+  return dynamic_cast<const T*>(&e) != nullptr;
+}
+
+/// The router's refusals to serve (C-65, C-68), and a backend's acquire-time probe (C-54).
+bool is_policy_refusal(const std::exception& e) {
+  return is_a<SandboxBackendNotPermitted>(e) || is_a<SandboxCapabilityDenied>(e) || is_a<SandboxIdentityDenied>(e) ||
+         is_a<SandboxTransferLimitsNotPermitted>(e) || is_a<SandboxEgressNotEnforced>(e) ||
+         is_a<SandboxCapabilityNotSupported>(e) || is_a<SandboxOsFamilyNotSupported>(e);
+}
+
+int exit_code_for(const std::exception& e, Phase phase) {
+  if (is_a<UsageError>(e)) return kExitUsage;
+  if (is_policy_refusal(e)) return kExitRefused;
+  // A bad spec, rung or duration is the caller's input; later, a backend refused a value.
+  if (is_a<ValueError>(e)) return phase == Phase::Input ? kExitUsage : kExitBackend;
+  if (is_a<Error>(e)) return kExitBackend;  // PluginLoadError and NoSandboxBackend included
+  return phase == Phase::Input ? kExitUsage : kExitOther;
+}
+
+}  // namespace
+
 Failure classify(std::exception_ptr error, Phase phase) {
   try {
     std::rethrow_exception(error);
-  } catch (const UsageError& e) {
-    return {"UsageError", e.what(), kExitUsage};
-  } catch (const SandboxBackendNotPermitted& e) {
-    return {error_type_name(e), e.what(), kExitRefused};
-  } catch (const SandboxCapabilityDenied& e) {
-    return {error_type_name(e), e.what(), kExitRefused};
-  } catch (const SandboxIdentityDenied& e) {
-    return {error_type_name(e), e.what(), kExitRefused};
-  } catch (const SandboxTransferLimitsNotPermitted& e) {
-    return {error_type_name(e), e.what(), kExitRefused};
-  } catch (const SandboxEgressNotEnforced& e) {
-    return {error_type_name(e), e.what(), kExitRefused};
-  } catch (const SandboxCapabilityNotSupported& e) {
-    // Also raised by a backend's acquire-time probe (C-54): still a refusal to serve.
-    return {error_type_name(e), e.what(), kExitRefused};
-  } catch (const SandboxOsFamilyNotSupported& e) {
-    return {error_type_name(e), e.what(), kExitRefused};
-  } catch (const PluginLoadError& e) {
-    return {error_type_name(e), e.what(), kExitBackend};
-  } catch (const ValueError& e) {
-    // A bad spec, rung or duration is the caller's input; later, a backend refused a value.
-    return {error_type_name(e), e.what(), phase == Phase::Input ? kExitUsage : kExitBackend};
-  } catch (const Error& e) {
-    return {error_type_name(e), e.what(), kExitBackend};
   } catch (const std::exception& e) {
-    return {error_type_name(e), e.what(), phase == Phase::Input ? kExitUsage : kExitOther};
+    return {error_type_name(e), e.what(), exit_code_for(e, phase)};
   } catch (...) {
     return {"unknown", "an exception that is not a std::exception", kExitOther};
   }
