@@ -42,10 +42,10 @@ int cmd_check(Session& session) {
   human += fmt::format("  floor:        {} (host), {} (effective)\n", to_string(floor), to_string(effective));
   human += fmt::format("  requires:     {} (declared: {})\n", spec.requires_capabilities().to_string("nothing"),
                        d.capabilities.to_string("nothing"));
-  human += fmt::format("  egress:       {} (enforced: {})\n", to_string(spec.egress()), d.egress_modes.to_string());
+  human += fmt::format("  egress:       {} (enforced: {})\n", to_string(spec.egress()), d.egress_modes.to_string("nothing"));
   human += fmt::format("  os family:    {}\n", spec.requires_os_family()
                                                  ? std::string(to_string(*spec.requires_os_family())) +
-                                                       " (served: " + d.os_families.to_string() + ")"
+                                                       " (served: " + d.os_families.to_string("no answer") + ")"
                                                  : std::string("not asked"));
   human += fmt::format("  scope:        {} (served: {})\n", to_string(spec.isolation_scope()),
                        d.effective_isolation_scopes().to_string());
