@@ -1,0 +1,71 @@
+#pragma once
+/// @file conformance/probe.hpp
+/// One probe: a stable id, the upstream name, why it matters, what it needs, and the attack.
+///
+/// Probe tables are ordered arrays exposed by suites.hpp (`probes(Suite)`), so ids, names and
+/// order are testable. A probe's `run` signals a failed assertion by calling `fail()`; any
+/// other exception it lets escape is reported as "raised <Type>: <message>" (R4).
+
+#include <chrono>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "maf/sandbox/capability.hpp"
+#include "maf/sandbox/conformance/layout.hpp"
+#include "maf/sandbox/conformance/results.hpp"
+
+namespace maf::sandbox::conformance {
+
+class ConformanceSubject;
+
+/// EGRESS inputs (conformance.md §4.5). Both URLs must be endpoints known to answer 2xx
+/// when actually reached; the allowed one is the positive control.
+struct EgressTargets {
+  std::string allowed_url;
+  std::string denied_url;
+  std::chrono::milliseconds exec_timeout{std::chrono::seconds(30)};
+};
+
+/// What a running probe sees.
+struct ProbeContext {
+  ConformanceSubject& subject;
+  const ConformancePaths& paths;
+  const EgressTargets* egress = nullptr;  ///< set for EGRESS only
+};
+
+struct Probe {
+  Suite suite;
+  std::string_view id;
+  std::string_view name;
+  std::string_view why;
+  CapabilitySet requires_capabilities;
+  void (*run)(ProbeContext&);
+};
+
+/// The assertion a probe raises; reported as the probe's failure message, verbatim.
+class ProbeFailed : public std::exception {
+public:
+  explicit ProbeFailed(std::string message) : message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+
+private:
+  std::string message_;
+};
+
+/// Fail the running probe with `message`.
+[[noreturn]] void fail(std::string message);
+
+/// A probe that found nothing to attack on this host (e.g. no non-loopback address): it is
+/// reported as a skip with this reason — never as a pass.
+class ProbeNotApplicable : public std::exception {
+public:
+  explicit ProbeNotApplicable(std::string reason) : reason_(std::move(reason)) {}
+  const char* what() const noexcept override { return reason_.c_str(); }
+
+private:
+  std::string reason_;
+};
+
+}  // namespace maf::sandbox::conformance

@@ -1,0 +1,99 @@
+#pragma once
+/// @file conformance/results.hpp
+/// What a conformance suite reports (conformance.md §2.4): one result per probe, a
+/// suite-level failure carrying every result, and the usage error a misused suite raises.
+///
+/// Three outcomes, never conflated: a *pass* attacked something and held; a *skip* was not
+/// attempted because the subject does not declare a capability the probe needs (the reason
+/// says which); a *fail* names what the backend did wrong. A skip is never counted as a pass.
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "maf/sandbox/errors.hpp"
+
+namespace maf::sandbox::conformance {
+
+/// The suites this library ships. The first five restate conformance.md §4; EGRESS_CLOSED
+/// and READ_CAP are this port's own (docs/conformance.md).
+enum class Suite {
+  FilesOut,      ///< FILES_OUT, probes FO-1…FO-12
+  FilesIn,       ///< FILES_IN, probes FI-1…FI-12
+  Exec,          ///< EXEC, probes EX-1…EX-7
+  FilesDelete,   ///< FILES_DELETE, probes FD-1…FD-10
+  Egress,        ///< EGRESS, probes EG-1, EG-2 (allowlist)
+  EgressClosed,  ///< EGRESS_CLOSED, probes EC-1…EC-3 (our own)
+  ReadCap,       ///< READ_CAP, probes CAP-1, CAP-2 (our own)
+};
+
+/// Every suite, in the order a runner should run them: EXEC last because its timeout probe
+/// may cost the sandbox (conformance.md R9).
+inline constexpr Suite kAllSuites[] = {Suite::FilesOut, Suite::ReadCap,      Suite::FilesIn, Suite::FilesDelete,
+                                       Suite::Egress,   Suite::EgressClosed, Suite::Exec};
+
+/// "FILES_OUT", "EXEC", … (the upstream labels).
+std::string_view suite_label(Suite suite) noexcept;
+/// "files_out", "exec", … (what `--suite` accepts).
+std::string_view suite_option_name(Suite suite) noexcept;
+/// Parses suite_option_name() or suite_label(); throws ValueError naming the valid names.
+Suite parse_suite(std::string_view text);
+
+enum class Outcome { Pass, Fail, Skip };
+/// "pass", "fail", "skip".
+std::string_view to_string(Outcome outcome) noexcept;
+
+/// One probe's verdict. `message` is the failure message (Fail), the skip reason (Skip), or
+/// empty (Pass).
+struct ProbeResult {
+  Suite suite = Suite::FilesOut;
+  std::string id;    ///< stable id, e.g. "FO-3"
+  std::string name;  ///< upstream kebab-case name, e.g. "a-link-is-never-read"
+  std::string why;   ///< rationale, printed with failures
+  Outcome outcome = Outcome::Pass;
+  std::string message;
+
+  bool passed() const noexcept { return outcome == Outcome::Pass; }
+  bool failed() const noexcept { return outcome == Outcome::Fail; }
+  bool skipped() const noexcept { return outcome == Outcome::Skip; }
+};
+
+/// The ids of the results with `outcome`, in probe order (handy in tests).
+std::vector<std::string> ids_with(const std::vector<ProbeResult>& results, Outcome outcome);
+
+/// A suite was misused (conformance.md §1 "usage error", §6): its gate capability is not
+/// declared, the subject's sandbox was not acquired with the egress the suite attacks, or an
+/// option is invalid. Distinct from ValueError (which a probe reads as a confinement
+/// refusal), so a runner can tell it from a probe failure and from a backend's refusal.
+class ConformanceUsageError : public std::logic_error {
+public:
+  explicit ConformanceUsageError(const std::string& message) : std::logic_error(message) {}
+};
+
+/// The gate refusal (R1): raised before anything is planted.
+class SuiteRefused : public ConformanceUsageError {
+public:
+  SuiteRefused(Suite suite, const std::string& message) : ConformanceUsageError(message), suite_(suite) {}
+  Suite suite() const noexcept { return suite_; }
+
+private:
+  Suite suite_;
+};
+
+/// At least one probe failed (R6). Assertion-class — it derives from std::logic_error, not
+/// from maf::sandbox::Error — so a test framework reports a failed assertion. The text names
+/// every failed probe with its message and rationale, not just the first.
+class ConformanceFailure : public std::logic_error {
+public:
+  ConformanceFailure(Suite suite, std::vector<ProbeResult> results);
+  Suite suite() const noexcept { return suite_; }
+  const std::vector<ProbeResult>& results() const noexcept { return results_; }
+  std::vector<ProbeResult> failures() const;
+
+private:
+  Suite suite_;
+  std::vector<ProbeResult> results_;
+};
+
+}  // namespace maf::sandbox::conformance

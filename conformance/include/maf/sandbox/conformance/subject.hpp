@@ -1,0 +1,81 @@
+#pragma once
+/// @file conformance/subject.hpp
+/// The seam a backend fills so the suites can attack it (conformance.md §2.1).
+///
+/// A subject owns nothing the suites judge; it hands them an *already acquired* sandbox and
+/// the guest-side moves the public surface deliberately does not offer: planting a link
+/// (creating a link is the guest's move; a sandbox offering it would arm the attacker),
+/// fetching a URL, opening a TCP connection, asking a DNS server. Those moves are virtual
+/// so a Windows or distroless guest writes its own subject while the probes stay unchanged.
+///
+/// The suites are synchronous: every awaitable of the sandbox is run on `runner()`, which
+/// must be the BlockingRunner the sandbox was acquired on (sync.hpp: a backend may bind I/O
+/// objects to the executor an operation first ran on).
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "maf/sandbox/capability.hpp"
+#include "maf/sandbox/egress.hpp"
+#include "maf/sandbox/sandbox.hpp"
+#include "maf/sandbox/sync.hpp"
+
+namespace maf::sandbox::conformance {
+
+/// What a guest-side network attempt (EGRESS_CLOSED) found.
+struct GuestAttempt {
+  /// The guest tool that made the attempt ("bash", "busybox-nc", "python3"); empty when the
+  /// guest has none, in which case the attempt proves nothing and the probe fails.
+  std::string tool;
+  /// The attempt got through: a TCP connection was established, or a DNS answer arrived.
+  bool reached = false;
+  /// Exit code and stderr of the guest command, for the failure message.
+  std::string detail;
+};
+
+/// What an EGRESS fetch found (conformance.md §4.5 "Reaches").
+struct FetchOutcome {
+  int exit_code = 0;
+  std::string http_code;  ///< trimmed `%{http_code}`, e.g. "200" or "000"
+  bool reached() const noexcept { return exit_code == 0 && !http_code.empty() && http_code.front() == '2'; }
+};
+
+class ConformanceSubject {
+public:
+  virtual ~ConformanceSubject();
+
+  /// The sandbox under attack, already acquired.
+  virtual Sandbox& sandbox() = 0;
+  /// The runner the sandbox was acquired on; every call of the suites goes through it.
+  virtual BlockingRunner& runner() = 0;
+  /// Absolute guest path every relative probe path resolves against.
+  virtual std::string working_directory() const = 0;
+  /// The backend's *own* declared set, unfiltered: it decides the gate and the skips.
+  virtual CapabilitySet capabilities() const = 0;
+  /// The egress mode the sandbox was acquired with, when the backend declares enforcing it;
+  /// absent when it enforces none (EGRESS and EGRESS_CLOSED are then refused by their gate).
+  virtual std::optional<Egress> enforced_egress() const = 0;
+  /// Bound of every exec the suites run (EX-7 uses its own 1 s bound).
+  virtual std::chrono::milliseconds exec_timeout() const { return std::chrono::seconds(60); }
+
+  /// Create a regular file at an absolute guest path, creating parents. Anywhere: the
+  /// hostile layout lives partly *outside* the working directory.
+  virtual void plant_file(const std::string& absolute_path, std::string_view bytes) = 0;
+  /// Create a link at `absolute_path` pointing at `target`, replacing what is there.
+  virtual void plant_symlink(const std::string& absolute_path, const std::string& target) = 0;
+
+  /// EGRESS: fetch `url` from inside the guest, bounded by `timeout`.
+  virtual FetchOutcome fetch_url(const std::string& url, std::chrono::milliseconds timeout) = 0;
+  /// EGRESS_CLOSED: open a TCP connection from inside the guest to `host`:`port` (an IP
+  /// literal), bounded by `timeout`.
+  virtual GuestAttempt connect_tcp(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout) = 0;
+  /// EGRESS_CLOSED: send the DNS query `query` (raw bytes) over UDP to `host`:`port` from
+  /// inside the guest and report whether any answer came back within `timeout`.
+  virtual GuestAttempt query_dns(const std::string& host, std::uint16_t port, std::string_view query,
+                                 std::chrono::milliseconds timeout) = 0;
+};
+
+}  // namespace maf::sandbox::conformance

@@ -1,0 +1,68 @@
+#pragma once
+/// @file conformance/suites.hpp
+/// The suites: one `run_<suite>` returning every result and one `check_<suite>` that throws
+/// ConformanceFailure when any probe failed (and otherwise returns the results, so callers
+/// can assert on skips) — conformance.md §3 R1…R6.
+///
+/// | suite          | gate                                   | skips                         |
+/// |----------------|----------------------------------------|-------------------------------|
+/// | FILES_OUT      | files_out                              | FO-9…FO-12 without files_list |
+/// | READ_CAP       | files_out                              | never                         |
+/// | FILES_IN       | files_in (verifies through exec)       | never                         |
+/// | EXEC           | exec                                   | never                         |
+/// | FILES_DELETE   | files_delete (verifies through exec)   | never                         |
+/// | EGRESS         | exec + sandbox acquired with allowlist | never                         |
+/// | EGRESS_CLOSED  | exec + sandbox acquired with closed    | EC-2 when the host has no     |
+/// |                |                                        | non-loopback address          |
+///
+/// A gate that is not met raises SuiteRefused *before* anything is planted. Every probe
+/// runs even after failures. Planting errors propagate raw (they are harness errors).
+
+#include <span>
+#include <vector>
+
+#include "maf/sandbox/conformance/probe.hpp"
+#include "maf/sandbox/conformance/results.hpp"
+#include "maf/sandbox/conformance/subject.hpp"
+
+namespace maf::sandbox::conformance {
+
+/// The ordered probe table of a suite.
+std::span<const Probe> probes(Suite suite);
+
+/// Throws SuiteRefused when `subject` does not meet `suite`'s gate; returns otherwise.
+void require_gate(const ConformanceSubject& subject, Suite suite);
+
+/// Gate, plant, run every probe (skipping those whose requirements are not declared).
+/// `egress` is required for Suite::Egress (ConformanceUsageError without it).
+std::vector<ProbeResult> run_suite(Suite suite, ConformanceSubject& subject, const EgressTargets* egress = nullptr);
+/// run_suite, then throw ConformanceFailure if any probe failed; else return the results.
+std::vector<ProbeResult> check_suite(Suite suite, ConformanceSubject& subject, const EgressTargets* egress = nullptr);
+
+inline std::vector<ProbeResult> run_files_out(ConformanceSubject& s) { return run_suite(Suite::FilesOut, s); }
+inline std::vector<ProbeResult> check_files_out(ConformanceSubject& s) { return check_suite(Suite::FilesOut, s); }
+inline std::vector<ProbeResult> run_read_cap(ConformanceSubject& s) { return run_suite(Suite::ReadCap, s); }
+inline std::vector<ProbeResult> check_read_cap(ConformanceSubject& s) { return check_suite(Suite::ReadCap, s); }
+inline std::vector<ProbeResult> run_files_in(ConformanceSubject& s) { return run_suite(Suite::FilesIn, s); }
+inline std::vector<ProbeResult> check_files_in(ConformanceSubject& s) { return check_suite(Suite::FilesIn, s); }
+inline std::vector<ProbeResult> run_exec(ConformanceSubject& s) { return run_suite(Suite::Exec, s); }
+inline std::vector<ProbeResult> check_exec(ConformanceSubject& s) { return check_suite(Suite::Exec, s); }
+inline std::vector<ProbeResult> run_files_delete(ConformanceSubject& s) { return run_suite(Suite::FilesDelete, s); }
+inline std::vector<ProbeResult> check_files_delete(ConformanceSubject& s) { return check_suite(Suite::FilesDelete, s); }
+inline std::vector<ProbeResult> run_egress(ConformanceSubject& s, const EgressTargets& t) {
+  return run_suite(Suite::Egress, s, &t);
+}
+inline std::vector<ProbeResult> check_egress(ConformanceSubject& s, const EgressTargets& t) {
+  return check_suite(Suite::Egress, s, &t);
+}
+inline std::vector<ProbeResult> run_egress_closed(ConformanceSubject& s) { return run_suite(Suite::EgressClosed, s); }
+inline std::vector<ProbeResult> check_egress_closed(ConformanceSubject& s) {
+  return check_suite(Suite::EgressClosed, s);
+}
+
+/// R8: all ten FD probes with no gate, no planting beyond their own fixtures, no skip and no
+/// verdict — never throws ConformanceFailure. For a backend that implements `remove` without
+/// declaring files_delete, the results decide whether it ever could.
+std::vector<ProbeResult> measure_files_delete_probes(ConformanceSubject& subject);
+
+}  // namespace maf::sandbox::conformance

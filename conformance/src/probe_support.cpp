@@ -1,0 +1,91 @@
+#include "probe_support.hpp"
+
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <memory>
+#include <typeinfo>
+
+namespace maf::sandbox::conformance {
+
+void fail(std::string message) { throw ProbeFailed(std::move(message)); }
+
+namespace detail {
+namespace {
+std::string wd_or_work(ProbeContext& ctx, std::string wd) { return wd.empty() ? ctx.paths.work : wd; }
+
+/// exit 0 -> true, 1 -> false, anything else is a harness problem reported as a failure.
+bool test_exit(ProbeContext& ctx, const std::string& what, const ExecResult& r) {
+  if (r.exit_code == 0) return true;
+  if (r.exit_code == 1) return false;
+  (void)ctx;
+  fail(what + " could not be answered by the guest: " + describe(r));
+}
+}  // namespace
+
+std::string type_name(const std::exception& e) {
+  const char* mangled = typeid(e).name();
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> demangled(abi::__cxa_demangle(mangled, nullptr, nullptr, &status), std::free);
+  std::string name = status == 0 && demangled ? demangled.get() : mangled;
+  if (auto colon = name.rfind("::"); colon != std::string::npos) name = name.substr(colon + 2);
+  return name;
+}
+
+ExecResult exec(ProbeContext& ctx, Command command, std::string wd, std::optional<std::chrono::milliseconds> timeout) {
+  auto& s = ctx.subject;
+  const auto bound = timeout.value_or(s.exec_timeout());
+  wd = wd_or_work(ctx, std::move(wd));
+  return s.runner()([&] { return s.sandbox().exec(command, wd, bound); });
+}
+
+std::optional<SandboxEntry> stat(ProbeContext& ctx, std::string path, std::string wd) {
+  wd = wd_or_work(ctx, std::move(wd));
+  return ctx.subject.runner()([&] { return ctx.subject.sandbox().stat_file(path, wd); });
+}
+
+std::string read(ProbeContext& ctx, std::string path, std::string wd, std::int64_t max_bytes) {
+  wd = wd_or_work(ctx, std::move(wd));
+  return ctx.subject.runner()([&] { return ctx.subject.sandbox().read_file(path, wd, max_bytes); });
+}
+
+std::vector<SandboxEntry> list(ProbeContext& ctx, std::string path, std::string wd) {
+  wd = wd_or_work(ctx, std::move(wd));
+  return ctx.subject.runner()([&] { return ctx.subject.sandbox().list_dir(path, wd); });
+}
+
+void write(ProbeContext& ctx, std::string path, std::string content, std::string wd) {
+  wd = wd_or_work(ctx, std::move(wd));
+  ctx.subject.runner()([&] { return ctx.subject.sandbox().write_file(path, content, wd); });
+}
+
+void remove(ProbeContext& ctx, std::string path, std::string wd, bool recursive) {
+  wd = wd_or_work(ctx, std::move(wd));
+  ctx.subject.runner()([&] { return ctx.subject.sandbox().remove(path, wd, recursive); });
+}
+
+bool present(ProbeContext& ctx, const std::string& path, std::string wd) {
+  // Two calls, never `-o`: `test -e` follows a link, `test -L` catches a dangling one.
+  if (test_exit(ctx, "test -e " + path, exec(ctx, std::vector<std::string>{"test", "-e", path}, wd))) return true;
+  return test_exit(ctx, "test -L " + path, exec(ctx, std::vector<std::string>{"test", "-L", path}, wd));
+}
+
+bool is_file(ProbeContext& ctx, const std::string& path, std::string wd) {
+  return test_exit(ctx, "test -f " + path, exec(ctx, std::vector<std::string>{"test", "-f", path}, wd));
+}
+
+std::string quoted(std::string_view text) {
+  constexpr std::size_t kMax = 200;
+  std::string shown(text.substr(0, kMax));
+  for (char& c : shown)
+    if (static_cast<unsigned char>(c) < 0x20 && c != '\n') c = '?';
+  return "'" + shown + (text.size() > kMax ? "…" : "") + "'";
+}
+
+std::string describe(const ExecResult& r) {
+  return "stdout " + quoted(r.stdout_bytes) + ", stderr " + quoted(r.stderr_bytes) + ", exit " +
+         std::to_string(r.exit_code);
+}
+
+}  // namespace detail
+}  // namespace maf::sandbox::conformance

@@ -1,0 +1,73 @@
+#pragma once
+// Helpers every probe uses: synchronous calls through the subject's runner, presence checks
+// through the guest, and the expected-refusal rule (conformance.md R5). Internal.
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "maf/sandbox/conformance/probe.hpp"
+#include "maf/sandbox/conformance/subject.hpp"
+#include "maf/sandbox/errors.hpp"
+
+namespace maf::sandbox::conformance::detail {
+
+/// The dynamic type of `e`, demangled, without its namespace ("NotADirectoryError").
+std::string type_name(const std::exception& e);
+
+/// Calls on the subject's sandbox; an empty working directory means W.
+ExecResult exec(ProbeContext& ctx, Command command, std::string working_directory = {},
+                std::optional<std::chrono::milliseconds> timeout = {});
+std::optional<SandboxEntry> stat(ProbeContext& ctx, std::string path, std::string working_directory = {});
+std::string read(ProbeContext& ctx, std::string path, std::string working_directory = {},
+                 std::int64_t max_bytes = kProbeReadCap);
+std::vector<SandboxEntry> list(ProbeContext& ctx, std::string path, std::string working_directory = {});
+void write(ProbeContext& ctx, std::string path, std::string content, std::string working_directory = {});
+void remove(ProbeContext& ctx, std::string path, std::string working_directory = {}, bool recursive = false);
+
+/// Whether the guest sees a name at `path` (run from `working_directory`, default W): `test
+/// -e` or, for a dangling link, `test -L`. An exit above 1 (e.g. 127: no `test`) fails the
+/// probe — it is never read as "absent".
+bool present(ProbeContext& ctx, const std::string& path, std::string working_directory = {});
+/// `test -f path` from W, with the same rule.
+bool is_file(ProbeContext& ctx, const std::string& path, std::string working_directory = {});
+
+/// "stdout 'x', stderr 'y', exit n" for messages (bounded).
+std::string describe(const ExecResult& result);
+/// A value for messages, quoted and bounded.
+std::string quoted(std::string_view text);
+
+/// R5 without failing: nothing when `call` raised something in `Family`; otherwise why not.
+template <class Family, class Call>
+std::optional<std::string> refusal_problem(std::string_view what, std::string_view family, Call&& call) {
+  try {
+    call();
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const ProbeFailed&) {
+    throw;
+  } catch (const Family&) {
+    return std::nullopt;
+  } catch (const std::exception& e) {
+    return std::string(what) + " raised " + type_name(e) + " (" + e.what() + "), not " + std::string(family);
+  }
+  return std::string(what) + " returned instead of raising " + std::string(family);
+}
+
+/// R5: fail the probe unless `call` raises something in `Family`.
+template <class Family, class Call>
+void expect_refusal(std::string_view what, std::string_view family, Call&& call) {
+  if (auto problem = refusal_problem<Family>(what, family, std::forward<Call>(call))) fail(*problem);
+}
+
+inline constexpr std::string_view kConfinement = "a confinement refusal (ValueError)";
+inline constexpr std::string_view kIoRefusal = "an I/O refusal (OSError)";
+inline constexpr std::string_view kNotADirectory = "a not-a-directory refusal (NotADirectoryError)";
+
+template <class Call>
+void expect_confinement(std::string_view what, Call&& call) {
+  expect_refusal<ValueError>(what, kConfinement, std::forward<Call>(call));
+}
+
+}  // namespace maf::sandbox::conformance::detail

@@ -1,0 +1,232 @@
+// run_conformance: one subject per run, suites in kAllSuites order (EXEC last, R9), the
+// subject disposed on every path.
+#include "maf/sandbox/conformance/runner.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "maf/sandbox/conformance/posix_guest_subject.hpp"
+#include "maf/sandbox/conformance/suites.hpp"
+#include "maf/sandbox/key.hpp"
+#include "probe_support.hpp"
+
+namespace maf::sandbox::conformance {
+namespace {
+
+std::string random_hex(std::size_t n) {
+  std::random_device rd;
+  std::mt19937_64 rng{(static_cast<std::uint64_t>(rd()) << 32) ^ rd()};
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) out += digits[rng() % 16];
+  return out;
+}
+
+/// "https://host:443/x" -> "host".
+std::string url_host(const std::string& url) {
+  auto start = url.find("://");
+  start = start == std::string::npos ? 0 : start + 3;
+  auto end = url.find_first_of(":/?#", start);
+  return url.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+bool requested(const RunnerOptions& o, Suite s) {
+  return std::find(o.suites.begin(), o.suites.end(), s) != o.suites.end();
+}
+
+/// The spec's capabilities: the declared ones a subject can exercise without further
+/// configuration (run_code needs an interpreter, host tools a registry, reclaim and the
+/// egress rule capabilities a policy of their own).
+CapabilitySet spec_capabilities(CapabilitySet declared) {
+  return declared.intersection(CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut,
+                                             Capability::FilesList, Capability::FilesDelete});
+}
+
+std::string row_result(const SuiteReport& s, const ProbeResult* r) {
+  if (r) {
+    std::string text(to_string(r->outcome));
+    for (char& ch : text) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return text;
+  }
+  switch (s.status) {
+    case SuiteStatus::Refused: return "REFUSED";
+    case SuiteStatus::NotRequested: return "NOT REQUESTED";
+    case SuiteStatus::HarnessError: return "ERROR";
+    case SuiteStatus::Ran: return "";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string_view to_string(SuiteStatus status) noexcept {
+  switch (status) {
+    case SuiteStatus::Ran: return "ran";
+    case SuiteStatus::Refused: return "refused";
+    case SuiteStatus::NotRequested: return "not_requested";
+    case SuiteStatus::HarnessError: return "harness_error";
+  }
+  return "?";
+}
+
+bool RunReport::ok() const noexcept { return exit_code() == 0; }
+
+int RunReport::exit_code() const noexcept {
+  if (disposal_failure) return 2;  // a subject left behind is a harness failure, not a verdict
+  bool probe_failed = false;
+  for (const auto& s : suites) {
+    if (s.status == SuiteStatus::Refused || s.status == SuiteStatus::HarnessError) return 2;
+    for (const auto& r : s.results) probe_failed = probe_failed || r.failed();
+  }
+  return probe_failed ? 1 : 0;
+}
+
+RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, SubjectFactory make_subject) {
+  const auto& declarations = backend.declarations();
+  const CapabilitySet declared = declarations.capabilities;
+  const bool want_egress = o.egress && (o.suites.empty() || requested(o, Suite::Egress));
+
+  // The one network posture this subject is acquired with: EGRESS needs allowlist (and is
+  // preferred when explicitly asked for), EGRESS_CLOSED needs closed.
+  SandboxSpec::Fields fields;
+  fields.kind = o.kind;
+  fields.work_dir = o.work_dir;
+  fields.requires_capabilities = spec_capabilities(declared);
+  std::optional<Egress> enforced;
+  if (want_egress && declarations.egress_modes.contains(Egress::Allowlist) &&
+      (requested(o, Suite::Egress) || !declarations.egress_modes.contains(Egress::Closed))) {
+    fields.egress = Egress::Allowlist;
+    fields.egress_allow = {url_host(o.egress->allowed_url)};
+    enforced = Egress::Allowlist;
+  } else if (declarations.egress_modes.contains(Egress::Closed)) {
+    fields.egress = Egress::Closed;
+    enforced = Egress::Closed;
+  } else if (declarations.egress_modes.contains(Egress::Unrestricted)) {
+    fields.egress = Egress::Unrestricted;
+  }
+  const SandboxSpec spec(std::move(fields));
+
+  RunReport report;
+  report.backend = backend.name();
+  const SandboxKey key{"conformance", random_hex(16), "agent", ""};
+  report.key = to_string(key);
+
+  BlockingRunner run;
+  auto sandbox = run([&] { return backend.acquire(key, spec); });
+  auto dispose = [&] {
+    try {
+      if (auto failure = run([&] { return backend.dispose(key, std::nullopt, std::nullopt); }))
+        report.disposal_failure = failure->to_string();
+    } catch (const std::exception& e) {
+      report.disposal_failure = std::string("dispose raised: ") + e.what();
+    }
+  };
+
+  try {
+    std::unique_ptr<ConformanceSubject> subject =
+        make_subject ? make_subject(run, sandbox, declared, enforced, o.exec_timeout)
+                     : std::make_unique<PosixGuestSubject>(run, sandbox, declared, enforced);
+    if (auto* posix = dynamic_cast<PosixGuestSubject*>(subject.get())) posix->set_exec_timeout(o.exec_timeout);
+    report.work_dir = subject->working_directory();
+
+    for (Suite suite : kAllSuites) {
+      const bool asked = requested(o, suite);
+      if (!o.suites.empty() && !asked) continue;
+      SuiteReport sr{suite, SuiteStatus::Ran, {}, {}};
+      try {
+        require_gate(*subject, suite);
+        if (suite == Suite::Egress && !o.egress) {
+          sr.status = asked ? SuiteStatus::Refused : SuiteStatus::NotRequested;
+          sr.reason = "EGRESS needs --allowed-url and --denied-url (endpoints known to answer 2xx)";
+        } else {
+          sr.results = run_suite(suite, *subject, o.egress ? &*o.egress : nullptr);
+        }
+      } catch (const ConformanceUsageError& e) {
+        sr.status = asked ? SuiteStatus::Refused : SuiteStatus::NotRequested;
+        sr.reason = e.what();
+      } catch (const Cancelled&) {
+        throw;
+      } catch (const std::exception& e) {
+        sr.status = SuiteStatus::HarnessError;
+        sr.reason = "harness error (planting or setup) raised " + detail::type_name(e) + ": " + e.what();
+      }
+      report.suites.push_back(std::move(sr));
+    }
+  } catch (...) {
+    dispose();
+    throw;
+  }
+  dispose();
+  return report;
+}
+
+std::string render_table(const RunReport& report) {
+  struct Row {
+    std::string suite, id, name, result, reason;
+  };
+  std::vector<Row> rows;
+  for (const auto& s : report.suites) {
+    const std::string label(suite_label(s.suite));
+    if (s.status != SuiteStatus::Ran) {
+      rows.push_back({label, "-", "-", row_result(s, nullptr), s.reason});
+      continue;
+    }
+    for (const auto& r : s.results) rows.push_back({label, r.id, r.name, row_result(s, &r), r.message});
+  }
+  Row header{"SUITE", "ID", "NAME", "RESULT", "REASON"};
+  std::size_t w[4] = {header.suite.size(), header.id.size(), header.name.size(), header.result.size()};
+  for (const auto& r : rows) {
+    w[0] = std::max(w[0], r.suite.size());
+    w[1] = std::max(w[1], r.id.size());
+    w[2] = std::max(w[2], r.name.size());
+    w[3] = std::max(w[3], r.result.size());
+  }
+  auto pad = [](const std::string& s, std::size_t n) { return s + std::string(n - std::min(n, s.size()), ' '); };
+  auto line = [&](const Row& r) {
+    return pad(r.suite, w[0]) + "  " + pad(r.id, w[1]) + "  " + pad(r.name, w[2]) + "  " + pad(r.result, w[3]) +
+           (r.reason.empty() ? "" : "  " + r.reason) + "\n";
+  };
+  std::string out = "backend " + report.backend + ", subject " + report.key + ", working directory " +
+                    report.work_dir + "\n\n" + line(header);
+  for (const auto& r : rows) out += line(r);
+
+  std::size_t passed = 0, failed = 0, skipped = 0, refused = 0, errors = 0;
+  std::string rationale;
+  for (const auto& s : report.suites) {
+    refused += s.status == SuiteStatus::Refused ? 1 : 0;
+    errors += s.status == SuiteStatus::HarnessError ? 1 : 0;
+    for (const auto& r : s.results) {
+      passed += r.passed() ? 1 : 0;
+      skipped += r.skipped() ? 1 : 0;
+      if (r.failed()) {
+        ++failed;
+        rationale += "  " + r.id + " " + r.name + ": " + r.why + "\n";
+      }
+    }
+  }
+  if (!rationale.empty()) out += "\nWhy the failed probes matter:\n" + rationale;
+  if (report.disposal_failure) out += "\nDisposing the subject failed: " + *report.disposal_failure + "\n";
+  out += "\n" + std::to_string(passed) + " passed, " + std::to_string(failed) + " failed, " + std::to_string(skipped) +
+         " skipped; " + std::to_string(refused) + " suite(s) refused, " + std::to_string(errors) +
+         " harness error(s) -> " + (report.ok() ? "GREEN" : "RED") + "\n";
+  return out;
+}
+
+nlohmann::json to_json(const RunReport& report) {
+  nlohmann::json suites = nlohmann::json::array();
+  for (const auto& s : report.suites) {
+    nlohmann::json probes = nlohmann::json::array();
+    for (const auto& r : s.results)
+      probes.push_back({{"id", r.id}, {"name", r.name}, {"outcome", to_string(r.outcome)}, {"message", r.message},
+                        {"why", r.why}});
+    suites.push_back({{"suite", suite_label(s.suite)}, {"status", to_string(s.status)}, {"reason", s.reason},
+                      {"probes", probes}});
+  }
+  nlohmann::json j{{"backend", report.backend}, {"key", report.key},         {"work_dir", report.work_dir},
+                   {"ok", report.ok()},         {"exit_code", report.exit_code()}, {"suites", suites}};
+  j["disposal_failure"] = report.disposal_failure ? nlohmann::json(*report.disposal_failure) : nlohmann::json(nullptr);
+  return j;
+}
+
+}  // namespace maf::sandbox::conformance

@@ -1,0 +1,19 @@
+#pragma once
+// The probe table of each suite, one file per suite. Internal: the public way in is
+// suites.hpp's probes(Suite).
+#include <span>
+
+#include "maf/sandbox/conformance/probe.hpp"
+
+namespace maf::sandbox::conformance::detail {
+std::span<const Probe> files_out_probes();
+std::span<const Probe> read_cap_probes();
+std::span<const Probe> files_in_probes();
+std::span<const Probe> exec_probes();
+std::span<const Probe> files_delete_probes();
+std::span<const Probe> egress_probes();
+std::span<const Probe> egress_closed_probes();
+
+/// READ_CAP's fixture: a file of kOverCapSize bytes at W/cap/over-cap.bin.
+void plant_read_cap_fixture(ConformanceSubject& subject, const ConformancePaths& paths);
+}  // namespace maf::sandbox::conformance::detail

@@ -1,0 +1,140 @@
+// The engine every suite shares (conformance.md §3): gate, plant once, run every probe in
+// order with R3's skips and R4's capture, and the verdict of check_suite (R6).
+#include "maf/sandbox/conformance/suites.hpp"
+
+#include "probe_support.hpp"
+#include "suite_tables.hpp"
+
+namespace maf::sandbox::conformance {
+namespace {
+
+std::string upper(std::string_view text) {
+  std::string out(text);
+  for (char& ch : out) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  return out;
+}
+
+Capability gate_capability(Suite suite) {
+  switch (suite) {
+    case Suite::FilesOut:
+    case Suite::ReadCap: return Capability::FilesOut;
+    case Suite::FilesIn: return Capability::FilesIn;
+    case Suite::FilesDelete: return Capability::FilesDelete;
+    case Suite::Exec:
+    case Suite::Egress:
+    case Suite::EgressClosed: return Capability::Exec;
+  }
+  return Capability::Exec;
+}
+
+/// The egress mode a suite attacks, when it attacks one.
+std::optional<Egress> gate_egress(Suite suite) {
+  if (suite == Suite::Egress) return Egress::Allowlist;
+  if (suite == Suite::EgressClosed) return Egress::Closed;
+  return std::nullopt;
+}
+
+ProbeResult result_of(const Probe& p, Outcome outcome, std::string message) {
+  return ProbeResult{p.suite, std::string(p.id), std::string(p.name), std::string(p.why), outcome, std::move(message)};
+}
+
+ProbeResult run_one(const Probe& p, ProbeContext& ctx) {
+  try {
+    p.run(ctx);
+    return result_of(p, Outcome::Pass, {});
+  } catch (const Cancelled&) {
+    throw;  // cancellation is not a verdict (R4)
+  } catch (const ProbeFailed& e) {
+    return result_of(p, Outcome::Fail, e.what());
+  } catch (const ProbeNotApplicable& e) {
+    return result_of(p, Outcome::Skip, e.what());
+  } catch (const std::exception& e) {
+    return result_of(p, Outcome::Fail, "raised " + detail::type_name(e) + ": " + e.what());
+  }
+}
+
+std::vector<ProbeResult> run_probes(std::span<const Probe> table, ProbeContext& ctx, bool honour_requirements) {
+  std::vector<ProbeResult> results;
+  const CapabilitySet declared = ctx.subject.capabilities();
+  for (const auto& p : table) {
+    const auto missing = p.requires_capabilities.difference(declared);
+    if (honour_requirements && !missing.empty()) {
+      results.push_back(result_of(p, Outcome::Skip, "backend does not declare " + missing.to_string()));
+      continue;
+    }
+    results.push_back(run_one(p, ctx));
+  }
+  return results;
+}
+
+void plant_for(Suite suite, ConformanceSubject& subject, const ConformancePaths& paths) {
+  switch (suite) {
+    case Suite::FilesOut: plant_layout(subject, paths); break;
+    case Suite::ReadCap: detail::plant_read_cap_fixture(subject, paths); break;
+    case Suite::FilesIn:
+    case Suite::FilesDelete: break;  // each probe plants its own fixtures
+    case Suite::Exec:
+    case Suite::Egress:
+    case Suite::EgressClosed:
+      // R10: nothing guarantees the working directory exists; a marker creates it.
+      subject.plant_file(paths.in_work(".probe-cwd"), "");
+      break;
+  }
+}
+
+}  // namespace
+
+std::span<const Probe> probes(Suite suite) {
+  switch (suite) {
+    case Suite::FilesOut: return detail::files_out_probes();
+    case Suite::ReadCap: return detail::read_cap_probes();
+    case Suite::FilesIn: return detail::files_in_probes();
+    case Suite::Exec: return detail::exec_probes();
+    case Suite::FilesDelete: return detail::files_delete_probes();
+    case Suite::Egress: return detail::egress_probes();
+    case Suite::EgressClosed: return detail::egress_closed_probes();
+  }
+  return {};
+}
+
+void require_gate(const ConformanceSubject& subject, Suite suite) {
+  const Capability gate = gate_capability(suite);
+  const std::string label(suite_label(suite));
+  if (!subject.capabilities().contains(gate))
+    throw SuiteRefused(suite, label + " refused: the subject declares no " + upper(to_string(gate)) + " (declared: " +
+                                  subject.capabilities().to_string("none") +
+                                  "); skipping every probe would be a green run that attacked nothing — pass the "
+                                  "backend's own declared capabilities");
+  if (const auto mode = gate_egress(suite); mode && subject.enforced_egress() != mode) {
+    const auto enforced = subject.enforced_egress();
+    throw SuiteRefused(suite, label + " refused: the subject declares no " + upper(to_string(*mode)) +
+                                  " egress (its sandbox was acquired with " +
+                                  (enforced ? std::string(to_string(*enforced)) : std::string("no enforced")) +
+                                  " egress); attacking a network posture the backend never promised proves nothing");
+  }
+}
+
+std::vector<ProbeResult> run_suite(Suite suite, ConformanceSubject& subject, const EgressTargets* egress) {
+  require_gate(subject, suite);
+  if (suite == Suite::Egress && !egress)
+    throw ConformanceUsageError("EGRESS needs EgressTargets: an allowed and a denied URL");
+  const auto paths = ConformancePaths::from(subject.working_directory());
+  plant_for(suite, subject, paths);  // R2: a planting error propagates raw
+  ProbeContext ctx{subject, paths, egress};
+  return run_probes(probes(suite), ctx, true);
+}
+
+std::vector<ProbeResult> check_suite(Suite suite, ConformanceSubject& subject, const EgressTargets* egress) {
+  auto results = run_suite(suite, subject, egress);
+  for (const auto& r : results)
+    if (r.failed()) throw ConformanceFailure(suite, std::move(results));
+  return results;
+}
+
+std::vector<ProbeResult> measure_files_delete_probes(ConformanceSubject& subject) {
+  const auto paths = ConformancePaths::from(subject.working_directory());
+  ProbeContext ctx{subject, paths, nullptr};
+  return run_probes(detail::files_delete_probes(), ctx, false);
+}
+
+}  // namespace maf::sandbox::conformance

@@ -1,0 +1,128 @@
+#include "host_tree_sandbox.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/support/subprocess.hpp"
+
+namespace maf::sandbox::conformance::test {
+namespace fs = std::filesystem;
+
+HostTreeSandbox::HostTreeSandbox(const fs::path& root, Flaw flaw)
+    : Sandbox(Identity{"host-tree", "conformance",
+                       CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesList,
+                                     Capability::FilesDelete},
+                       (root / "work").string(), "host-tree-0"}),
+      flaw_(flaw) {
+  fs::create_directories(root / "work");
+}
+
+boost::asio::awaitable<ExecResult> HostTreeSandbox::do_exec(const ExecRequest& request) {
+  support::SubprocessOptions o;
+  o.argv = request.command.is_argv() ? request.command.argv()
+                                     : std::vector<std::string>{"sh", "-c", request.shell_line};
+  o.cwd = flaw_ == Flaw::IgnoreWorkingDirectory ? "/" : request.working_directory;
+  const auto remaining =
+      std::chrono::duration_cast<std::chrono::milliseconds>(request.deadline - std::chrono::steady_clock::now());
+  o.timeout = std::max(remaining, std::chrono::milliseconds(1));
+  o.kill_grace = std::chrono::milliseconds(500);
+  auto r = co_await support::run_subprocess(std::move(o));  // SubprocessTimeout is a TimeoutError
+  co_return ExecResult{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code};
+}
+
+std::optional<GuestStat> HostTreeSandbox::stat_now(const std::string& path) const {
+  struct stat st {};
+  const int rc = flaw_ == Flaw::FollowLinks ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st);
+  if (rc != 0) {
+    if (errno == ENOENT) return std::nullopt;
+    if (errno == ENOTDIR) throw NotADirectoryError("'" + path + "': a parent is not a directory");
+    throw OSError("lstat '" + path + "': " + std::strerror(errno));
+  }
+  GuestStat s;
+  if (S_ISREG(st.st_mode)) {
+    s.kind = EntryKind::File;
+    s.size_bytes = st.st_size;
+  } else if (S_ISDIR(st.st_mode)) {
+    s.kind = EntryKind::Directory;
+  } else if (S_ISLNK(st.st_mode)) {
+    s.kind = EntryKind::Symlink;
+  }
+  return s;
+}
+
+boost::asio::awaitable<std::optional<GuestStat>> HostTreeSandbox::do_lstat(const std::string& absolute_path) {
+  co_return stat_now(absolute_path);
+}
+
+boost::asio::awaitable<void> HostTreeSandbox::do_write_file(const std::string& absolute_path,
+                                                           const std::string& content) {
+  fs::create_directories(fs::path(absolute_path).parent_path());
+  const int fd = ::open(absolute_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw OSError("open '" + absolute_path + "' for writing: " + std::strerror(errno));
+  const bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+  ::close(fd);
+  if (!ok) throw OSError("short write to '" + absolute_path + "'");
+  co_return;
+}
+
+boost::asio::awaitable<std::string> HostTreeSandbox::do_read_file(const std::string& absolute_path,
+                                                                 std::int64_t max_bytes) {
+  const int flags = O_RDONLY | O_CLOEXEC | (flaw_ == Flaw::FollowLinks ? 0 : O_NOFOLLOW);
+  const int fd = ::open(absolute_path.c_str(), flags);
+  if (fd < 0) throw OSError("open '" + absolute_path + "': " + std::strerror(errno));
+  std::string out;
+  char buf[65536];
+  ssize_t n = 0;
+  while (static_cast<std::int64_t>(out.size()) <= max_bytes && (n = ::read(fd, buf, sizeof buf)) > 0)
+    out.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  co_return out;
+}
+
+boost::asio::awaitable<std::vector<GuestDirEntry>> HostTreeSandbox::do_list_dir(const std::string& absolute_path) {
+  std::vector<GuestDirEntry> out;
+  for (const auto& e : fs::directory_iterator(absolute_path)) {
+    auto s = stat_now(e.path().string());
+    if (s) out.push_back({e.path().filename().string(), *s});
+  }
+  co_return out;
+}
+
+boost::asio::awaitable<void> HostTreeSandbox::do_remove(const std::string& absolute_path, bool recursive) {
+  if (recursive) fs::remove_all(absolute_path);  // remove_all unlinks links, never follows them
+  else fs::remove(absolute_path);
+  co_return;
+}
+
+boost::asio::awaitable<std::optional<GuestStat>> TruncatingSandbox::do_lstat(const std::string& absolute_path) {
+  auto s = co_await InProcessSandbox::do_lstat(absolute_path);
+  if (s && s->kind == EntryKind::File) s->size_bytes.reset();  // "unknown": the core cannot refuse from the stat
+  co_return s;
+}
+
+boost::asio::awaitable<std::string> TruncatingSandbox::do_read_file(const std::string& absolute_path,
+                                                                   std::int64_t max_bytes) {
+  auto bytes = co_await InProcessSandbox::do_read_file(absolute_path, max_bytes);
+  if (static_cast<std::int64_t>(bytes.size()) > max_bytes) bytes.resize(static_cast<std::size_t>(max_bytes));
+  co_return bytes;
+}
+
+TempDir::TempDir(const std::string& prefix) {
+  std::string tmpl = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
+  if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+}  // namespace maf::sandbox::conformance::test

@@ -1,0 +1,68 @@
+#pragma once
+// Test-only Sandbox doubles for the conformance self-tests.
+//
+// HostTreeSandbox maps guest paths 1:1 onto host paths (its storage base is a real host
+// directory) and runs commands as plain host children: no isolation at all, but honest
+// file semantics (no-follow, real links), so every file and exec suite can be run against
+// it — and each `Flaw` breaks exactly one promise, to prove the named probes catch it.
+// Its network is the host's: a subject that claims closed egress for it lies.
+//
+// TruncatingSandbox wraps the in-process double and hands back the first max_bytes bytes of
+// an over-cap file instead of refusing (hiding the size so the core's stat check cannot
+// catch it).
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "maf/sandbox/sandbox.hpp"
+#include "maf/sandbox/testing/in_process.hpp"
+
+namespace maf::sandbox::conformance::test {
+
+enum class Flaw {
+  None,
+  FollowLinks,             ///< stats and reads through links (stat, not lstat; no O_NOFOLLOW)
+  IgnoreWorkingDirectory,  ///< runs every command in "/"
+};
+
+class HostTreeSandbox : public Sandbox {
+public:
+  /// `root` is an existing, empty host directory; the storage base is `root/work`.
+  HostTreeSandbox(const std::filesystem::path& root, Flaw flaw = Flaw::None);
+
+protected:
+  boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) override;
+  boost::asio::awaitable<std::optional<GuestStat>> do_lstat(const std::string& absolute_path) override;
+  boost::asio::awaitable<void> do_write_file(const std::string& absolute_path, const std::string& content) override;
+  boost::asio::awaitable<std::string> do_read_file(const std::string& absolute_path, std::int64_t max_bytes) override;
+  boost::asio::awaitable<std::vector<GuestDirEntry>> do_list_dir(const std::string& absolute_path) override;
+  boost::asio::awaitable<void> do_remove(const std::string& absolute_path, bool recursive) override;
+
+private:
+  std::optional<GuestStat> stat_now(const std::string& path) const;
+  Flaw flaw_;
+};
+
+class TruncatingSandbox : public testing::InProcessSandbox {
+public:
+  using InProcessSandbox::InProcessSandbox;
+
+protected:
+  boost::asio::awaitable<std::optional<GuestStat>> do_lstat(const std::string& absolute_path) override;
+  boost::asio::awaitable<std::string> do_read_file(const std::string& absolute_path, std::int64_t max_bytes) override;
+};
+
+/// A fresh host directory under the temp dir, removed on destruction.
+class TempDir {
+public:
+  explicit TempDir(const std::string& prefix);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+private:
+  std::filesystem::path path_;
+};
+
+}  // namespace maf::sandbox::conformance::test

@@ -1,0 +1,153 @@
+// Every suite that runs a program, against a host-tree double that is honest — and against
+// deliberately broken ones, each of which must fail exactly the probes named for its flaw.
+// A probe that cannot fail is a defect.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "maf/sandbox/conformance/conformance.hpp"
+#include "support/host_tree_sandbox.hpp"
+
+using namespace maf::sandbox;
+using namespace maf::sandbox::conformance;
+using Ids = std::vector<std::string>;
+
+namespace {
+
+struct HostTreeFixture {
+  test::TempDir dir{"maf-conformance-tree"};
+  BlockingRunner run;
+  std::shared_ptr<test::HostTreeSandbox> sandbox;
+  std::unique_ptr<PosixGuestSubject> subject;
+
+  explicit HostTreeFixture(test::Flaw flaw = test::Flaw::None, std::optional<Egress> claimed = std::nullopt) {
+    sandbox = std::make_shared<test::HostTreeSandbox>(dir.path(), flaw);
+    subject = std::make_unique<PosixGuestSubject>(run, sandbox, sandbox->capabilities(), claimed);
+    subject->set_exec_timeout(std::chrono::seconds(20));
+  }
+};
+
+bool host_has_non_loopback_address() {
+  // Same rule as EC-2: an up interface with a non-loopback, non-link-local address.
+  const auto out = std::system("ip -o addr show up 2>/dev/null | grep -v ' lo ' | grep -v 'fe80' | grep -q inet");
+  return out == 0;
+}
+
+/// A one-shot-per-connection HTTP server on the host's loopback answering 200 to anything.
+class Http200 {
+public:
+  Http200() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(fd_, 8) == 0);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0) continue;
+        const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) continue;
+        char buf[2048];
+        (void)!::read(c, buf, sizeof buf);
+        const char reply[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+        (void)!::write(c, reply, sizeof reply - 1);
+        ::close(c);
+      }
+    });
+  }
+  ~Http200() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
+
+private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("conformance: an honest host-tree double passes FILES_OUT, READ_CAP, FILES_IN, FILES_DELETE and EXEC") {
+  HostTreeFixture f;
+  for (Suite s : {Suite::FilesOut, Suite::ReadCap, Suite::FilesIn, Suite::FilesDelete, Suite::Exec}) {
+    INFO(suite_label(s));
+    std::vector<ProbeResult> results;
+    REQUIRE_NOTHROW(results = check_suite(s, *f.subject));
+    CHECK(ids_with(results, Outcome::Skip).empty());
+    CHECK(ids_with(results, Outcome::Pass).size() == probes(s).size());
+  }
+  // R8: the measurement agrees with the verdict for a backend that declares files_delete.
+  CHECK(ids_with(measure_files_delete_probes(*f.subject), Outcome::Pass).size() == 10);
+}
+
+TEST_CASE("conformance: broken double — following links on stat/read fails FO-2…FO-7 and FO-9…FO-12") {
+  HostTreeFixture f(test::Flaw::FollowLinks);
+  const auto results = run_files_out(*f.subject);
+  CHECK(ids_with(results, Outcome::Fail) ==
+        Ids{"FO-2", "FO-3", "FO-4", "FO-5", "FO-6", "FO-7", "FO-9", "FO-10", "FO-11", "FO-12"});
+  CHECK_THROWS_AS(check_files_out(*f.subject), ConformanceFailure);
+}
+
+TEST_CASE("conformance: broken double — ignoring the working directory fails EX-4") {
+  HostTreeFixture f(test::Flaw::IgnoreWorkingDirectory);
+  const auto results = run_exec(*f.subject);
+  CHECK(ids_with(results, Outcome::Fail) == Ids{"EX-4"});
+}
+
+TEST_CASE("conformance: broken double — claiming closed egress on an open network fails EC-1, EC-2, EC-3") {
+  HostTreeFixture f(test::Flaw::None, Egress::Closed);
+  const auto results = run_egress_closed(*f.subject);
+  if (host_has_non_loopback_address())
+    CHECK(ids_with(results, Outcome::Fail) == Ids{"EC-1", "EC-2", "EC-3"});
+  else
+    CHECK(ids_with(results, Outcome::Fail) == Ids{"EC-1", "EC-3"});
+  for (const auto& r : results) INFO(r.id << ": " << r.message);
+  CHECK_THAT(results[0].message, Catch::Contains("host listener received a connection"));
+  CHECK_THAT(results[2].message, Catch::Contains("DNS responder received a query"));
+}
+
+TEST_CASE("conformance: a guest with no network tool fails EC probes instead of passing them") {
+  class NoTools : public PosixGuestSubject {
+  public:
+    using PosixGuestSubject::PosixGuestSubject;
+    GuestAttempt connect_tcp(const std::string&, std::uint16_t, std::chrono::milliseconds) override { return {}; }
+    GuestAttempt query_dns(const std::string&, std::uint16_t, std::string_view, std::chrono::milliseconds) override {
+      return {};
+    }
+  };
+  test::TempDir dir("maf-conformance-notools");
+  BlockingRunner run;
+  auto sb = std::make_shared<test::HostTreeSandbox>(dir.path());
+  NoTools subject(run, sb, sb->capabilities(), Egress::Closed);
+  const auto results = run_egress_closed(subject);
+  CHECK(ids_with(results, Outcome::Pass).empty());
+  CHECK_THAT(results[0].message, Catch::Contains("no tool"));
+}
+
+TEST_CASE("conformance: broken double — an allowlist claim that is not enforced fails EG-2 only") {
+  Http200 server;
+  HostTreeFixture f(test::Flaw::None, Egress::Allowlist);
+  const EgressTargets targets{server.url("/allowed"), server.url("/denied"), std::chrono::seconds(10)};
+  const auto results = run_egress(*f.subject, targets);
+  CHECK(ids_with(results, Outcome::Pass) == Ids{"EG-1"});
+  CHECK(ids_with(results, Outcome::Fail) == Ids{"EG-2"});
+  // A severed network fails the positive control instead.
+  const EgressTargets dead{"http://127.0.0.1:1/", "http://127.0.0.1:1/", std::chrono::seconds(10)};
+  CHECK(ids_with(run_egress(*f.subject, dead), Outcome::Fail) == Ids{"EG-1"});
+}
