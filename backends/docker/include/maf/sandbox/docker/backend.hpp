@@ -1,0 +1,115 @@
+#pragma once
+/// @file docker/backend.hpp
+/// DockerSandboxBackend: plain Docker containers, driven through a DockerTransport (the
+/// docker CLI by default), files over the tar plane of `docker cp` (docker.md).
+///
+/// Declarations (docker.md §1): isolation `container`, always; capabilities
+/// {exec, files_in, files_out, files_delete, host_tools} — never files_list, never run_code;
+/// egress_modes {closed} (this port does not implement the allowlist proxy yet, so it never
+/// declares allowlist); isolation_scopes {conversation, call}; limits 64 MiB per file,
+/// 256 MiB total, 256 files per direction; os_families {posix} when the bound daemon says
+/// `linux` — filled only by `create()` (and the plugin factory, which calls it), empty from
+/// the plain constructor.
+///
+/// Where docker.md and the 0.22 README (seed 004) disagree, the seed wins; those places are
+/// marked [seed>mirror] in the sources. [port decision] marks choices no source makes.
+
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "maf/sandbox/backend.hpp"
+#include "maf/sandbox/docker/config.hpp"
+#include "maf/sandbox/docker/transport.hpp"
+
+namespace maf::sandbox::docker {
+
+/// docker.md §1: the backend's name.
+inline constexpr const char* kBackendName = "docker";
+/// docker.md §2: container name prefix.
+inline constexpr const char* kContainerPrefix = "maf-sandbox-docker-";
+
+/// What one age-based sweep did (docker.md §8.3).
+struct DockerReapResult {
+  int disposed = 0;          ///< workloads removed
+  int proxies_removed = 0;
+  int networks_removed = 0;
+  std::vector<DisposalFailure> failures;
+};
+
+class DockerSandboxBackend : public SandboxBackend, public std::enable_shared_from_this<DockerSandboxBackend> {
+public:
+  /// The plain constructor: no engine call, no os_families (docker.md §10). `transport`
+  /// defaults to the docker CLI (cli_transport.hpp).
+  explicit DockerSandboxBackend(DockerConfig config, std::shared_ptr<DockerTransport> transport = nullptr);
+
+  /// Binds now and asks the daemon's OS once: os_families = {posix} iff it says `linux`;
+  /// any other answer, a failure or a timeout declares nothing. A backend built here
+  /// re-asks on every cold acquire (docker.md §5 step 4).
+  static boost::asio::awaitable<std::shared_ptr<DockerSandboxBackend>> create(
+      DockerConfig config, std::shared_ptr<DockerTransport> transport = nullptr);
+
+  std::string name() const override { return kBackendName; }
+  std::string isolation() const override { return "container"; }
+  const BackendDeclarations& declarations() const override { return declarations_; }
+
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) override;
+  boost::asio::awaitable<std::optional<DisposalFailure>> dispose(SandboxKey key, std::optional<std::string> kind,
+                                                                 std::optional<std::string> instance_id) override;
+  boost::asio::awaitable<ScopePurge> dispose_scope(std::string scope, std::string thread_id) override;
+  bool supports_reap() const noexcept override { return true; }
+  boost::asio::awaitable<ScopePurge> reap(std::chrono::seconds older_than, std::optional<std::string> scope) override;
+  /// reap() with the per-resource counts and every failure.
+  boost::asio::awaitable<DockerReapResult> reap_detailed(std::chrono::seconds older_than,
+                                                         std::optional<std::string> scope);
+
+  const DockerConfig& config() const noexcept { return config_; }
+  DockerTransport& transport() const noexcept { return *transport_; }
+  /// The container name for (key, kind): derived, never stored (docker.md §4.1).
+  static std::string container_name(const SandboxKey& key, const std::string& kind);
+
+private:
+  struct Identity {
+    long long uid = 0;
+    long long gid = 0;
+    bool resolved = false;
+  };
+  boost::asio::awaitable<void> recover_paused(const std::string& container);
+  boost::asio::awaitable<void> ensure_running(const std::string& container, const SandboxSpec& spec,
+                                              const std::string& image, const SandboxKey& key);
+  boost::asio::awaitable<void> create_container(const std::string& container, const SandboxSpec& spec,
+                                                const std::string& image, const SandboxKey& key);
+  boost::asio::awaitable<void> check_os_family(const SandboxSpec& spec);
+  boost::asio::awaitable<void> run_probes(const std::string& container, const std::string& id,
+                                          const SandboxSpec& spec, const std::string& image);
+  boost::asio::awaitable<Identity> resolve_identity(const std::string& container, const std::string& id,
+                                                    const SandboxSpec& spec);
+  boost::asio::awaitable<void> prepare_work_dir(const std::string& container, const std::string& base,
+                                                const Identity& identity);
+  boost::asio::awaitable<std::optional<std::string>> read_account_file(const std::string& container,
+                                                                       const std::string& path);
+  boost::asio::awaitable<std::optional<DisposalFailure>> remove_workload(const std::string& container);
+  void remember(const SandboxKey& key, const std::string& container);
+  std::vector<std::string> remembered(const SandboxKey& key, bool forget);
+
+  DockerConfig config_;
+  std::shared_ptr<DockerTransport> transport_;
+  BackendDeclarations declarations_;
+  bool os_checked_ = false;  ///< built by create(): cold acquires re-ask the daemon
+
+  std::mutex state_mutex_;
+  std::map<std::string, std::shared_ptr<void>> identity_locks_;  ///< per container name
+  std::set<std::pair<std::string, std::string>> probes_passed_;  ///< (container id, probe)
+  std::map<std::string, Identity> identities_;                   ///< container id -> identity
+  std::map<std::string, std::set<std::string>> registry_;        ///< to_string(key) -> names
+};
+
+}  // namespace maf::sandbox::docker

@@ -1,0 +1,52 @@
+#pragma once
+/// @file docker/config.hpp
+/// DockerConfig (docker.md §2): an immutable value, read from the plugin's JSON config.
+///
+/// It reads no environment variable itself; the client environment is snapshotted when a
+/// transport binds (docker.md §3.1).
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace maf::sandbox::docker {
+
+struct DockerConfig {
+  /// The Docker CLI. Debian's docker.io ships a 20.10 client at /usr/bin/docker; a 28.x
+  /// client (e.g. /usr/local/bin/docker) negotiates down to a 20.10 engine's API 1.41.
+  /// Both are supported. It must be Docker's CLI: binding needs `docker context inspect`.
+  std::string docker_path = "docker";
+  /// A locally built egress proxy image; "" counts as unset (upstream issue #407). This
+  /// port serves CLOSED egress only so far, so a non-empty value is refused at parse time.
+  std::optional<std::string> egress_proxy_image;
+  std::string outbound_network = "bridge";
+  /// Bound on every lifecycle and file-plane client call, not on exec.
+  double command_timeout_seconds = 60.0;
+  /// Bound on the explicit `docker image pull` alone.
+  double image_pull_timeout_seconds = 600.0;
+  int pids_limit = 512;
+  std::optional<std::string> memory;
+  std::optional<double> cpus;
+  bool cap_drop_all = false;
+  /// [port decision] Per-stream cap on what one exec may return; past it the client is
+  /// killed and exec raises. The Python backend buffers without a bound.
+  std::size_t max_exec_output_bytes = std::size_t{16} << 20;
+  /// [port decision] When true (the default), the plugin factory binds and asks the daemon
+  /// for its OS family, like the Python `create()`; false gives the plain constructor's
+  /// behaviour (no engine call, no os_families declared).
+  bool declare_os_family = true;
+
+  std::chrono::milliseconds command_timeout() const;
+  std::chrono::milliseconds image_pull_timeout() const;
+  /// `--cpus` formatted like Python's str(float): "1.0", "0.5", "2.25".
+  std::optional<std::string> cpus_argument() const;
+};
+
+/// Parse a JSON object; unknown keys, wrong types and invalid values are refused by name
+/// with ValueError. `null` reads as `{}`.
+DockerConfig parse_docker_config(const nlohmann::json& json);
+
+}  // namespace maf::sandbox::docker

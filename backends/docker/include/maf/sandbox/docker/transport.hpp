@@ -1,0 +1,160 @@
+#pragma once
+/// @file docker/transport.hpp
+/// The seam between the Docker backend's logic and the engine it talks to.
+///
+/// Everything the backend asks of an engine is one of the operations below, each phrased as
+/// what the backend needs to know rather than as a CLI verb, and each *classified by the
+/// transport* (absent / conflict / paused refusal / failure) because only the transport
+/// knows how its engine says so: the CLI transport reads the client's stderr (docker.md
+/// §3.3), a later Engine-API transport reads HTTP status codes. Acquire, the freeze, the
+/// ancestor walk, identity resolution, disposal and reap are written once above this seam.
+///
+/// A nonzero answer is a value, never an exception, wherever the caller must classify it;
+/// an operation that cannot complete (engine unreachable, timeout, transport failure)
+/// throws. Cancellation throws `maf::sandbox::Cancelled`.
+
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace maf::sandbox::docker {
+
+/// `.State` of a container (docker.md §5 step 2). A paused container reports Running too.
+struct ContainerState {
+  std::string id;      ///< full 64-hex ID
+  std::string status;  ///< "running", "paused", "exited", "created", ...
+  bool running = false;
+  bool paused = false;
+};
+
+/// Everything `docker run -d` is given (docker.md §5.1). Built by the backend; a transport
+/// adds nothing (no volume, no mount, no socket, no published port: D-1).
+struct CreateRequest {
+  std::string name;
+  std::string image;
+  std::vector<std::pair<std::string, std::string>> labels;  ///< in argv order
+  int pids_limit = 512;
+  bool cap_drop_all = false;
+  std::optional<std::string> memory;
+  std::optional<std::string> cpus;  ///< already formatted (Python's str(float))
+  std::vector<std::string> command{"sleep", "infinity"};
+};
+
+enum class CreateOutcome { Created, NameInUse, Failed };
+
+struct CreateResult {
+  CreateOutcome outcome = CreateOutcome::Failed;
+  std::string detail;  ///< the engine's message on failure
+};
+
+/// One `docker exec` (docker.md §6.1). No `-i`, no tty.
+struct ExecCall {
+  std::string container;
+  std::vector<std::string> argv;
+  std::string working_directory;  ///< always passed as `-w`
+  std::optional<std::string> user;  ///< `--user`; absent = the image's user
+  /// Wall-clock bound on the client call; absent = none.
+  std::optional<std::chrono::milliseconds> timeout;
+  std::size_t max_stdout = std::size_t{16} << 20;
+  std::size_t max_stderr = std::size_t{1} << 20;
+};
+
+struct ExecOutcome {
+  int exit_code = 0;
+  std::string stdout_bytes;
+  std::string stderr_bytes;
+  bool stdout_overflowed = false;
+  bool stderr_overflowed = false;
+  /// The engine refused because the container is paused (docker.md §7.4); the command
+  /// never started.
+  bool paused_refusal = false;
+  /// The engine could not start the command (126/127 with an `OCI runtime` message).
+  bool could_not_start = false;
+};
+
+enum class ArchiveStatus { Ok, Absent };
+
+/// The start of `docker cp C:path -` (docker.md §6.3).
+struct ArchiveGet {
+  ArchiveStatus status = ArchiveStatus::Ok;
+  std::string bytes;   ///< at most `read_limit` bytes of the tar stream
+  bool cut = false;    ///< the stream was longer than `read_limit` (reading stopped there)
+};
+
+/// A resource that carries the backend's labels, as listed by the engine.
+struct LabelledResource {
+  std::string id;    ///< full 64-hex ID
+  std::string name;  ///< without a leading '/'
+  std::map<std::string, std::string> labels;
+  std::string created;  ///< RFC 3339 as the engine reports it
+};
+
+enum class RemoveOutcome { Removed, Absent, Refused };
+
+struct RemoveResult {
+  RemoveOutcome outcome = RemoveOutcome::Refused;
+  std::string detail;
+};
+
+class DockerTransport {
+public:
+  virtual ~DockerTransport();
+
+  /// The resolved endpoint this transport is pinned to (docker.md §3.1), e.g.
+  /// "unix:///var/run/docker.sock". Binds on first use. The freeze registry is keyed by it.
+  virtual boost::asio::awaitable<std::string> endpoint() = 0;
+
+  /// `Server.Os` as the daemon reports it (trimmed), e.g. "linux".
+  virtual boost::asio::awaitable<std::string> server_os() = 0;
+
+  /// Absent when the container does not exist.
+  virtual boost::asio::awaitable<std::optional<ContainerState>> container_state(std::string container) = 0;
+  /// `Config.User` (may be empty).
+  virtual boost::asio::awaitable<std::string> config_user(std::string container) = 0;
+  /// The container's full inspect document as JSON text; absent when it does not exist.
+  virtual boost::asio::awaitable<std::optional<std::string>> inspect_container(std::string id_or_name) = 0;
+
+  virtual boost::asio::awaitable<bool> image_present(std::string image) = 0;
+  /// Explicit pull under the pull timeout (docker.md §5.1); throws with the engine's text.
+  virtual boost::asio::awaitable<void> pull_image(std::string image) = 0;
+
+  virtual boost::asio::awaitable<CreateResult> create_and_start(CreateRequest request) = 0;
+  /// Start a stopped container; false with `detail` on failure.
+  virtual boost::asio::awaitable<bool> start(std::string container, std::string& detail) = 0;
+  /// `rm -f`; absent is its own outcome (the 20.10 client exits 0 either way, §3.3).
+  virtual boost::asio::awaitable<RemoveResult> remove_container(std::string id_or_name) = 0;
+
+  /// Throws on failure (docker.md §7.3: no unfrozen fallback).
+  virtual boost::asio::awaitable<void> pause(std::string container) = 0;
+  virtual boost::asio::awaitable<void> unpause(std::string container) = 0;
+
+  /// Throws TimeoutError when `call.timeout` expires (the client is killed and reaped).
+  virtual boost::asio::awaitable<ExecOutcome> exec(ExecCall call) = 0;
+
+  /// Read the start of the tar stream of one guest path; reading stops at `read_limit`.
+  /// Absent only when the engine says the requested path is not there (D-20); any other
+  /// failure throws.
+  virtual boost::asio::awaitable<ArchiveGet> archive_get(std::string container, std::string path,
+                                                         std::size_t read_limit) = 0;
+  /// Extract a tar stream at `destination` (always "/" here). Throws with the engine's text.
+  virtual boost::asio::awaitable<void> archive_put(std::string container, std::string destination,
+                                                   std::string tar) = 0;
+
+  /// Containers (stopped ones included) carrying every `label=value` (or bare `label`)
+  /// filter, optionally restricted to names matching `name_regex`.
+  virtual boost::asio::awaitable<std::vector<LabelledResource>> list_containers(
+      std::vector<std::string> label_filters, std::optional<std::string> name_regex) = 0;
+  virtual boost::asio::awaitable<std::vector<LabelledResource>> list_networks(
+      std::vector<std::string> label_filters) = 0;
+  /// A network's inspect document as JSON text; absent when it does not exist.
+  virtual boost::asio::awaitable<std::optional<std::string>> inspect_network(std::string id_or_name) = 0;
+  virtual boost::asio::awaitable<RemoveResult> remove_network(std::string id_or_name) = 0;
+};
+
+}  // namespace maf::sandbox::docker

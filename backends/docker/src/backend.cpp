@@ -1,0 +1,473 @@
+// DockerSandboxBackend: declarations, create(), and acquire's get-or-create (docker.md §1,
+// §5, §10). Disposal and reap live in disposal.cpp.
+#include "maf/sandbox/docker/backend.hpp"
+
+#include <algorithm>
+#include <random>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "async_mutex.hpp"
+#include "docker_sandbox.hpp"
+#include "freeze.hpp"
+#include "maf/sandbox/docker/cli_transport.hpp"
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/logging.hpp"
+#include "maf/sandbox/paths.hpp"
+#include "maf/sandbox/support/labels.hpp"
+#include "tar_plane.hpp"
+
+namespace maf::sandbox::docker {
+
+using boost::asio::awaitable;
+
+namespace {
+
+constexpr std::int64_t kMiB = 1024 * 1024;
+
+BackendDeclarations base_declarations() {
+  BackendDeclarations d;
+  d.capabilities = CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesDelete,
+                                 Capability::HostTools};
+  // docker.md §1: 64 MiB per file, 256 MiB total, 256 files, in each direction.
+  const TransferLimits limits{64 * kMiB, 256 * kMiB, 256};
+  d.limits = SandboxLimits{limits, limits};
+  d.egress_modes = EgressSet{Egress::Closed};
+  d.isolation_scopes = IsolationScopeSet{IsolationScope::Conversation, IsolationScope::Call};
+  return d;
+}
+
+bool is_number(const std::string& s) {
+  return !s.empty() && s.size() <= 10 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::vector<std::string> split(const std::string& line, char sep) {
+  std::vector<std::string> out;
+  std::string field;
+  std::istringstream in(line);
+  while (std::getline(in, field, sep)) out.push_back(field);
+  if (!line.empty() && line.back() == sep) out.emplace_back();
+  return out;
+}
+
+/// The passwd line for `name` (by name) or for `uid` (by number): {uid, primary gid}.
+std::optional<std::pair<long long, long long>> passwd_lookup(const std::string& text, const std::string& user,
+                                                             bool by_uid) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    auto f = split(line, ':');
+    if (f.size() < 4 || !is_number(f[2]) || !is_number(f[3])) continue;
+    if ((by_uid ? f[2] : f[0]) == user) return std::pair{std::stoll(f[2]), std::stoll(f[3])};
+  }
+  return std::nullopt;
+}
+
+std::optional<long long> group_lookup(const std::string& text, const std::string& group) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    auto f = split(line, ':');
+    if (f.size() >= 3 && f[0] == group && is_number(f[2])) return std::stoll(f[2]);
+  }
+  return std::nullopt;
+}
+
+std::string random_hex() {
+  std::random_device rd;
+  std::ostringstream out;
+  out << std::hex;
+  for (int i = 0; i < 4; ++i) out << rd();
+  return out.str();
+}
+
+bool needs_work_dir(const SandboxSpec& spec) {
+  const auto r = spec.requires_capabilities();
+  return r.contains(Capability::Exec) || r.contains(Capability::FilesIn) || r.contains(Capability::FilesOut) ||
+         r.contains(Capability::FilesList) || r.contains(Capability::FilesDelete);
+}
+
+std::string capability_names(CapabilitySet set) {
+  std::string out;
+  for (Capability c : {Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesDelete,
+                       Capability::HostTools})
+    if (set.contains(c)) out += (out.empty() ? "" : ", ") + std::string(to_string(c));
+  return out;
+}
+
+}  // namespace
+
+DockerSandboxBackend::DockerSandboxBackend(DockerConfig config, std::shared_ptr<DockerTransport> transport)
+    : config_(std::move(config)),
+      transport_(transport ? std::move(transport) : make_cli_transport(config_)),
+      declarations_(base_declarations()) {}
+
+awaitable<std::shared_ptr<DockerSandboxBackend>> DockerSandboxBackend::create(DockerConfig config,
+                                                                              std::shared_ptr<DockerTransport> transport) {
+  auto backend = std::make_shared<DockerSandboxBackend>(std::move(config), std::move(transport));
+  co_await backend->transport_->endpoint();  // binds now; a failed binding propagates (§3.1)
+  std::string os;
+  try {
+    os = co_await backend->transport_->server_os();
+  } catch (const Error& e) {
+    logger()->warn("backend 'docker': could not ask the daemon its OS ({}); declaring no os_families", e.what());
+  }
+  // windows declares nothing: every guest path here is POSIX (docker.md §10).
+  if (os == "linux") backend->declarations_.os_families = OsFamilySet{OsFamily::Posix};
+  backend->os_checked_ = true;
+  co_return backend;
+}
+
+std::string DockerSandboxBackend::container_name(const SandboxKey& key, const std::string& kind) {
+  // CLOSED egress only: the egress slot of the name is always empty (docker.md §4.1).
+  return support::sandbox_name(kContainerPrefix, key, kind);
+}
+
+void DockerSandboxBackend::remember(const SandboxKey& key, const std::string& container) {
+  std::lock_guard lock(state_mutex_);
+  registry_[support::length_prefixed({key.scope, key.thread_id, key.agent_id, key.call_id})].insert(container);
+}
+
+std::vector<std::string> DockerSandboxBackend::remembered(const SandboxKey& key, bool forget) {
+  std::lock_guard lock(state_mutex_);
+  auto it = registry_.find(support::length_prefixed({key.scope, key.thread_id, key.agent_id, key.call_id}));
+  if (it == registry_.end()) return {};
+  std::vector<std::string> out(it->second.begin(), it->second.end());
+  if (forget) registry_.erase(it);
+  return out;
+}
+
+awaitable<void> DockerSandboxBackend::check_os_family(const SandboxSpec& spec) {
+  if (!os_checked_) co_return;  // the plain constructor never asks (docker.md §10)
+  const std::string os = co_await transport_->server_os();
+  const OsFamilySet now = os == "linux" ? OsFamilySet{OsFamily::Posix} : OsFamilySet{};
+  if (now != declarations_.os_families)
+    throw SandboxOsFamilyNotSupported("backend 'docker': the daemon now reports OS '" + os +
+                                      "', which no longer matches the os_families declared when the backend was "
+                                      "created; refusing to create a container for workload kind '" +
+                                      spec.kind() + "'");
+}
+
+awaitable<void> DockerSandboxBackend::recover_paused(const std::string& container) {
+  // A container a dead host left frozen (docker.md §5 step 3). Under the freeze slot's
+  // mutex no live claim of this process can exist, so unpausing cannot lift a live freeze.
+  auto slot = detail::freeze_slot(co_await transport_->endpoint(), container);
+  co_await slot->mutex.lock();
+  detail::AsyncLockGuard hold(slot->mutex);
+  auto state = co_await transport_->container_state(container);
+  if (state && state->paused) {
+    try {
+      co_await transport_->unpause(container);
+    } catch (const Error& e) {
+      throw OSError("backend 'docker': container " + container +
+                    " was left paused and could not be recovered; refusing to hand it out: " + e.what());
+    }
+  }
+  slot->possibly_frozen = false;
+}
+
+awaitable<void> DockerSandboxBackend::create_container(const std::string& container, const SandboxSpec& spec,
+                                                       const std::string& image, const SandboxKey& key) {
+  if (!co_await transport_->image_present(image)) {
+    // Explicit pull under its own timeout; `run` never pulls (D-9).
+    try {
+      co_await transport_->pull_image(image);
+    } catch (const Error& e) {
+      throw OSError("backend 'docker': image '" + image + "' for workload kind '" + spec.kind() +
+                    "' is not present locally and could not be pulled: " + e.what());
+    }
+  }
+  CreateRequest request;
+  request.name = container;
+  request.image = image;
+  for (auto& [label, value] : support::key_selector(key, spec.kind())) request.labels.emplace_back(label, value);
+  for (auto& [label, value] : support::sandbox_labels(key, spec.kind(), spec.labels()))
+    if (label.rfind(support::kLabelUserPrefix, 0) == 0) request.labels.emplace_back(label, value);
+  request.pids_limit = config_.pids_limit;
+  request.cap_drop_all = config_.cap_drop_all;
+  request.memory = config_.memory;
+  request.cpus = config_.cpus_argument();
+  CreateResult created = co_await transport_->create_and_start(request);
+  if (created.outcome == CreateOutcome::Created) co_return;
+  if (created.outcome == CreateOutcome::NameInUse) {
+    // Another process created it first: adopt (docker.md §5 step 6).
+    auto state = co_await transport_->container_state(container);
+    if (state && state->running && !state->paused) co_return;
+    if (state) {
+      std::string detail;
+      if (co_await transport_->start(container, detail)) co_return;
+      throw OSError("backend 'docker': could not start adopted container " + container + ": " + detail);
+    }
+  }
+  throw OSError("backend 'docker': creating container " + container + " from image '" + image +
+                "' for workload kind '" + spec.kind() + "' failed: " + created.detail);
+}
+
+awaitable<void> DockerSandboxBackend::ensure_running(const std::string& container, const SandboxSpec& spec,
+                                                     const std::string& image, const SandboxKey& key) {
+  auto state = co_await transport_->container_state(container);
+  if (state && !state->running) {
+    std::string detail;
+    if (co_await transport_->start(container, detail)) co_return;
+    logger()->warn("backend 'docker': starting stopped container {} failed ({}); recreating it", container, detail);
+    co_await transport_->remove_container(container);
+  } else if (state) {
+    co_return;
+  }
+  co_await create_container(container, spec, image, key);
+}
+
+awaitable<void> DockerSandboxBackend::run_probes(const std::string& container, const std::string& id,
+                                                 const SandboxSpec& spec, const std::string& image) {
+  const auto needs = spec.requires_capabilities();
+  struct Probe {
+    const char* name;
+    std::vector<std::string> argv;
+  };
+  std::vector<Probe> probes;
+  const std::string scratch = "/.maf-command-probe-" + random_hex();
+  if (needs.contains(Capability::HostTools))
+    probes.push_back({"host-tools",
+                      {"sh", "-c",
+                       "mkdir -p / || exit 11\n"
+                       "mv -f " + scratch + " " + scratch + "-to 2>/dev/null; [ $? -eq 1 ] || exit 12\n"
+                       "nohup sh -c 'exit 0' </dev/null >/dev/null 2>&1 || exit 13\n"}});
+  else if (needs.contains(Capability::Exec))
+    probes.push_back({"sh", {"sh", "-c", "exit 0"}});
+  if (needs.contains(Capability::FilesDelete)) probes.push_back({"rm", {"rm", "-rf", "--"}});
+  auto slot = detail::freeze_slot(co_await transport_->endpoint(), container);
+  for (auto& probe : probes) {
+    {
+      std::lock_guard lock(state_mutex_);
+      if (probes_passed_.contains({id, probe.name})) continue;
+      // host-tools passing also verifies sh (docker.md §5.2).
+      if (std::string(probe.name) == "sh" && probes_passed_.contains({id, "host-tools"})) continue;
+    }
+    const std::string what = "backend 'docker' cannot serve capabilities {" + capability_names(needs) +
+                             "} for workload kind '" + spec.kind() + "' on image '" + image + "': command probe '" +
+                             probe.name + "' ";
+    ExecOutcome outcome;
+    try {
+      outcome = co_await detail::exec_respecting_freeze(*transport_, *slot, [&] {
+        ExecCall call;
+        call.container = container;
+        call.argv = probe.argv;
+        call.working_directory = "/";
+        call.timeout = config_.command_timeout();
+        call.max_stdout = call.max_stderr = 64 * 1024;
+        return call;
+      });
+    } catch (const Error& e) {
+      throw SandboxCapabilityNotSupported(what + "did not complete (" + e.what() + "); the next acquire retries");
+    }
+    if (outcome.exit_code != 0)
+      throw SandboxCapabilityNotSupported(what + "exited " + std::to_string(outcome.exit_code) +
+                                          ", expected 0; the next acquire retries");
+    std::lock_guard lock(state_mutex_);
+    probes_passed_.insert({id, probe.name});
+  }
+}
+
+awaitable<std::optional<std::string>> DockerSandboxBackend::read_account_file(const std::string& container,
+                                                                              const std::string& path) {
+  // A tar-plane read (docker.md §5.3): bounded, regular file only; anything else, or any
+  // failure, counts as unreadable and resolution moves on.
+  constexpr std::size_t kMaxAccountFile = 1 << 20;
+  try {
+    ArchiveGet got = co_await transport_->archive_get(container, path, detail::kRetryPrefix + kMaxAccountFile);
+    if (got.status == ArchiveStatus::Absent) co_return std::nullopt;
+    auto first = detail::parse_first_entry(got.bytes, got.cut, true, path);
+    if (first.need_more || first.entry.type != support::TarEntryType::file) co_return std::nullopt;
+    co_return first.body;
+  } catch (const Error&) {
+    co_return std::nullopt;
+  }
+}
+
+awaitable<DockerSandboxBackend::Identity> DockerSandboxBackend::resolve_identity(const std::string& container,
+                                                                                 const std::string& id,
+                                                                                 const SandboxSpec& spec) {
+  {
+    std::lock_guard lock(state_mutex_);
+    if (auto it = identities_.find(id); it != identities_.end()) co_return it->second;
+  }
+  // Order: Config.User, /etc/passwd, /etc/group, then `id` (docker.md §5.3, D-25).
+  std::optional<long long> uid, gid;
+  std::string user;
+  bool user_readable = true;
+  try {
+    user = co_await transport_->config_user(container);
+  } catch (const Error&) {
+    user_readable = false;
+  }
+  if (user_readable && user.empty()) {
+    uid = 0;
+    gid = 0;
+  } else if (user_readable) {
+    const auto colon = user.find(':');
+    const std::string user_part = user.substr(0, colon);
+    const std::optional<std::string> group_part =
+        colon == std::string::npos ? std::nullopt : std::optional(user.substr(colon + 1));
+    if (is_number(user_part)) uid = std::stoll(user_part);
+    if (group_part && is_number(*group_part)) gid = std::stoll(*group_part);
+    const bool need_passwd = !uid || (!group_part && !gid);
+    if (need_passwd) {
+      if (auto passwd = co_await read_account_file(container, "/etc/passwd")) {
+        // [port decision] a numeric uid with no group: the passwd entry *by uid* gives the gid.
+        if (auto entry = passwd_lookup(*passwd, uid ? std::to_string(*uid) : user_part, uid.has_value())) {
+          if (!uid) uid = entry->first;
+          if (!group_part) gid = entry->second;
+        }
+      }
+    }
+    if (group_part && !gid)
+      if (auto group = co_await read_account_file(container, "/etc/group")) gid = group_lookup(*group, *group_part);
+  }
+  auto ask_id = [&](const char* flag) -> awaitable<std::optional<long long>> {
+    try {
+      auto slot = detail::freeze_slot(co_await transport_->endpoint(), container);
+      auto outcome = co_await detail::exec_respecting_freeze(*transport_, *slot, [&] {
+        ExecCall call;
+        call.container = container;
+        call.argv = {"id", flag};
+        call.working_directory = "/";
+        call.timeout = config_.command_timeout();
+        call.max_stdout = call.max_stderr = 4096;
+        return call;
+      });
+      std::string out = outcome.stdout_bytes;
+      while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+      if (outcome.exit_code == 0 && is_number(out)) co_return std::stoll(out);
+    } catch (const Error&) {
+    }
+    co_return std::nullopt;
+  };
+  if (!uid) uid = co_await ask_id("-u");
+  if (!gid) gid = co_await ask_id("-g");
+  if (uid && gid) {
+    Identity resolved{*uid, *gid, true};
+    std::lock_guard lock(state_mutex_);
+    identities_[id] = resolved;
+    co_return resolved;
+  }
+  const auto needs = spec.requires_capabilities();
+  if (needs.contains(Capability::FilesOut) || needs.contains(Capability::HostTools))
+    throw SandboxCapabilityNotSupported(
+        "backend 'docker' cannot serve workload kind '" + spec.kind() + "' in container " + container +
+        ": the image user '" + user +
+        "' does not resolve to a uid and gid (Config.User, /etc/passwd, /etc/group, id), so inputs cannot be owned "
+        "by the guest; files_out and host_tools need that. The next acquire retries");
+  logger()->warn("backend 'docker': the image user '{}' of container {} does not resolve; workload kind '{}' gets "
+                 "root-owned (0:0) inputs",
+                 user, container, spec.kind());
+  co_return Identity{0, 0, false};  // not cached: resolution is retried on the next acquire
+}
+
+awaitable<void> DockerSandboxBackend::prepare_work_dir(const std::string& container, const std::string& base,
+                                                       const Identity& identity) {
+  // Under one freeze: stat every component from "/" down, leave existing directories
+  // exactly as they are, send one tar for the missing suffix (docker.md §5.4).
+  auto slot = detail::freeze_slot(co_await transport_->endpoint(), container);
+  co_await detail::run_frozen(*transport_, *slot, container, [&]() -> awaitable<void> {
+    const auto chain = detail::cumulative_components(base);
+    std::size_t first_missing = chain.size();
+    for (std::size_t i = 0; i < chain.size(); ++i) {
+      auto entry = co_await detail::tar_stat(*transport_, container, chain[i]);
+      if (!entry) {
+        first_missing = i;
+        break;
+      }
+      if (entry->type == support::TarEntryType::symlink)
+        throw ValueError("backend 'docker': work directory component '" + chain[i] + "' of '" + base +
+                         "' in container " + container + " is a symbolic link, not a real directory");
+      if (entry->type != support::TarEntryType::directory)
+        throw NotADirectoryError("backend 'docker': work directory component '" + chain[i] + "' of '" + base +
+                                 "' in container " + container + " is not a directory");
+    }
+    if (first_missing == chain.size()) co_return;
+    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    support::TarWriter tar;
+    for (std::size_t i = first_missing; i < chain.size(); ++i) {
+      const bool is_base = i + 1 == chain.size();
+      tar.add_directory(chain[i].substr(1),
+                        {.mode = 0755, .uid = static_cast<std::uint64_t>(is_base ? identity.uid : 0),
+                         .gid = static_cast<std::uint64_t>(is_base ? identity.gid : 0), .mtime = now});
+    }
+    co_await transport_->archive_put(container, "/", std::move(tar).finish());
+  });
+}
+
+awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::acquire(SandboxKey key, SandboxSpec spec) {
+  // 1. Preconditions, before any engine call.
+  const std::string image = spec.image_id().value_or(spec.image().value_or(""));
+  if (image.empty())
+    throw ValueError("backend 'docker': workload kind '" + spec.kind() +
+                     "' names no image (set spec.image or spec.image_id)");
+  if (spec.egress() == Egress::Unrestricted || (spec.egress() == Egress::Allowlist && !spec.egress_allow().empty()))
+    throw SandboxEgressNotEnforced("backend 'docker' cannot enforce the '" + std::string(to_string(spec.egress())) +
+                                   "' egress workload kind '" + spec.kind() + "' asks for (it enforces closed)");
+  std::string base = kDefaultWorkDir;
+  if (spec.work_dir()) {
+    base = *spec.work_dir();
+    if (base.empty() || base[0] != '/' || normalize_guest_path(base) != base || base.find('\\') != std::string::npos)
+      throw ValueError("backend 'docker': spec.work_dir '" + base + "' of workload kind '" + spec.kind() +
+                       "' must be a normalised absolute POSIX path");
+  }
+  const std::string container = container_name(key, spec.kind());
+
+  // Serialise per identity inside this process; other processes are met by adoption.
+  std::shared_ptr<detail::AsyncMutex> identity_lock;
+  {
+    std::lock_guard lock(state_mutex_);
+    auto& slot = identity_locks_[container];
+    if (!slot) slot = std::make_shared<detail::AsyncMutex>();
+    identity_lock = std::static_pointer_cast<detail::AsyncMutex>(slot);
+  }
+  co_await identity_lock->lock();
+  detail::AsyncLockGuard hold(*identity_lock);
+
+  // 2-3. State; a paused container reports Running too, so Running alone is not usable.
+  auto freeze = detail::freeze_slot(co_await transport_->endpoint(), container);
+  auto state = co_await transport_->container_state(container);
+  if (state && (state->paused || freeze->possibly_frozen)) {
+    co_await recover_paused(container);
+    state = co_await transport_->container_state(container);
+  }
+  const bool warm = state && state->running && !state->paused;
+  if (warm) {
+    logger()->info("backend 'docker': reusing running container {} for kind '{}'", container, spec.kind());
+  } else {
+    co_await check_os_family(spec);  // 4. cold: create or restart
+    co_await ensure_running(container, spec, image, key);
+    state = co_await transport_->container_state(container);
+    if (!state || !state->running || state->paused)
+      throw OSError("backend 'docker': container " + container + " for workload kind '" + spec.kind() +
+                    "' is not running after start (status '" + (state ? state->status : "absent") + "')");
+  }
+  remember(key, container);
+
+  // 7. Probes, identity, work directory, in that order.
+  co_await run_probes(container, state->id, spec, image);
+  Identity identity{0, 0, false};
+  if (needs_work_dir(spec) || spec.requires_capabilities().contains(Capability::HostTools))
+    identity = co_await resolve_identity(container, state->id, spec);
+  if (needs_work_dir(spec) && base != "/") co_await prepare_work_dir(container, base, identity);
+
+  detail::DockerSandboxParts parts;
+  parts.transport = transport_;
+  parts.freeze = freeze;
+  parts.container = container;
+  parts.kind = spec.kind();
+  parts.container_id = state->id;
+  parts.storage_base = base;
+  parts.capabilities = declarations_.capabilities;
+  parts.uid = identity.uid;
+  parts.gid = identity.gid;
+  parts.cap_drop_all = config_.cap_drop_all;
+  parts.max_exec_output_bytes = config_.max_exec_output_bytes;
+  parts.command_timeout = config_.command_timeout();
+  co_return std::make_shared<detail::DockerSandbox>(std::move(parts));
+}
+
+}  // namespace maf::sandbox::docker

@@ -1,0 +1,420 @@
+// The docker-CLI transport: argv building, binding and the classification of client
+// messages (docker.md §3). Everything above the seam (transport.hpp) is CLI-agnostic.
+#include "maf/sandbox/docker/cli_transport.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cstring>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "async_mutex.hpp"
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/support/subprocess.hpp"
+
+extern char** environ;
+
+namespace maf::sandbox::docker {
+
+DockerTransport::~DockerTransport() = default;
+
+namespace {
+
+using boost::asio::awaitable;
+using support::SubprocessOptions;
+using support::SubprocessResult;
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+bool contains_ci(std::string_view haystack, std::string_view needle) {
+  return lower(haystack).find(lower(needle)) != std::string::npos;
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  std::size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  return s.substr(i);
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!trim(line).empty()) out.push_back(trim(line));
+  return out;
+}
+
+std::map<std::string, std::string> snapshot_environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq) env.emplace(std::string(*e, static_cast<std::size_t>(eq - *e)), std::string(eq + 1));
+  }
+  return env;
+}
+
+struct RunOptions {
+  std::optional<std::string> stdin_bytes{};
+  std::optional<std::chrono::milliseconds> timeout{};  // default: command_timeout
+  std::size_t max_stdout = std::size_t{16} << 20;
+  std::size_t max_stderr = std::size_t{1} << 20;
+  const char* verb = nullptr;
+  bool exec = false;  // exec's bound is the caller's, and absent means none
+};
+
+class CliTransport final : public DockerTransport {
+public:
+  explicit CliTransport(DockerConfig config) : config_(std::move(config)), env_(snapshot_environment()) {}
+
+  awaitable<std::string> endpoint() override {
+    co_await bind();
+    co_return host_;
+  }
+
+  awaitable<std::string> server_os() override {
+    std::vector<std::string> args{"version", "--format", "{{.Server.Os}}"};
+    auto r = co_await run(std::move(args));
+    if (!r.ok()) throw OSError(failure("version", r));
+    co_return trim(r.stdout_bytes);
+  }
+
+  awaitable<std::optional<ContainerState>> container_state(std::string container) override {
+    std::vector<std::string> args{"container", "inspect", "--format", "{{json .Id}} {{json .State}}", container};
+    auto r = co_await run(std::move(args));
+    if (!r.ok()) {
+      if (contains_ci(r.stderr_bytes, "no such container") || contains_ci(r.stderr_bytes, "no such object"))
+        co_return std::nullopt;
+      throw OSError(failure("container inspect " + container, r));
+    }
+    const std::string out = trim(r.stdout_bytes);
+    const auto space = out.find(' ');
+    try {
+      ContainerState s;
+      s.id = nlohmann::json::parse(out.substr(0, space)).get<std::string>();
+      auto state = nlohmann::json::parse(out.substr(space + 1));
+      s.status = state.value("Status", "");
+      s.running = state.value("Running", false);
+      s.paused = state.value("Paused", false);
+      co_return s;
+    } catch (const nlohmann::json::exception& e) {
+      throw OSError("backend 'docker': unreadable state of container " + container + ": " + e.what());
+    }
+  }
+
+  awaitable<std::string> config_user(std::string container) override {
+    std::vector<std::string> args{"container", "inspect", "--format", "{{json .Config.User}}", container};
+    auto r = co_await run(std::move(args));
+    if (!r.ok()) throw OSError(failure("container inspect " + container, r));
+    try {
+      co_return nlohmann::json::parse(trim(r.stdout_bytes)).get<std::string>();
+    } catch (const nlohmann::json::exception& e) {
+      throw OSError("backend 'docker': unreadable Config.User of container " + container + ": " + e.what());
+    }
+  }
+
+  awaitable<std::optional<std::string>> inspect_container(std::string id_or_name) override {
+    std::vector<std::string> args{"container", "inspect", "--format", "{{json .}}", id_or_name};
+    auto r = co_await run(std::move(args));
+    if (!r.ok()) {
+      if (contains_ci(r.stderr_bytes, "no such container") || contains_ci(r.stderr_bytes, "no such object"))
+        co_return std::nullopt;
+      throw OSError(failure("container inspect " + id_or_name, r));
+    }
+    co_return trim(r.stdout_bytes);
+  }
+
+  awaitable<bool> image_present(std::string image) override {
+    std::vector<std::string> args{"image", "inspect", "--format", "{{.Id}}", image};
+    auto r = co_await run(std::move(args));
+    co_return r.ok();
+  }
+
+  awaitable<void> pull_image(std::string image) override {
+    std::vector<std::string> args{"image", "pull", image};
+    RunOptions options{.timeout = config_.image_pull_timeout(), .verb = "image pull"};
+    auto r = co_await run(std::move(args), std::move(options));
+    if (!r.ok()) throw OSError(failure("image pull " + image, r));
+  }
+
+  awaitable<CreateResult> create_and_start(CreateRequest q) override {
+    // --pull never [port decision]: the image was inspected (and pulled explicitly) first;
+    // `run` must never fold a pull into the lifecycle timeout (docker.md §5.1, D-9).
+    std::vector<std::string> args{"run", "-d", "--pull", "never", "--name", q.name,
+                                  "--security-opt", "no-new-privileges", "--pids-limit",
+                                  std::to_string(q.pids_limit)};
+    if (q.cap_drop_all) args.insert(args.end(), {"--cap-drop", "ALL"});
+    if (q.memory) args.insert(args.end(), {"--memory", *q.memory});
+    if (q.cpus) args.insert(args.end(), {"--cpus", *q.cpus});
+    args.insert(args.end(), {"--network", "none"});
+    for (const auto& [k, v] : q.labels) args.insert(args.end(), {"--label", k + "=" + v});
+    args.push_back(q.image);
+    args.insert(args.end(), q.command.begin(), q.command.end());
+    auto r = co_await run(std::move(args));
+    if (r.ok()) co_return CreateResult{CreateOutcome::Created, {}};
+    if (contains_ci(r.stderr_bytes, "already in use")) co_return CreateResult{CreateOutcome::NameInUse, r.stderr_bytes};
+    co_return CreateResult{CreateOutcome::Failed, trim(r.stderr_bytes)};
+  }
+
+  awaitable<bool> start(std::string container, std::string& detail) override {
+    std::vector<std::string> args{"start", container};
+    auto r = co_await run(std::move(args));
+    if (!r.ok()) detail = trim(r.stderr_bytes);
+    co_return r.ok();
+  }
+
+  awaitable<RemoveResult> remove_container(std::string id_or_name) override {
+    std::vector<std::string> args{"rm", "-f", id_or_name};
+    auto r = co_await run(std::move(args));
+    // Both clients exit 0 for an absent container; only the text tells (docker.md §3.3).
+    if (contains_ci(r.stderr_bytes, "no such container")) co_return RemoveResult{RemoveOutcome::Absent, {}};
+    if (r.ok()) co_return RemoveResult{RemoveOutcome::Removed, {}};
+    co_return RemoveResult{RemoveOutcome::Refused, trim(r.stderr_bytes)};
+  }
+
+  awaitable<void> pause(std::string container) override {
+    std::vector<std::string> args{"pause", container};
+    auto r = co_await run(std::move(args));
+    if (!r.ok()) throw OSError(failure("pause " + container, r));
+  }
+
+  awaitable<void> unpause(std::string container) override {
+    std::vector<std::string> args{"unpause", container};
+    auto r = co_await run(std::move(args));
+    if (!r.ok()) throw OSError(failure("unpause " + container, r));
+  }
+
+  awaitable<ExecOutcome> exec(ExecCall call) override {
+    std::vector<std::string> args{"exec", "-w", call.working_directory};
+    if (call.user) args.insert(args.end(), {"--user", *call.user});
+    args.push_back(call.container);
+    args.insert(args.end(), call.argv.begin(), call.argv.end());
+    SubprocessResult r;
+    RunOptions options{.timeout = call.timeout, .max_stdout = call.max_stdout, .max_stderr = call.max_stderr,
+                       .verb = "exec", .exec = true};
+    try {
+      r = co_await run(std::move(args), std::move(options));
+    } catch (const support::SubprocessTimeout&) {
+      throw TimeoutError("backend 'docker': exec in container " + call.container + " did not finish within " +
+                         std::to_string(call.timeout ? call.timeout->count() : 0) + " ms");
+    }
+    ExecOutcome o;
+    o.exit_code = r.exit_code;
+    o.stdout_bytes = std::move(r.stdout_bytes);
+    o.stderr_bytes = std::move(r.stderr_bytes);
+    o.stdout_overflowed = r.stdout_overflowed;
+    o.stderr_overflowed = r.stderr_overflowed;
+    o.paused_refusal = o.exit_code == 1 && contains_ci(o.stderr_bytes, "is paused, unpause the container");
+    o.could_not_start = (o.exit_code == 126 || o.exit_code == 127) && contains_ci(o.stderr_bytes, "oci runtime");
+    co_return o;
+  }
+
+  awaitable<ArchiveGet> archive_get(std::string container, std::string path, std::size_t read_limit) override {
+    std::vector<std::string> args{"cp", container + ":" + path, "-"};
+    RunOptions options{.max_stdout = read_limit, .verb = "cp"};
+    auto r = co_await run(std::move(args), std::move(options));
+    ArchiveGet g;
+    g.cut = r.stdout_overflowed;
+    // Killed after the read limit: a nonzero or signal exit with bytes is parsed normally.
+    if (!r.stdout_bytes.empty()) {
+      g.bytes = std::move(r.stdout_bytes);
+      co_return g;
+    }
+    if (r.ok()) throw OSError("backend 'docker': cp " + container + ":" + path + " produced no tar stream");
+    const std::string& err = r.stderr_bytes;
+    // Absent only when the message names exactly the requested path (D-20).
+    const bool old_form = contains_ci(err, "no such container:path: " + container + ":" + path);
+    const bool new_form = contains_ci(err, "could not find the file " + path + " in container " + container);
+    if (new_form) co_return ArchiveGet{ArchiveStatus::Absent, {}, false};
+    if (old_form) {
+      // The 20.10 client words a gone container the same way (docker.md §3.3): confirm it.
+      if (!co_await container_state(container))
+        throw OSError("backend 'docker': container " + container + " is gone (cp " + path + ")");
+      co_return ArchiveGet{ArchiveStatus::Absent, {}, false};
+    }
+    if (contains_ci(err, "not a directory"))
+      // The daemon's message names a host path under /var/lib/docker; keep it out of the text.
+      throw NotADirectoryError("backend 'docker': a component of guest path '" + path + "' is not a directory");
+    throw OSError(failure("cp " + container + ":" + path, r));
+  }
+
+  awaitable<void> archive_put(std::string container, std::string destination, std::string tar) override {
+    std::vector<std::string> args{"cp", "-", container + ":" + destination};
+    RunOptions options{.stdin_bytes = std::move(tar), .verb = "cp"};
+    auto r = co_await run(std::move(args), std::move(options));
+    if (!r.ok()) {
+      if (contains_ci(r.stderr_bytes, "not a directory"))
+        throw NotADirectoryError("backend 'docker': extracting into container " + container +
+                                 " met a component that is not a directory");
+      throw OSError(failure("cp - " + container + ":" + destination, r));
+    }
+  }
+
+  awaitable<std::vector<LabelledResource>> list_containers(std::vector<std::string> label_filters,
+                                                           std::optional<std::string> name_regex) override {
+    std::vector<std::string> args{"ps", "-a", "--no-trunc"};
+    if (name_regex) args.insert(args.end(), {"--filter", "name=" + *name_regex});
+    for (auto& f : label_filters) args.insert(args.end(), {"--filter", "label=" + f});
+    args.insert(args.end(), {"--format", "{{.ID}}"});
+    auto r = co_await run(std::move(args));
+    if (!r.ok()) throw OSError(failure("ps", r));
+    std::vector<std::string> verb{"container", "inspect"};
+    co_return co_await inspect_many(std::move(verb), lines_of(r.stdout_bytes));
+  }
+
+  awaitable<std::vector<LabelledResource>> list_networks(std::vector<std::string> label_filters) override {
+    std::vector<std::string> args{"network", "ls", "--no-trunc"};
+    for (auto& f : label_filters) args.insert(args.end(), {"--filter", "label=" + f});
+    args.insert(args.end(), {"--format", "{{.ID}}"});
+    auto r = co_await run(std::move(args));
+    if (!r.ok()) throw OSError(failure("network ls", r));
+    std::vector<std::string> verb{"network", "inspect"};
+    co_return co_await inspect_many(std::move(verb), lines_of(r.stdout_bytes));
+  }
+
+  awaitable<std::optional<std::string>> inspect_network(std::string id_or_name) override {
+    std::vector<std::string> args{"network", "inspect", "--format", "{{json .}}", id_or_name};
+    auto r = co_await run(std::move(args));
+    if (!r.ok()) {
+      if (contains_ci(r.stderr_bytes, "no such network") || contains_ci(r.stderr_bytes, "not found"))
+        co_return std::nullopt;
+      throw OSError(failure("network inspect " + id_or_name, r));
+    }
+    co_return trim(r.stdout_bytes);
+  }
+
+  awaitable<RemoveResult> remove_network(std::string id_or_name) override {
+    std::vector<std::string> args{"network", "rm", id_or_name};
+    auto r = co_await run(std::move(args));
+    if (r.ok()) co_return RemoveResult{RemoveOutcome::Removed, {}};
+    if (contains_ci(r.stderr_bytes, "no such network") || contains_ci(r.stderr_bytes, "not found"))
+      co_return RemoveResult{RemoveOutcome::Absent, {}};
+    co_return RemoveResult{RemoveOutcome::Refused, trim(r.stderr_bytes)};
+  }
+
+private:
+  std::string failure(const std::string& what, const SubprocessResult& r) const {
+    return "backend 'docker': docker " + what + " failed (exit " + std::to_string(r.exit_code) + "): " +
+           trim(r.stderr_bytes);
+  }
+
+  awaitable<void> bind() {
+    if (bound_) co_return;
+    co_await bind_lock_.lock();
+    detail::AsyncLockGuard guard(bind_lock_);
+    if (bound_) co_return;
+    SubprocessOptions o;
+    o.argv = {config_.docker_path, "context", "inspect", "--format", "{{json .}}"};
+    o.env_mode = support::EnvMode::replace;
+    o.env = env_;
+    o.timeout = config_.command_timeout();
+    o.max_stdout = 1 << 20;
+    SubprocessResult r = co_await spawn(std::move(o));
+    std::string name, host;
+    try {
+      auto j = nlohmann::json::parse(trim(r.stdout_bytes));
+      if (j.is_array() && j.size() == 1) j = j[0];
+      if (j.is_object()) {
+        name = j.value("Name", "");
+        if (auto ep = j.find("Endpoints"); ep != j.end() && ep->is_object())
+          if (auto d = ep->find("docker"); d != ep->end() && d->is_object()) host = d->value("Host", "");
+      }
+    } catch (const nlohmann::json::exception&) {
+    }
+    if (!r.ok() || name.empty() || host.empty())
+      throw OSError("backend 'docker': the client '" + config_.docker_path +
+                    "' could not resolve a context and endpoint (`context inspect` exit " +
+                    std::to_string(r.exit_code) + "): " + trim(r.stderr_bytes));
+    context_ = name;
+    host_ = host;
+    env_["DOCKER_HOST"] = host;  // pinned even if it was unset (docker.md §3.1 step 3)
+    bound_ = true;
+  }
+
+  awaitable<SubprocessResult> spawn(SubprocessOptions o) {
+    try {
+      co_return co_await support::run_subprocess(std::move(o));
+    } catch (const support::SubprocessSpawnError& e) {
+      throw ValueError("backend 'docker': cannot run docker_path '" + config_.docker_path + "': " + e.what());
+    }
+  }
+
+  awaitable<SubprocessResult> run(std::vector<std::string> args, RunOptions ro = RunOptions{}) {
+    co_await bind();
+    SubprocessOptions o;
+    o.argv = {config_.docker_path, "--context", context_};
+    o.argv.insert(o.argv.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
+    o.stdin_bytes = std::move(ro.stdin_bytes);
+    o.timeout = ro.exec ? ro.timeout : ro.timeout.value_or(config_.command_timeout());
+    o.max_stdout = ro.max_stdout;
+    o.max_stderr = ro.max_stderr;
+    o.env_mode = support::EnvMode::replace;
+    o.env = env_;
+    const std::string verb = ro.verb ? ro.verb : o.argv[3];
+    if (ro.exec) co_return co_await spawn(std::move(o));  // exec's timeout is the caller's
+    try {
+      co_return co_await spawn(std::move(o));
+    } catch (const support::SubprocessTimeout&) {
+      // A lifecycle bound is the backend's own ceiling, not the caller's timeout (C-40).
+      throw OSError("backend 'docker': docker " + verb + " did not answer within command_timeout_seconds=" +
+                    std::to_string(config_.command_timeout_seconds));
+    }
+  }
+
+  awaitable<std::vector<LabelledResource>> inspect_many(std::vector<std::string> verb, std::vector<std::string> ids) {
+    std::vector<LabelledResource> out;
+    if (ids.empty()) co_return out;
+    std::vector<std::string> args = verb;
+    args.insert(args.end(), {"--format", "{{json .}}"});
+    args.insert(args.end(), ids.begin(), ids.end());
+    auto r = co_await run(std::move(args));
+    // A resource that vanished since the listing makes the client exit 1 after printing
+    // the others; only an answer with nothing usable is a failure.
+    for (const auto& line : lines_of(r.stdout_bytes)) {
+      try {
+        auto j = nlohmann::json::parse(line);
+        LabelledResource res;
+        res.id = j.value("Id", "");
+        res.name = j.value("Name", "");
+        if (!res.name.empty() && res.name[0] == '/') res.name.erase(0, 1);
+        res.created = j.value("Created", "");
+        const nlohmann::json* labels = nullptr;
+        if (auto c = j.find("Config"); c != j.end() && c->is_object()) {
+          if (auto l = c->find("Labels"); l != c->end() && l->is_object()) labels = &*l;
+        } else if (auto l = j.find("Labels"); l != j.end() && l->is_object()) {
+          labels = &*l;
+        }
+        if (labels)
+          for (auto& [k, v] : labels->items())
+            if (v.is_string()) res.labels.emplace(k, v.get<std::string>());
+        out.push_back(std::move(res));
+      } catch (const nlohmann::json::exception& e) {
+        throw OSError("backend 'docker': unreadable " + verb[0] + " inspect answer: " + e.what());
+      }
+    }
+    if (!r.ok() && out.empty() && !contains_ci(r.stderr_bytes, "no such"))
+      throw OSError(failure(verb[0] + " inspect", r));
+    co_return out;
+  }
+
+  DockerConfig config_;
+  std::map<std::string, std::string> env_;
+  detail::AsyncMutex bind_lock_;
+  std::atomic<bool> bound_{false};
+  std::string context_;
+  std::string host_;
+};
+
+}  // namespace
+
+std::shared_ptr<DockerTransport> make_cli_transport(const DockerConfig& config) {
+  return std::make_shared<CliTransport>(config);
+}
+
+}  // namespace maf::sandbox::docker

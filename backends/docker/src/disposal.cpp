@@ -1,0 +1,308 @@
+// Disposal by label read back from the engine, and the operator's age-based reap
+// (docker.md §8). Teardown never throws except on cancellation: failures are reported.
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <regex>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "maf/sandbox/docker/backend.hpp"
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/logging.hpp"
+#include "maf/sandbox/support/labels.hpp"
+
+namespace maf::sandbox::docker {
+
+using boost::asio::awaitable;
+
+namespace {
+
+bool is_hex64(const std::string& s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+std::vector<std::string> filters(const std::vector<std::pair<std::string, std::string>>& selector) {
+  std::vector<std::string> out;
+  for (const auto& [label, value] : selector) out.push_back(support::label_argument(label, value));
+  return out;
+}
+
+bool is_proxy(const LabelledResource& r) {
+  auto it = r.labels.find(std::string(support::kLabelRole));
+  return it != r.labels.end() && it->second == "proxy";
+}
+
+/// RFC 3339 with its timezone honoured; fractional seconds accepted and truncated.
+std::optional<std::int64_t> parse_rfc3339(const std::string& text) {
+  int y, mo, d, h, mi, s;
+  int consumed = 0;
+  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &s, &consumed) != 6)
+    return std::nullopt;
+  std::size_t i = static_cast<std::size_t>(consumed);
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    const std::size_t digits = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+    if (i == digits) return std::nullopt;
+  }
+  long offset = 0;
+  if (i < text.size() && (text[i] == 'Z' || text[i] == 'z')) {
+    ++i;
+  } else if (i < text.size() && (text[i] == '+' || text[i] == '-')) {
+    int oh, om, n = 0;
+    if (std::sscanf(text.c_str() + i + 1, "%2d:%2d%n", &oh, &om, &n) != 2 || n != 5) return std::nullopt;
+    offset = (text[i] == '+' ? 1 : -1) * (oh * 3600L + om * 60L);
+    i += 6;
+  } else {
+    return std::nullopt;
+  }
+  if (i != text.size() || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return std::nullopt;
+  std::tm tm{};
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = s;
+  return static_cast<std::int64_t>(timegm(&tm)) - offset;
+}
+
+}  // namespace
+
+awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::remove_workload(const std::string& container) {
+  // Order (docker.md §8.1): the proxy, then the workload, then the network — attached
+  // endpoints block a network's removal. A proxy is tried whatever the current config
+  // says: a sandbox another configuration created is still reclaimed. This port has no
+  // egress proxy of its own, so no egress events are drained or published.
+  try {
+    auto proxy = co_await transport_->remove_container(container + "-proxy");
+    if (proxy.outcome == RemoveOutcome::Refused)
+      co_return DisposalFailure{kDisposalRefused, "proxy " + container + "-proxy: " + proxy.detail};
+    auto workload = co_await transport_->remove_container(container);
+    if (workload.outcome == RemoveOutcome::Refused)
+      co_return DisposalFailure{kDisposalRefused, "container " + container + ": " + workload.detail};
+    auto network = co_await transport_->remove_network(container + "-net");
+    if (network.outcome == RemoveOutcome::Refused)
+      logger()->warn("backend 'docker': network {}-net remains: {}", container, network.detail);
+  } catch (const Error& e) {
+    co_return DisposalFailure{kDisposalUnreachable, "container " + container + ": " + e.what()};
+  }
+  co_return std::nullopt;
+}
+
+awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::dispose(SandboxKey key, std::optional<std::string> kind,
+                                                                        std::optional<std::string> instance_id) {
+  if (instance_id) {
+    if (!is_hex64(*instance_id))
+      co_return DisposalFailure{kDisposalRefused, "backend 'docker': instance_id must be a full 64-hex container ID, got '" +
+                                                      *instance_id + "'; nothing removed"};
+    std::optional<std::string> doc;
+    try {
+      doc = co_await transport_->inspect_container(*instance_id);
+    } catch (const Error& e) {
+      co_return DisposalFailure{kDisposalUnreachable, e.what()};
+    }
+    if (!doc) co_return std::nullopt;  // already gone
+    std::map<std::string, std::string> labels;
+    std::string name;
+    try {
+      auto j = nlohmann::json::parse(*doc);
+      name = j.value("Name", "");
+      if (!name.empty() && name[0] == '/') name.erase(0, 1);
+      if (auto c = j.find("Config"); c != j.end() && c->is_object())
+        if (auto l = c->find("Labels"); l != c->end() && l->is_object())
+          for (auto& [k, v] : l->items())
+            if (v.is_string()) labels[k] = v.get<std::string>();
+    } catch (const nlohmann::json::exception& e) {
+      co_return DisposalFailure{kDisposalUnknown, std::string("unreadable inspect answer: ") + e.what()};
+    }
+    // A foreign owner's container is not ours to remove: report nothing, remove nothing.
+    for (const auto& [label, value] : support::key_selector(key, kind))
+      if (labels[label] != value) co_return std::nullopt;
+    try {
+      auto removed = co_await transport_->remove_container(*instance_id);
+      if (removed.outcome == RemoveOutcome::Refused)
+        co_return DisposalFailure{kDisposalRefused, "container " + *instance_id + ": " + removed.detail};
+      if (!name.empty()) co_await transport_->remove_network(name + "-net");
+    } catch (const Error& e) {
+      co_return DisposalFailure{kDisposalUnreachable, e.what()};
+    }
+    co_return std::nullopt;
+  }
+
+  std::vector<DisposalFailure> failures;
+  std::set<std::string> names;
+  try {
+    for (const auto& r : co_await transport_->list_containers(filters(support::key_selector(key, kind)), std::nullopt))
+      if (!is_proxy(r)) names.insert(r.name);
+  } catch (const Error& e) {
+    failures.push_back({kDisposalUnlisted, std::string("listing by label failed: ") + e.what()});
+  }
+  // The in-process registry is only a fallback for a failed listing; its entries are
+  // dropped either way.
+  const std::string exact = kind ? container_name(key, *kind) : std::string();
+  for (auto& name : remembered(key, /*forget=*/!kind))
+    if (!kind || name == exact) names.insert(name);
+  for (const auto& name : names)
+    if (auto failure = co_await remove_workload(name)) failures.push_back(*failure);
+  co_return fold(failures);
+}
+
+awaitable<ScopePurge> DockerSandboxBackend::dispose_scope(std::string scope, std::string thread_id) {
+  // By label, read back from the engine — never from process memory (docker.md §8.2).
+  ScopePurge purge;
+  std::vector<LabelledResource> workloads;
+  try {
+    workloads = co_await transport_->list_containers(filters(support::scope_selector(scope, thread_id)), std::nullopt);
+  } catch (const Error& e) {
+    purge.undisposed = DisposalFailure{kDisposalUnlisted, std::string("listing by label failed: ") + e.what()};
+    co_return purge;
+  }
+  std::vector<DisposalFailure> failures;
+  for (const auto& w : workloads) {
+    if (is_proxy(w)) continue;  // proxies are removed with their workload and not counted
+    bool existed = true;
+    try {
+      existed = (co_await transport_->container_state(w.name)).has_value();
+    } catch (const Error&) {
+    }
+    if (auto failure = co_await remove_workload(w.name))
+      failures.push_back(*failure);
+    else if (existed)
+      ++purge.disposed;
+  }
+  purge.undisposed = fold(failures);
+  co_return purge;
+}
+
+awaitable<ScopePurge> DockerSandboxBackend::reap(std::chrono::seconds older_than, std::optional<std::string> scope) {
+  DockerReapResult r = co_await reap_detailed(older_than, std::move(scope));
+  co_return ScopePurge{r.disposed, fold(r.failures)};
+}
+
+awaitable<DockerReapResult> DockerSandboxBackend::reap_detailed(std::chrono::seconds older_than,
+                                                                std::optional<std::string> scope) {
+  if (older_than.count() <= 0)
+    throw ValueError("backend 'docker': reap older_than must be positive, got " + std::to_string(older_than.count()) +
+                     " s");
+  DockerReapResult result;
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
+  const std::int64_t cutoff = now.count() - older_than.count();  // strict `<` below (D-28)
+
+  // 1. Inventory: all four identity labels, the scope narrowed by label_value.
+  std::vector<std::string> label_filters{
+      scope ? support::label_argument(support::kLabelScope, support::label_value(*scope))
+            : std::string(support::kLabelScope),
+      std::string(support::kLabelThread), std::string(support::kLabelAgent), std::string(support::kLabelKind)};
+  std::vector<LabelledResource> containers, networks;
+  try {
+    containers = co_await transport_->list_containers(label_filters, "^" + std::string(kContainerPrefix));
+    networks = co_await transport_->list_networks(label_filters);
+  } catch (const Error& e) {
+    result.failures.push_back({kDisposalUnlisted, std::string("reap inventory failed: ") + e.what()});
+    co_return result;
+  }
+
+  // 2. Qualify and group by base name.
+  static const std::regex name_shape("^maf-sandbox-docker-[0-9a-f]{12}(-proxy|-net)?$");
+  struct Group {
+    std::optional<LabelledResource> workload, proxy, network;
+    std::int64_t created_workload = 0, created_proxy = 0, created_network = 0;
+  };
+  std::map<std::string, Group> groups;
+  auto qualify = [&](const LabelledResource& r, bool is_network) -> bool {
+    std::smatch m;
+    if (!std::regex_match(r.name, m, name_shape)) return false;  // foreign look-alikes
+    const std::string suffix = m[1].str();
+    if (is_network != (suffix == "-net")) return false;
+    for (auto label : {support::kLabelScope, support::kLabelThread, support::kLabelAgent, support::kLabelKind})
+      if (!r.labels.contains(std::string(label))) return false;
+    if (scope && r.labels.at(std::string(support::kLabelScope)) != support::label_value(*scope)) return false;
+    if ((suffix == "-proxy") != is_proxy(r)) return false;
+    return true;
+  };
+  for (bool is_network : {false, true}) {
+    for (const auto& r : is_network ? networks : containers) {
+      if (!qualify(r, is_network)) continue;
+      auto created = parse_rfc3339(r.created);
+      if (!created || !is_hex64(r.id)) {
+        result.failures.push_back({kDisposalUnlisted, "unreadable metadata of " + r.name + " (Id '" + r.id +
+                                                          "', Created '" + r.created + "'); nothing removed"});
+        co_return result;
+      }
+      const std::string base = r.name.substr(0, std::string(kContainerPrefix).size() + 12);
+      Group& g = groups[base];
+      if (is_network) {
+        g.network = r;
+        g.created_network = *created;
+      } else if (is_proxy(r)) {
+        g.proxy = r;
+        g.created_proxy = *created;
+      } else {
+        g.workload = r;
+        g.created_workload = *created;
+      }
+    }
+  }
+
+  // 3. Decide, then re-validate every deciding resource by ID before any deletion.
+  std::vector<Group*> expired;
+  for (auto& [base, g] : groups) {
+    const std::int64_t age = g.workload ? g.created_workload : g.proxy ? g.created_proxy : g.created_network;
+    if (age < cutoff) expired.push_back(&g);
+  }
+  std::vector<Group*> confirmed;
+  try {
+    for (Group* g : expired) {
+      bool present;
+      if (g->workload || g->proxy)
+        present = (co_await transport_->container_state(g->workload ? g->workload->id : g->proxy->id)).has_value();
+      else
+        present = (co_await transport_->inspect_network(g->network->id)).has_value();
+      if (present) confirmed.push_back(g);  // a vanished deciding resource skips its group
+    }
+  } catch (const Error& e) {
+    result.failures.push_back({kDisposalUnlisted, std::string("reap re-validation failed: ") + e.what()});
+    co_return result;
+  }
+
+  // 4. Remove by ID: proxy, workload, network; a failure leaves the rest of its group.
+  for (Group* g : confirmed) {
+    try {
+      if (g->proxy) {
+        auto r = co_await transport_->remove_container(g->proxy->id);
+        if (r.outcome != RemoveOutcome::Removed) {
+          if (r.outcome == RemoveOutcome::Refused)
+            result.failures.push_back({kDisposalRefused, "proxy " + g->proxy->name + ": " + r.detail});
+          continue;
+        }
+        ++result.proxies_removed;
+      }
+      if (g->workload) {
+        auto r = co_await transport_->remove_container(g->workload->id);
+        if (r.outcome != RemoveOutcome::Removed) {
+          if (r.outcome == RemoveOutcome::Refused)
+            result.failures.push_back({kDisposalRefused, "container " + g->workload->name + ": " + r.detail});
+          continue;
+        }
+        ++result.disposed;
+      }
+      if (g->network) {
+        auto r = co_await transport_->remove_network(g->network->id);
+        if (r.outcome == RemoveOutcome::Removed)
+          ++result.networks_removed;
+        else if (r.outcome == RemoveOutcome::Refused)
+          result.failures.push_back({kDisposalRefused, "network " + g->network->name + ": " + r.detail});
+      }
+    } catch (const Error& e) {
+      result.failures.push_back({kDisposalRefused, e.what()});
+    }
+  }
+  co_return result;
+}
+
+}  // namespace maf::sandbox::docker

@@ -1,0 +1,220 @@
+// The Docker sandbox's hooks: exec through `docker exec`, files through the tar plane of
+// `docker cp`, every tar-plane operation frozen (docker.md §6, §7).
+#include "docker_sandbox.hpp"
+
+#include <chrono>
+#include <limits>
+
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/paths.hpp"
+#include "tar_plane.hpp"
+
+namespace maf::sandbox::docker::detail {
+
+using boost::asio::awaitable;
+
+namespace {
+
+GuestStat to_guest_stat(const support::TarEntry& e) {
+  GuestStat s;
+  switch (e.type) {
+    case support::TarEntryType::file:
+      s.kind = EntryKind::File;
+      s.size_bytes = static_cast<std::int64_t>(e.size);
+      break;
+    case support::TarEntryType::directory:
+      s.kind = EntryKind::Directory;
+      break;
+    case support::TarEntryType::symlink:
+      s.kind = EntryKind::Symlink;
+      break;
+    default:  // hard links (never seen in single-path copies), devices, fifos, unknown
+      s.kind = EntryKind::Other;
+      break;
+  }
+  return s;
+}
+
+std::int64_t now_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool at_or_below(const std::string& path, const std::string& base) {
+  return guest_path_relative_to(path, base).has_value();
+}
+
+}  // namespace
+
+awaitable<std::optional<support::TarEntry>> tar_stat(DockerTransport& transport, const std::string& container,
+                                                     const std::string& path) {
+  for (std::size_t limit : {kFirstPrefix, kRetryPrefix}) {
+    ArchiveGet got = co_await transport.archive_get(container, path, limit);
+    if (got.status == ArchiveStatus::Absent) co_return std::nullopt;
+    FirstEntry first = parse_first_entry(got.bytes, got.cut, false, path);
+    if (!first.need_more) co_return first.entry;
+  }
+  throw OSError("backend 'docker': the tar header of guest path '" + path + "' does not end within " +
+                std::to_string(kRetryPrefix) + " bytes");
+}
+
+DockerSandbox::DockerSandbox(DockerSandboxParts parts)
+    : Sandbox(Identity{"docker", parts.kind, parts.capabilities, parts.storage_base, parts.container_id}),
+      p_(std::move(parts)) {}
+
+awaitable<std::optional<GuestStat>> DockerSandbox::unconfined_stat_for_testing(const std::string& absolute_path) {
+  co_return co_await do_lstat(absolute_path);
+}
+
+awaitable<ExecResult> DockerSandbox::do_exec(const ExecRequest& request) {
+  std::vector<std::string> argv;
+  if (request.command.is_argv())
+    argv = request.command.argv();  // verbatim, no shell (D-12)
+  else
+    argv = {"sh", "-c", request.shell_line};
+  auto make_call = [&] {
+    auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(request.deadline -
+                                                                          std::chrono::steady_clock::now());
+    ExecCall call;
+    call.container = p_.container;
+    call.argv = argv;
+    call.working_directory = request.working_directory;
+    call.timeout = std::max(remaining, std::chrono::milliseconds(1));
+    call.max_stdout = p_.max_exec_output_bytes;
+    call.max_stderr = p_.max_exec_output_bytes;
+    return call;
+  };
+  ExecOutcome outcome;
+  bool timed_out = false;
+  try {
+    outcome = co_await exec_respecting_freeze(*p_.transport, *p_.freeze, make_call);
+  } catch (const TimeoutError&) {
+    timed_out = true;
+  }
+  if (timed_out) {
+    // Killing the client does not reach the process inside the container: remove the
+    // container so nothing keeps running; the next acquire creates a fresh one (D-13).
+    try {
+      co_await p_.transport->remove_container(p_.container);
+    } catch (const Error&) {
+    }
+    throw TimeoutError("backend 'docker': exec in container " + p_.container + " (kind '" + kind() +
+                       "') did not finish within its timeout of " + std::to_string(request.timeout.count()) +
+                       " ms; the container was removed");
+  }
+  if (outcome.stdout_overflowed || outcome.stderr_overflowed)
+    throw OSError("backend 'docker': exec in container " + p_.container + " (kind '" + kind() + "') wrote more than " +
+                  std::to_string(p_.max_exec_output_bytes) + " bytes to " +
+                  (outcome.stdout_overflowed ? "stdout" : "stderr") +
+                  " (max_exec_output_bytes); the client was stopped");
+  co_return ExecResult{std::move(outcome.stdout_bytes), std::move(outcome.stderr_bytes), outcome.exit_code};
+}
+
+awaitable<std::optional<GuestStat>> DockerSandbox::do_lstat(const std::string& absolute_path) {
+  auto entry = co_await tar_stat(*p_.transport, p_.container, absolute_path);
+  if (!entry) co_return std::nullopt;
+  co_return to_guest_stat(*entry);
+}
+
+awaitable<void> DockerSandbox::do_write_file(const std::string& absolute_path, const std::string& content) {
+  // The public write_file walked every ancestor from "/" (links refused, non-directories
+  // refused, the first absent component ends the walk). Find the missing suffix from the
+  // parent upwards: the frozen guest cannot change it in between.
+  std::vector<std::string> chain = cumulative_components(guest_dirname(absolute_path));
+  std::size_t first_missing = chain.size();
+  while (first_missing > 0 && !co_await tar_stat(*p_.transport, p_.container, chain[first_missing - 1]))
+    --first_missing;
+  const std::int64_t mtime = now_seconds();  // [port decision] not 0, which reads as 1970
+  const auto owner = [&](const std::string& dir) {
+    // Missing directories at or below the storage base belong to the image user; anything
+    // above it is the root-owned scaffolding prepare_work_dir would have made.
+    return at_or_below(dir, storage_base()) ? std::pair{p_.uid, p_.gid} : std::pair{0LL, 0LL};
+  };
+  support::TarWriter tar;
+  // One entry per *missing* directory only: an entry for an existing one would rewrite its
+  // owner, mode and mtime (D-14, measured on 20.10).
+  for (std::size_t i = first_missing; i < chain.size(); ++i) {
+    auto [uid, gid] = owner(chain[i]);
+    tar.add_directory(chain[i].substr(1), {.mode = 0755, .uid = static_cast<std::uint64_t>(uid),
+                                           .gid = static_cast<std::uint64_t>(gid), .mtime = mtime});
+  }
+  tar.add_file(absolute_path.substr(1), content,
+               {.mode = 0644, .uid = static_cast<std::uint64_t>(p_.uid), .gid = static_cast<std::uint64_t>(p_.gid),
+                .mtime = mtime});
+  co_await p_.transport->archive_put(p_.container, "/", std::move(tar).finish());
+}
+
+awaitable<std::string> DockerSandbox::do_read_file(const std::string& absolute_path, std::int64_t max_bytes) {
+  const std::size_t cap = static_cast<std::size_t>(
+      std::min<std::int64_t>(max_bytes, std::numeric_limits<std::int64_t>::max() / 2));
+  for (std::size_t prefix : {kFirstPrefix, kRetryPrefix}) {
+    // Never read more than the header prefix plus the cap (D-18).
+    ArchiveGet got = co_await p_.transport->archive_get(p_.container, absolute_path, prefix + cap);
+    if (got.status == ArchiveStatus::Absent)
+      throw FileNotFoundError("backend 'docker': guest file '" + absolute_path + "' does not exist");
+    // Peek at the header first so the type and the cap are decided before any body byte.
+    FirstEntry head = parse_first_entry(got.bytes, got.cut, false, absolute_path);
+    if (head.need_more) continue;
+    if (head.entry.type != support::TarEntryType::file)
+      throw OSError("backend 'docker': guest path '" + absolute_path + "' is not a regular file; it is never read");
+    if (head.entry.size > cap)
+      throw SandboxTransferCapExceeded("backend 'docker': guest file '" + absolute_path + "' is " +
+                                       std::to_string(head.entry.size) + " bytes, over the read cap max_bytes=" +
+                                       std::to_string(max_bytes));
+    FirstEntry full = parse_first_entry(got.bytes, got.cut, true, absolute_path);
+    if (full.need_more) continue;
+    co_return std::move(full.body);
+  }
+  throw OSError("backend 'docker': the tar stream of guest file '" + absolute_path +
+                "' did not fit its header prefix and cap");
+}
+
+awaitable<std::vector<GuestDirEntry>> DockerSandbox::do_list_dir(const std::string& absolute_path) {
+  // FILES_LIST is withheld (docker.md §1): archiving a directory streams every body below it.
+  throw NotImplementedError("backend 'docker' does not list directories (kind '" + kind() + "', path '" +
+                            absolute_path + "'): files_list is not declared");
+  co_return std::vector<GuestDirEntry>{};
+}
+
+awaitable<void> DockerSandbox::do_remove(const std::string& absolute_path, bool recursive) {
+  // Reach rule (docker.md §6.4): root only where the guest could not have swapped any
+  // directory on the path — every one owned by uid 0 with no group or other write bit.
+  bool as_root = true;
+  for (const auto& dir : cumulative_components(guest_dirname(absolute_path))) {
+    auto e = co_await tar_stat(*p_.transport, p_.container, dir);
+    if (!e || e->type != support::TarEntryType::directory || e->uid != 0 || (e->mode & 022) != 0) {
+      as_root = false;
+      break;
+    }
+  }
+  auto attempt = [&](bool root) -> awaitable<ExecOutcome> {
+    auto make_call = [&] {
+      ExecCall call;
+      call.container = p_.container;
+      call.argv = {"rm", recursive ? "-rf" : "-f", "--", absolute_path};
+      call.working_directory = "/";  // [port decision] a removed work dir must not fail the removal
+      if (root) call.user = "0";
+      call.timeout = p_.command_timeout;
+      return call;
+    };
+    co_return co_await exec_respecting_freeze(*p_.transport, *p_.freeze, make_call);
+  };
+  ExecOutcome outcome = co_await attempt(as_root);
+  // Without CAP_DAC_OVERRIDE root cannot empty a guest-owned directory: retry once as the
+  // image user, gated on the setting, never on rm's message (D-23).
+  if (outcome.exit_code != 0 && as_root && p_.cap_drop_all) outcome = co_await attempt(false);
+  if (outcome.exit_code != 0)
+    throw OSError("backend 'docker': removing guest path '" + absolute_path + "' in container " + p_.container +
+                  " failed (exit " + std::to_string(outcome.exit_code) + "): " + outcome.stderr_bytes);
+}
+
+awaitable<void> DockerSandbox::do_file_operation(FileOperation operation,
+                                                 std::function<awaitable<void>()> body) {
+  // exec and remove are never frozen: a frozen container refuses exec (D-21).
+  if (operation == FileOperation::Write || operation == FileOperation::Stat || operation == FileOperation::Read)
+    co_await run_frozen(*p_.transport, *p_.freeze, p_.container, body);
+  else
+    co_await body();
+}
+
+}  // namespace maf::sandbox::docker::detail

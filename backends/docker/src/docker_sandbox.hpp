@@ -1,0 +1,65 @@
+#pragma once
+// One acquired Docker container as a maf::sandbox::Sandbox (docker.md §6). The public
+// Sandbox methods (sandbox.hpp) already confined the path and walk the ancestors through
+// do_lstat; this class supplies the tar-plane stat, read and write, exec and remove, and
+// holds the freeze around every tar-plane operation.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "freeze.hpp"
+#include "maf/sandbox/docker/config.hpp"
+#include "maf/sandbox/docker/transport.hpp"
+#include "maf/sandbox/sandbox.hpp"
+#include "maf/sandbox/support/tar.hpp"
+
+namespace maf::sandbox::docker::detail {
+
+/// The tar header of one guest path, unconfined and no-follow (only the final component is
+/// described; the engine resolves the rest daemon-side, hence the ancestor walk). Absent
+/// when the engine says nothing is there. Retries once with a 64 KiB prefix on need.
+boost::asio::awaitable<std::optional<support::TarEntry>> tar_stat(DockerTransport& transport,
+                                                                  const std::string& container,
+                                                                  const std::string& path);
+
+struct DockerSandboxParts {
+  std::shared_ptr<DockerTransport> transport;
+  std::shared_ptr<FreezeSlot> freeze;
+  std::string container;
+  std::string kind;
+  std::string container_id;
+  std::string storage_base;
+  CapabilitySet capabilities;
+  long long uid = 0;
+  long long gid = 0;
+  bool cap_drop_all = false;
+  std::size_t max_exec_output_bytes = 0;
+  std::chrono::milliseconds command_timeout{60'000};
+};
+
+class DockerSandbox final : public Sandbox {
+public:
+  explicit DockerSandbox(DockerSandboxParts parts);
+
+  const std::string& container_name() const noexcept { return p_.container; }
+  /// The unconfined, no-follow tar-header stat, unfrozen: for tests that pin the engine's
+  /// daemon-side resolution (DX-6's premise). Not part of the Sandbox contract.
+  boost::asio::awaitable<std::optional<GuestStat>> unconfined_stat_for_testing(const std::string& absolute_path);
+
+protected:
+  boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) override;
+  boost::asio::awaitable<std::optional<GuestStat>> do_lstat(const std::string& absolute_path) override;
+  boost::asio::awaitable<void> do_write_file(const std::string& absolute_path, const std::string& content) override;
+  boost::asio::awaitable<std::string> do_read_file(const std::string& absolute_path, std::int64_t max_bytes) override;
+  boost::asio::awaitable<std::vector<GuestDirEntry>> do_list_dir(const std::string& absolute_path) override;
+  boost::asio::awaitable<void> do_remove(const std::string& absolute_path, bool recursive) override;
+  boost::asio::awaitable<void> do_file_operation(FileOperation operation,
+                                                 std::function<boost::asio::awaitable<void>()> body) override;
+
+private:
+  DockerSandboxParts p_;
+};
+
+}  // namespace maf::sandbox::docker::detail

@@ -1,0 +1,65 @@
+#include "tar_plane.hpp"
+
+#include "maf/sandbox/errors.hpp"
+
+namespace maf::sandbox::docker::detail {
+
+FirstEntry parse_first_entry(const std::string& bytes, bool cut, bool want_body, const std::string& path) {
+  support::TarReader reader;  // defaults: 64 KiB of extended metadata, 32 extended headers
+  reader.feed(bytes);
+  if (!cut) reader.finish();
+  FirstEntry out;
+  bool have_header = false;
+  try {
+    for (;;) {
+      auto ev = reader.next();
+      switch (ev.kind) {
+        case support::TarReader::Event::header:
+          out.entry = *ev.entry;
+          have_header = true;
+          if (!want_body) return out;
+          break;
+        case support::TarReader::Event::body:
+          out.body.append(ev.data);
+          break;
+        case support::TarReader::Event::entry_end:
+          return out;
+        case support::TarReader::Event::need_more:
+          if (cut) {
+            out.need_more = true;
+            return out;
+          }
+          [[fallthrough]];
+        case support::TarReader::Event::end:
+          throw OSError(have_header ? "backend 'docker': the tar stream of guest path '" + path + "' ended early"
+                                    : "backend 'docker': no tar header for guest path '" + path + "'");
+      }
+    }
+  } catch (const support::TarLimitExceeded& e) {
+    throw OSError("backend 'docker': refusing the tar stream of guest path '" + path + "': " + e.what());
+  } catch (const support::TarFormatError& e) {
+    if (cut && !have_header) {  // a header cut by the limit, not a malformed one
+      out.need_more = true;
+      return out;
+    }
+    throw OSError("backend 'docker': malformed tar stream for guest path '" + path + "': " + e.what());
+  }
+}
+
+std::vector<std::string> cumulative_components(const std::string& absolute_path) {
+  std::vector<std::string> out;
+  std::string current;
+  std::size_t i = 1;
+  while (i <= absolute_path.size()) {
+    std::size_t j = absolute_path.find('/', i);
+    if (j == std::string::npos) j = absolute_path.size();
+    if (j > i) {
+      current += "/" + absolute_path.substr(i, j - i);
+      out.push_back(current);
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace maf::sandbox::docker::detail

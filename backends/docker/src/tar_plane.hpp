@@ -1,0 +1,37 @@
+#pragma once
+// Reading the tar stream `docker cp C:path -` answers (docker.md §6.3): the first entry's
+// header for a stat, the header and a bounded body for a read. Stateless helpers over
+// support::TarReader, so the retry policy (512-byte prefix first, 64 KiB on need) lives in
+// one place.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "maf/sandbox/support/tar.hpp"
+
+namespace maf::sandbox::docker::detail {
+
+/// The first tar prefix tried, and the one a retry uses (docker.md §2: extended metadata
+/// is bounded by a 64 KiB prefix and 32 extended headers).
+inline constexpr std::size_t kFirstPrefix = 512;
+inline constexpr std::size_t kRetryPrefix = 64 * 1024;
+
+/// What a prefix of the stream told.
+struct FirstEntry {
+  bool need_more = false;  ///< the prefix was cut before the entry (or its body) completed
+  support::TarEntry entry;
+  std::string body;  ///< only when `want_body`
+};
+
+/// Parse the first entry of `bytes`; `cut` says the stream was longer than `bytes`. With
+/// `want_body`, the entry's body is collected too. Throws OSError naming `path` for a
+/// stream that ends without a header or mid-body, and for refused extended metadata.
+FirstEntry parse_first_entry(const std::string& bytes, bool cut, bool want_body, const std::string& path);
+
+/// Every directory on an absolute, normalised guest path, outermost first, "/" excluded:
+/// "/a/b/c" -> {"/a", "/a/b", "/a/b/c"}.
+std::vector<std::string> cumulative_components(const std::string& absolute_path);
+
+}  // namespace maf::sandbox::docker::detail
