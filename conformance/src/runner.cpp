@@ -184,8 +184,8 @@ std::string render_table(const RunReport& report) {
   }
   auto pad = [](const std::string& s, std::size_t n) { return s + std::string(n - std::min(n, s.size()), ' '); };
   auto line = [&](const Row& r) {
-    return pad(r.suite, w[0]) + "  " + pad(r.id, w[1]) + "  " + pad(r.name, w[2]) + "  " + pad(r.result, w[3]) +
-           (r.reason.empty() ? "" : "  " + r.reason) + "\n";
+    return pad(r.suite, w[0]) + "  " + pad(r.id, w[1]) + "  " + pad(r.name, w[2]) + "  " +
+           (r.reason.empty() ? r.result : pad(r.result, w[3]) + "  " + r.reason) + "\n";
   };
   std::string out = "backend " + report.backend + ", subject " + report.key + ", working directory " +
                     report.work_dir + "\n\n" + line(header);
