@@ -85,12 +85,19 @@
 #define MAF_SANDBOX_DETAIL_STDLIB "unknown-stdlib"
 #endif
 
+// libstdc++'s debug mode changes the layout of every container.
+#if defined(_GLIBCXX_DEBUG)
+#define MAF_SANDBOX_DETAIL_STDLIB_MODE "-debug"
+#else
+#define MAF_SANDBOX_DETAIL_STDLIB_MODE ""
+#endif
+
 /// e.g. "core-0.1.0;gcc-12.2.0;libstdc++-12.20220819;boost-1_74;json-3.11.2;cxx-202002"
 /// The factory takes an nlohmann::json, so its version is part of the ABI too; `__cplusplus`
 /// because library layouts may differ per language mode.
 #define MAF_SANDBOX_BUILD_FINGERPRINT                                                     \
   "core-" MAF_SANDBOX_VERSION_STRING ";" MAF_SANDBOX_DETAIL_COMPILER                      \
-  ";" MAF_SANDBOX_DETAIL_STDLIB ";boost-" BOOST_LIB_VERSION                               \
+  ";" MAF_SANDBOX_DETAIL_STDLIB MAF_SANDBOX_DETAIL_STDLIB_MODE ";boost-" BOOST_LIB_VERSION                               \
   ";json-" MAF_SANDBOX_DETAIL_STR(NLOHMANN_JSON_VERSION_MAJOR) "." MAF_SANDBOX_DETAIL_STR( \
       NLOHMANN_JSON_VERSION_MINOR) "." MAF_SANDBOX_DETAIL_STR(NLOHMANN_JSON_VERSION_PATCH) \
   ";cxx-" MAF_SANDBOX_DETAIL_STR(__cplusplus)
