@@ -1,5 +1,6 @@
 // The tar plane against a real engine: write/stat/read/remove, hostile layouts, ownership
 // stamping and the freeze (docker.md §5.3-5.4, §6.2-6.4, §7).
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -177,7 +178,7 @@ TEST_CASE("D-21: concurrent file operations on one container never overlap their
   const std::string name = docker::DockerSandboxBackend::container_name(s.key(), "shell");
   int done = 0, finished = 0;
   std::vector<std::string> errors;
-  s.run_void([&]() -> boost::asio::awaitable<void> {
+  s.run.run_void([&]() -> boost::asio::awaitable<void> {
     auto ex = co_await boost::asio::this_coro::executor;
     auto write = [&](int i) -> boost::asio::awaitable<void> {
       co_await sb->write_file("c/" + std::to_string(i) + ".txt", std::to_string(i));
