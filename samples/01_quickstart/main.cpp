@@ -1,0 +1,70 @@
+// Quickstart: run model-written code in a bubblewrap sandbox and land its declared output.
+//
+//  1. load the `process` backend plugin through the registry (no engine needed);
+//  2. build a router whose isolation floor is lowered to os_process *explicitly*;
+//  3. check the workload, acquire a sandbox, write a CSV and a script into it, run it;
+//  4. collect the declared output through a file-system sink into ./out;
+//  5. dispose.
+#include <maf/sandbox.hpp>
+#include <maf/sandbox/outputs.hpp>
+#include <maf/sandbox/registry.hpp>
+#include <maf/sandbox/sync.hpp>
+
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+using namespace maf::sandbox;
+
+int main(int argc, char** argv) {
+  const std::filesystem::path out_dir = argc > 1 ? argv[1] : "out";
+  try {
+    // The backend keeps its sandboxes under a directory of our choosing.
+    const auto state = std::filesystem::temp_directory_path() / "maf-sandbox-quickstart";
+    auto backend = PluginRegistry::global().create("process", {{"root", state.string()}});
+
+    // os_process is below the default floor (microvm): a host must lower it on purpose.
+    SandboxRouter router({backend}, RouterOptions::lowered_floor(Isolation::OsProcess, LowerIsolationFloor{}));
+
+    SandboxSpec spec({.kind = "csv-summary",
+                      .requires_capabilities = {Capability::Exec, Capability::FilesIn, Capability::FilesOut},
+                      .declared_outputs = {{.path = "summary.txt", .media_type = "text/plain"}},
+                      .egress = Egress::Closed});
+    router.ensure_can_serve(spec);  // throws a typed refusal naming what does not fit
+    std::cout << "policy: backend '" << backend->name() << "' (" << backend->isolation()
+              << ") may serve kind '" << spec.kind() << "' with closed egress\n";
+
+    BlockingRunner run;
+    const SandboxKey key{"demo-tenant", "conversation-1", "analyst", ""};
+    auto sandbox = run([&] { return router.acquire(key, spec); });
+    std::cout << "acquired sandbox " << sandbox->instance_id() << " (storage base " << sandbox->storage_base() << ")\n";
+
+    run([&] { return sandbox->write_file("sales.csv", "region,amount\nnorth,120\nsouth,80\nnorth,30\n"); });
+    run([&] {
+      return sandbox->write_file("summarize.sh",
+                                 "#!/bin/sh\n"
+                                 "# a model-written script: totals per region\n"
+                                 "tail -n +2 sales.csv | awk -F, '{t[$1]+=$2} END {for (r in t) print r, t[r]}' "
+                                 "| sort > summary.txt\n"
+                                 "echo \"summarised $(($(wc -l < sales.csv) - 1)) rows\"\n");
+    });
+    auto result = run([&] { return sandbox->exec(std::vector<std::string>{"sh", "summarize.sh"}); });
+    std::cout << "ran summarize.sh: exit " << result.exit_code << ", stdout: " << result.stdout_text();
+    if (result.exit_code != 0) {
+      std::cerr << "stderr: " << result.stderr_text();
+      return 1;
+    }
+
+    auto sink = make_file_system_sink(std::filesystem::absolute(out_dir));
+    auto landed = run([&] { return collect_outputs(*sandbox, spec, sink); });
+    for (const auto& artifact : landed)
+      std::cout << "landed " << artifact.display << " at " << artifact.handle.value_or("?") << "\n";
+
+    run([&] { return router.dispose(key); });
+    std::cout << "disposed the sandbox\n";
+    return landed.size() == 1 ? 0 : 1;
+  } catch (const maf::Error& e) {
+    std::cerr << "refused: " << e.what() << "\n";
+    return 2;
+  }
+}
