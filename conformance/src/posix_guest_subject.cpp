@@ -1,10 +1,12 @@
 #include "maf/sandbox/conformance/posix_guest_subject.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
 #include "maf/sandbox/conformance/results.hpp"
 #include "maf/sandbox/paths.hpp"
+#include "probe_support.hpp"
 
 namespace maf::sandbox::conformance {
 namespace {
@@ -12,16 +14,6 @@ namespace {
 std::string trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
   return s;
-}
-
-std::string octal_escapes(std::string_view bytes) {
-  std::string out;
-  char buf[5];
-  for (unsigned char b : bytes) {
-    std::snprintf(buf, sizeof buf, "\\%03o", b);
-    out += buf;
-  }
-  return out;
 }
 
 std::string hex(std::string_view bytes) {
@@ -40,8 +32,6 @@ std::string detail_of(const ExecResult& r) {
 }
 
 }  // namespace
-
-ConformanceSubject::~ConformanceSubject() = default;
 
 PosixGuestSubject::PosixGuestSubject(BlockingRunner& runner, std::shared_ptr<Sandbox> sandbox,
                                      CapabilitySet capabilities, std::optional<Egress> enforced_egress,
@@ -134,12 +124,12 @@ GuestAttempt PosixGuestSubject::query_dns(const std::string& host, std::uint16_t
     argv = {"bash", "-c",
             "exec 3<>\"/dev/udp/$0/$1\" || exit 3; printf \"$2\" >&3 || exit 3; "
             "if IFS= read -r -t \"$3\" -n 1 -d '' _ <&3; then echo answered; fi",
-            host, p, octal_escapes(query), secs};
+            host, p, detail::printf_octal(query), secs};
   } else if (a.tool == "busybox-nc") {
     argv = {"sh", "-c",
             "n=$(printf \"$2\" | busybox nc -u -w \"$3\" \"$0\" \"$1\" | head -c 1 | wc -c); "
             "[ \"$n\" -gt 0 ] && echo answered; exit 0",
-            host, p, octal_escapes(query), secs};
+            host, p, detail::printf_octal(query), secs};
   } else if (a.tool == "python3") {
     argv = {"python3", "-c",
             "import socket,sys\n"

@@ -74,6 +74,26 @@ bool is_file(ProbeContext& ctx, const std::string& path, std::string wd) {
   return test_exit(ctx, "test -f " + path, exec(ctx, std::vector<std::string>{"test", "-f", path}, wd));
 }
 
+std::string fidelity_payload() {
+  std::string p;
+  for (int b = 0; b < 256; ++b) p.push_back(static_cast<char>(b));
+  p += "text \xEF\xBF\xBD with CR LF\r\n and an arrow \xE2\x86\x92";
+  p += "\xE2\x86";
+  return p;
+}
+
+std::string printf_octal(std::string_view bytes) {
+  static constexpr char digits[] = "01234567";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += '\\';
+    out += digits[(b >> 6) & 7];
+    out += digits[(b >> 3) & 7];
+    out += digits[b & 7];
+  }
+  return out;
+}
+
 std::string quoted(std::string_view text) {
   constexpr std::size_t kMax = 200;
   std::string shown(text.substr(0, kMax));

@@ -33,6 +33,14 @@ bool present(ProbeContext& ctx, const std::string& path, std::string working_dir
 /// `test -f path` from W, with the same rule.
 bool is_file(ProbeContext& ctx, const std::string& path, std::string working_directory = {});
 
+/// FI-2 / EX-6 (LATER) payload: every byte value, UTF-8 text with U+FFFD and CR LF, then a
+/// truncated 2-byte prefix of a 3-byte sequence.
+std::string fidelity_payload();
+
+/// A printf format printing `bytes` exactly: every byte as a 3-digit octal escape, so no `%`
+/// or `\` of the payload is interpreted (dash, bash and busybox printf all accept it).
+std::string printf_octal(std::string_view bytes);
+
 /// "stdout 'x', stderr 'y', exit n" for messages (bounded).
 std::string describe(const ExecResult& result);
 /// A value for messages, quoted and bounded.

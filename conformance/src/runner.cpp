@@ -3,6 +3,7 @@
 #include "maf/sandbox/conformance/runner.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <random>
 

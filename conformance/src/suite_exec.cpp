@@ -57,35 +57,12 @@ void streams_separate(ProbeContext& c) {
   if (!problems.empty()) fail(problems + describe(r));
 }
 
-/// FI-2's LATER payload.
-std::string payload() {
-  std::string p;
-  for (int b = 0; b < 256; ++b) p.push_back(static_cast<char>(b));
-  p += "text \xEF\xBF\xBD with CR LF\r\n and an arrow \xE2\x86\x92";
-  p += "\xE2\x86";
-  return p;
-}
-
-/// printf format that prints `bytes` exactly: every byte as a 3-digit octal escape, so no
-/// `%` or `\` of the payload is interpreted.
-std::string octal(std::string_view bytes) {
-  static constexpr char digits[] = "01234567";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out += '\\';
-    out += digits[(b >> 6) & 7];
-    out += digits[(b >> 3) & 7];
-    out += digits[b & 7];
-  }
-  return out;
-}
-
 void byte_fidelity(ProbeContext& c) {
-  const auto p = payload();
+  const auto p = fidelity_payload();
   const std::string reversed(p.rbegin(), p.rend());
   const std::string out = "OUT:" + p;
   const std::string err = "ERR:" + reversed;
-  const std::string script = "printf '" + octal(out) + "'; printf '" + octal(err) + "' >&2; exit 7";
+  const std::string script = "printf '" + printf_octal(out) + "'; printf '" + printf_octal(err) + "' >&2; exit 7";
   std::string problems;
   auto judge = [&](const char* form, const ExecResult& r) {
     if (r.exit_code != 7) problems += std::string(form) + ": exit " + std::to_string(r.exit_code) + ", not 7; ";

@@ -15,20 +15,17 @@ namespace {
 
 constexpr CapabilitySet kIn{Capability::FilesIn};
 
-/// FI-2 (LATER): every byte value, UTF-8 text with U+FFFD and CR LF, then a truncated
-/// 2-byte prefix of a 3-byte sequence.
-std::string binary_payload() {
-  std::string p;
-  for (int b = 0; b < 256; ++b) p.push_back(static_cast<char>(b));
-  p += "text \xEF\xBF\xBD with CR LF\r\n and an arrow \xE2\x86\x92";
-  p += "\xE2\x86";
-  return p;
-}
-
 std::string cat(ProbeContext& c, const std::string& path, std::string wd = {}) {
   auto r = exec(c, std::vector<std::string>{"cat", path}, std::move(wd));
   if (r.exit_code != 0) fail("cat " + path + " failed: " + describe(r));
   return r.stdout_bytes;
+}
+
+/// A refusal probe's verdict: the write must have been refused with a confinement refusal
+/// (`problem` says otherwise) *and* must have done no `harm`.
+void judge(const std::optional<std::string>& problem, bool harmed, const std::string& harm) {
+  if (problem || harmed)
+    fail((problem ? *problem : std::string("the write was refused")) + (harmed ? "; and " + harm : std::string()));
 }
 
 void write_lands(ProbeContext& c) {
@@ -39,7 +36,7 @@ void write_lands(ProbeContext& c) {
 }
 
 void bytes_round_trip(ProbeContext& c) {
-  const auto payload = binary_payload();
+  const auto payload = fidelity_payload();
   write(c, c.paths.in_work("binary.bin"), payload);
   const auto got = cat(c, "binary.bin");
   if (got != payload) {
@@ -73,9 +70,7 @@ void outside_refused(ProbeContext& c) {
   const auto target = c.paths.beyond("planted.txt");
   auto problem = refusal_problem<ValueError>("write " + target, kConfinement, [&] { write(c, target, "planted"); });
   const bool landed = present(c, target);
-  if (problem || landed)
-    fail((problem ? *problem : std::string("the write was refused")) +
-         (landed ? "; and " + target + " exists outside the working directory" : std::string()));
+  judge(problem, landed, target + " exists outside the working directory");
 }
 
 void marker(ProbeContext& c) { c.subject.plant_file(c.paths.in_work(".probe-cwd"), ""); }
@@ -87,9 +82,7 @@ void linked_parent_refused(ProbeContext& c) {
   auto problem = refusal_problem<ValueError>("write link-dir/landed.txt", kConfinement,
                                              [&] { write(c, c.paths.in_work("link-dir/landed.txt"), "landed"); });
   const bool landed = present(c, c.paths.beyond("landed.txt"));
-  if (problem || landed)
-    fail((problem ? *problem : std::string("the write was refused")) +
-         (landed ? "; and landed.txt exists outside (the write followed the link)" : std::string()));
+  judge(problem, landed, "landed.txt exists outside (the write followed the link)");
 }
 
 void linked_destination_refused(ProbeContext& c) {
@@ -100,18 +93,14 @@ void linked_destination_refused(ProbeContext& c) {
   auto problem = refusal_problem<ValueError>("write link-file", kConfinement,
                                              [&] { write(c, c.paths.link_file, "changed"); });
   const auto now = cat(c, target, "/");
-  if (problem || now != "known")
-    fail((problem ? *problem : std::string("the write was refused")) +
-         (now != "known" ? "; and the link's target now holds " + quoted(now) : std::string()));
+  judge(problem, now != "known", "the link's target now holds " + quoted(now));
 }
 
 void working_directory_refused(ProbeContext& c) {
   write(c, "control.txt", "control");
   auto problem = refusal_problem<ValueError>("write .", kConfinement, [&] { write(c, ".", "replaced"); });
   const bool control = present(c, "control.txt");
-  if (problem || !control)
-    fail((problem ? *problem : std::string("the write was refused")) +
-         (!control ? "; and control.txt is gone (the working directory was replaced)" : std::string()));
+  judge(problem, !control, "control.txt is gone (the working directory was replaced)");
 }
 
 void backslash_refused(ProbeContext& c) {
@@ -124,9 +113,7 @@ void linked_working_directory(ProbeContext& c) {
   auto problem = refusal_problem<ValueError>("write landed.txt from wd link-dir", kConfinement,
                                              [&] { write(c, "landed.txt", "landed", c.paths.link_dir); });
   const bool landed = present(c, c.paths.beyond("landed.txt"));
-  if (problem || landed)
-    fail((problem ? *problem : std::string("the write was refused")) +
-         (landed ? "; and landed.txt exists outside (the write was redirected)" : std::string()));
+  judge(problem, landed, "landed.txt exists outside (the write was redirected)");
 }
 
 void linked_ancestor_of_wd(ProbeContext& c) {
@@ -135,9 +122,7 @@ void linked_ancestor_of_wd(ProbeContext& c) {
   auto problem = refusal_problem<ValueError>("write landed.txt from wd link-dir/sub", kConfinement,
                                              [&] { write(c, "landed.txt", "landed", c.paths.under_link); });
   const bool landed = present(c, c.paths.in_outside("sub/landed.txt"), "/");
-  if (problem || landed)
-    fail((problem ? *problem : std::string("the write was refused")) +
-         (landed ? "; and sub/landed.txt exists outside (the write was redirected)" : std::string()));
+  judge(problem, landed, "sub/landed.txt exists outside (the write was redirected)");
 }
 
 constexpr std::array<Probe, 12> kProbes{{

@@ -2,6 +2,8 @@
 // order with R3's skips and R4's capture, and the verdict of check_suite (R6).
 #include "maf/sandbox/conformance/suites.hpp"
 
+#include <cctype>
+
 #include "probe_support.hpp"
 #include "suite_tables.hpp"
 
