@@ -236,7 +236,10 @@ ProcessBackendConfig process_config_from_json(const nlohmann::json& j) {
   auto want = [&](const char* key, auto&& apply, nlohmann::json::value_t type) {
     if (!j.contains(key)) return;
     const auto& v = j.at(key);
-    const bool ok = v.type() == type || (type == nlohmann::json::value_t::number_unsigned && v.is_number_unsigned());
+    // JSON has one number type; a non-negative integer is acceptable wherever an unsigned is.
+    const bool ok = type == nlohmann::json::value_t::number_unsigned
+                        ? (v.is_number_unsigned() || (v.is_number_integer() && v.template get<std::int64_t>() >= 0))
+                        : v.type() == type;
     if (!ok) throw ValueError(std::string("backend 'process': configuration key '") + key + "' has the wrong type (" + v.type_name() + ")");
     apply(v);
   };
