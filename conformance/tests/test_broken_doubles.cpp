@@ -151,3 +151,38 @@ TEST_CASE("conformance: broken double — an allowlist claim that is not enforce
   const EgressTargets dead{"http://127.0.0.1:1/", "http://127.0.0.1:1/", std::chrono::seconds(10)};
   CHECK(ids_with(run_egress(*f.subject, dead), Outcome::Fail) == Ids{"EG-1"});
 }
+
+TEST_CASE("conformance: broken doubles — each exec flaw fails exactly its probes") {
+  struct Case {
+    test::Flaw flaw;
+    Ids failed;
+  };
+  for (const auto& [flaw, failed] : {Case{test::Flaw::FoldStderr, {"EX-5", "EX-6"}},
+                                     Case{test::Flaw::NormaliseExitCode, {"EX-2", "EX-6"}},
+                                     Case{test::Flaw::TimeoutAsOSError, {"EX-7"}}}) {
+    HostTreeFixture f(flaw);
+    INFO("flaw " << static_cast<int>(flaw));
+    CHECK(ids_with(run_exec(*f.subject), Outcome::Fail) == failed);
+  }
+}
+
+TEST_CASE("conformance: broken doubles — each file-plane flaw fails exactly its probes") {
+  {
+    HostTreeFixture f(test::Flaw::AppendOnWrite);
+    CHECK(ids_with(run_files_in(*f.subject), Outcome::Fail) == Ids{"FI-4"});
+  }
+  {
+    HostTreeFixture f(test::Flaw::FollowLinks);
+    CHECK(ids_with(run_files_in(*f.subject), Outcome::Fail) == Ids{"FI-7", "FI-8", "FI-11", "FI-12"});
+  }
+  {
+    HostTreeFixture f(test::Flaw::FollowLinks);
+    CHECK(ids_with(run_files_delete(*f.subject), Outcome::Fail) == Ids{"FD-4"});
+  }
+  {
+    // FD-3's recursive removal of a link never reaches the hook as recursive: the core
+    // passes recursive only for a directory, so only the interior link of FD-8 is followed.
+    HostTreeFixture f(test::Flaw::FollowLinksWhenRemovingTrees);
+    CHECK(ids_with(run_files_delete(*f.subject), Outcome::Fail) == Ids{"FD-8"});
+  }
+}

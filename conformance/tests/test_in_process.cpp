@@ -131,6 +131,14 @@ TEST_CASE("conformance: broken double — truncating instead of refusing an over
   CHECK_THAT(out[0].message, Catch::Contains("size none"));
 }
 
+TEST_CASE("conformance: broken double — refusing a read exactly at the cap fails CAP-2") {
+  BlockingRunner run;
+  test::InProcessSubject subject(run, std::make_shared<test::OffByOneCapSandbox>());
+  const auto results = run_read_cap(subject);
+  CHECK(ids_with(results, Outcome::Fail) == Ids{"CAP-2"});
+  CHECK_THAT(results[1].message, Catch::Contains("raised SandboxTransferCapExceeded"));
+}
+
 TEST_CASE("conformance: R8 measure_files_delete_probes has no gate and no verdict") {
   BlockingRunner run;
   test::InProcessSubject subject(run, double_with({Capability::Exec, Capability::FilesIn}));

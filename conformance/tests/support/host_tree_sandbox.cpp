@@ -33,7 +33,18 @@ boost::asio::awaitable<ExecResult> HostTreeSandbox::do_exec(const ExecRequest& r
       std::chrono::duration_cast<std::chrono::milliseconds>(request.deadline - std::chrono::steady_clock::now());
   o.timeout = std::max(remaining, std::chrono::milliseconds(1));
   o.kill_grace = std::chrono::milliseconds(500);
-  auto r = co_await support::run_subprocess(std::move(o));  // SubprocessTimeout is a TimeoutError
+  support::SubprocessResult r;
+  try {
+    r = co_await support::run_subprocess(std::move(o));  // SubprocessTimeout is a TimeoutError
+  } catch (const TimeoutError& e) {
+    if (flaw_ != Flaw::TimeoutAsOSError) throw;
+    throw OSError(std::string("command failed: ") + e.what());
+  }
+  if (flaw_ == Flaw::FoldStderr) {
+    r.stdout_bytes += r.stderr_bytes;
+    r.stderr_bytes.clear();
+  }
+  if (flaw_ == Flaw::NormaliseExitCode && r.exit_code != 0) r.exit_code = 1;
   co_return ExecResult{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code};
 }
 
@@ -64,7 +75,10 @@ boost::asio::awaitable<std::optional<GuestStat>> HostTreeSandbox::do_lstat(const
 boost::asio::awaitable<void> HostTreeSandbox::do_write_file(const std::string& absolute_path,
                                                            const std::string& content) {
   fs::create_directories(fs::path(absolute_path).parent_path());
-  const int fd = ::open(absolute_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
+  flags |= flaw_ == Flaw::AppendOnWrite ? O_APPEND : O_TRUNC;
+  flags |= flaw_ == Flaw::FollowLinks ? 0 : O_NOFOLLOW;
+  const int fd = ::open(absolute_path.c_str(), flags, 0644);
   if (fd < 0) throw OSError("open '" + absolute_path + "' for writing: " + std::strerror(errno));
   const bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
   ::close(fd);
@@ -96,6 +110,10 @@ boost::asio::awaitable<std::vector<GuestDirEntry>> HostTreeSandbox::do_list_dir(
 }
 
 boost::asio::awaitable<void> HostTreeSandbox::do_remove(const std::string& absolute_path, bool recursive) {
+  if (recursive && flaw_ == Flaw::FollowLinksWhenRemovingTrees && fs::is_directory(fs::symlink_status(absolute_path))) {
+    for (const auto& e : fs::recursive_directory_iterator(absolute_path))
+      if (e.is_symlink()) fs::remove_all(fs::absolute(e.path().parent_path() / fs::read_symlink(e.path())));
+  }
   if (recursive) fs::remove_all(absolute_path);  // remove_all unlinks links, never follows them
   else fs::remove(absolute_path);
   co_return;
@@ -111,6 +129,14 @@ boost::asio::awaitable<std::string> TruncatingSandbox::do_read_file(const std::s
                                                                    std::int64_t max_bytes) {
   auto bytes = co_await InProcessSandbox::do_read_file(absolute_path, max_bytes);
   if (static_cast<std::int64_t>(bytes.size()) > max_bytes) bytes.resize(static_cast<std::size_t>(max_bytes));
+  co_return bytes;
+}
+
+boost::asio::awaitable<std::string> OffByOneCapSandbox::do_read_file(const std::string& absolute_path,
+                                                                    std::int64_t max_bytes) {
+  auto bytes = co_await InProcessSandbox::do_read_file(absolute_path, max_bytes);
+  if (static_cast<std::int64_t>(bytes.size()) >= max_bytes)
+    throw SandboxTransferCapExceeded("'" + absolute_path + "' reaches the cap max_bytes=" + std::to_string(max_bytes));
   co_return bytes;
 }
 

@@ -21,8 +21,13 @@ namespace maf::sandbox::conformance::test {
 
 enum class Flaw {
   None,
-  FollowLinks,             ///< stats and reads through links (stat, not lstat; no O_NOFOLLOW)
+  FollowLinks,             ///< stats, reads and writes through links (stat, not lstat; no O_NOFOLLOW)
   IgnoreWorkingDirectory,  ///< runs every command in "/"
+  FoldStderr,              ///< appends stderr to stdout and reports none
+  NormaliseExitCode,       ///< reports every non-zero exit as 1
+  TimeoutAsOSError,        ///< reports the caller's expired bound as a plain OSError
+  AppendOnWrite,           ///< appends to an existing file instead of replacing it
+  FollowLinksWhenRemovingTrees,  ///< a recursive removal deletes what interior links point at
 };
 
 class HostTreeSandbox : public Sandbox {
@@ -41,6 +46,15 @@ protected:
 private:
   std::optional<GuestStat> stat_now(const std::string& path) const;
   Flaw flaw_;
+};
+
+/// Refuses a read whose size *equals* the cap (an off-by-one), so CAP-2 can fail.
+class OffByOneCapSandbox : public testing::InProcessSandbox {
+public:
+  using InProcessSandbox::InProcessSandbox;
+
+protected:
+  boost::asio::awaitable<std::string> do_read_file(const std::string& absolute_path, std::int64_t max_bytes) override;
 };
 
 class TruncatingSandbox : public testing::InProcessSandbox {
