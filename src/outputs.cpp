@@ -17,6 +17,21 @@
 namespace maf::sandbox {
 namespace {
 
+/// True when `pred` holds for some '/'-separated segment of `name` (the same segments as
+/// segments(), without building the list: validate_artifact_name runs per collected output and
+/// allocates nothing for a valid name).
+template <class Pred>
+bool any_segment(std::string_view name, Pred&& pred) {
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t slash = name.find('/', start);
+    if (pred(name.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start)))
+      return true;
+    if (slash == std::string_view::npos) return false;
+    start = slash + 1;
+  }
+}
+
 std::vector<std::string_view> segments(std::string_view name) {
   std::vector<std::string_view> out;
   std::size_t start = 0;
@@ -124,12 +139,12 @@ void validate_artifact_name(std::string_view name) {
   if (name.empty()) refuse_name(name, "it must be non-empty");
   if (name.find('\\') != std::string_view::npos) refuse_name(name, "it contains a backslash");
   if (name.front() == '/') refuse_name(name, "it is absolute (starts with '/')");
-  const auto parts = segments(name);
-  for (auto seg : parts)
-    if (seg == "..") refuse_name(name, "it contains a '..' segment (traversal)");
-  for (auto seg : parts)
-    if (seg.empty() || seg == ".") refuse_name(name, "it contains an empty or '.' segment");
-  std::string controls;
+  // Traversal is named before an empty or '.' segment, whichever comes first in the name.
+  if (any_segment(name, [](std::string_view seg) { return seg == ".."; }))
+    refuse_name(name, "it contains a '..' segment (traversal)");
+  if (any_segment(name, [](std::string_view seg) { return seg.empty() || seg == "."; }))
+    refuse_name(name, "it contains an empty or '.' segment");
+  std::string controls;  // stays empty, so unallocated, for a name without control bytes
   for (unsigned char c : name) {
     if (c >= 0x20) continue;
     char code[8];

@@ -1,5 +1,7 @@
-// SandboxRouter: the policy of core.md §4. Messages are built only on failure, so the
-// check path does not allocate for a spec that passes.
+// SandboxRouter: the policy of core.md §4. The checks run as plain comparisons that yield
+// a refusal code; a message is built only for the refusal that is thrown, so the check path
+// allocates nothing for a spec that passes — PER_SPEC refusals on the way included
+// (tests/unit/test_router_allocations.cpp).
 #include "maf/sandbox/router.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -43,7 +45,8 @@ SandboxRouter::SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backen
   if (backends_.empty()) return;  // C-61: disabled, nothing raises
   if (options_.selection == Selection::PerSpec) {
     // [gap] C-63: refuse unknown rungs of any registered backend at construction.
-    for (const auto& b : backends_) parse_backend_rung(*b);
+    rungs_.reserve(backends_.size());
+    for (const auto& b : backends_) rungs_.push_back(parse_backend_rung(*b));
     if (options_.selected)
       throw ValueError("SandboxRouter: 'selected' ('" + *options_.selected +
                        "') names a backend, which only FIXED selection uses; PER_SPEC prefers registration order");
@@ -61,10 +64,10 @@ SandboxRouter::SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backen
   } else {
     fixed_ = backends_.front();
   }
-  const Isolation rung = parse_backend_rung(*fixed_);
-  if (!meets_floor(rung, options_.min_isolation))
+  fixed_rung_ = parse_backend_rung(*fixed_);
+  if (!meets_floor(fixed_rung_, options_.min_isolation))
     throw SandboxBackendNotPermitted(
-        "backend '" + fixed_->name() + "' declares isolation '" + std::string(to_string(rung)) +
+        "backend '" + fixed_->name() + "' declares isolation '" + std::string(to_string(fixed_rung_)) +
         "', below the host's minimum-isolation floor '" + std::string(to_string(options_.min_isolation)) +
         "' (ladder, weakest first: " + isolation_ladder_text() +
         "); the host must lower the floor explicitly to use it");
@@ -78,88 +81,116 @@ void SandboxRouter::ensure_can_serve(const SandboxSpec& spec) const {
 std::shared_ptr<SandboxBackend> SandboxRouter::select(const SandboxSpec& spec) const {
   if (backends_.empty()) throw NoSandboxBackend("no sandbox backend is configured");
   if (fixed_) {
-    check_backend(*fixed_, spec);
+    if (const auto refusal = first_refusal(*fixed_, fixed_rung_, spec)) refuse(*refusal, *fixed_, fixed_rung_, spec);
     return fixed_;
   }
   // PER_SPEC: the first backend that passes every check; else the first backend's refusal.
-  std::exception_ptr first_refusal;
-  for (const auto& b : backends_) {
-    try {
-      check_backend(*b, spec);
-      return b;
-    } catch (const Error&) {
-      if (!first_refusal) first_refusal = std::current_exception();
-    }
-  }
-  std::rethrow_exception(first_refusal);
+  // Refusals along the way are codes, not exceptions: only the one thrown gets a message.
+  for (std::size_t i = 0; i < backends_.size(); ++i)
+    if (!first_refusal(*backends_[i], rungs_[i], spec)) return backends_[i];
+  refuse(*first_refusal(*backends_.front(), rungs_.front(), spec), *backends_.front(), rungs_.front(), spec);
 }
 
-void SandboxRouter::check_backend(const SandboxBackend& backend, const SandboxSpec& spec) const {
-  const std::string& kind = spec.kind();
+std::optional<SandboxRouter::Refusal> SandboxRouter::first_refusal(const SandboxBackend& backend, Isolation rung,
+                                                                   const SandboxSpec& spec) const {
   const CapabilitySet requires_caps = spec.requires_capabilities();
-  // #1 host-denied capabilities
-  if (const auto denied = requires_caps.intersection(options_.denied_capabilities); !denied.empty())
-    throw SandboxCapabilityDenied("workload kind '" + kind + "' requires " + denied.to_string() +
-                                  ", which the host denies (denied_capabilities: " +
-                                  options_.denied_capabilities.to_string() + ")");
-  // #2 host-denied identities
-  if (const auto denied = spec.identities().intersection(options_.denied_identities); !denied.empty())
-    throw SandboxIdentityDenied("workload kind '" + kind + "' uses identities " + denied.to_string() +
-                                ", which the host denies (denied_identities: " +
-                                options_.denied_identities.to_string() + ")");
+  // #1 host-denied capabilities, #2 host-denied identities
+  if (!requires_caps.intersection(options_.denied_capabilities).empty()) return Refusal::DeniedCapability;
+  if (!spec.identities().intersection(options_.denied_identities).empty()) return Refusal::DeniedIdentity;
   // #3 effective floor (C-66)
-  const Isolation floor = stricter(options_.min_isolation, spec.min_isolation());
-  const Isolation rung = parse_backend_rung(backend);
-  if (!meets_floor(rung, floor))
-    throw SandboxBackendNotPermitted("workload kind '" + kind + "' requires at least '" +
-                                     std::string(to_string(floor)) + "' isolation, but backend '" + backend.name() +
-                                     "' declares '" + std::string(to_string(rung)) +
-                                     "' (ladder, weakest first: " + isolation_ladder_text() + ")");
+  if (!meets_floor(rung, stricter(options_.min_isolation, spec.min_isolation()))) return Refusal::BelowFloor;
   const BackendDeclarations& d = backend.declarations();
-  // #4 capabilities
-  if (!requires_caps.subset_of(d.capabilities))
-    throw SandboxCapabilityNotSupported("backend '" + backend.name() + "' does not support " +
-                                        requires_caps.difference(d.capabilities).to_string() +
-                                        ", required by workload kind '" + kind +
-                                        "' (it declares: " + d.capabilities.to_string("nothing") + ")");
-  // #5 OS family
+  // #4 capabilities, #5 OS family
+  if (!requires_caps.subset_of(d.capabilities)) return Refusal::CapabilityNotSupported;
   if (const auto family = spec.requires_os_family(); family && !d.os_families.contains(*family))
-    throw SandboxOsFamilyNotSupported(
-        "backend '" + backend.name() + "' serves " +
-        (d.os_families.empty() ? std::string("no guest whose shape it states")
-                               : "guests of family " + d.os_families.to_string()) +
-        ", but workload kind '" + kind + "' requires os family '" + std::string(to_string(*family)) + "'");
+    return Refusal::OsFamily;
   // #6 is unreachable in C++: `limits` is typed SandboxLimits, so it is always readable.
   // #7 transfer ceilings, in then out
-  if (!spec.files_in().within(d.limits.files_in))
-    throw SandboxTransferLimitsNotPermitted("workload kind '" + kind + "' asks files_in limits (" +
-                                            to_string(spec.files_in()) + ") above what backend '" + backend.name() +
-                                            "' permits (" + to_string(d.limits.files_in) + ")");
-  if (!spec.files_out().within(d.limits.files_out))
-    throw SandboxTransferLimitsNotPermitted("workload kind '" + kind + "' asks files_out limits (" +
-                                            to_string(spec.files_out()) + ") above what backend '" +
-                                            backend.name() + "' permits (" + to_string(d.limits.files_out) + ")");
+  if (!spec.files_in().within(d.limits.files_in)) return Refusal::FilesInLimits;
+  if (!spec.files_out().within(d.limits.files_out)) return Refusal::FilesOutLimits;
   // #8 egress, by membership only (C-67)
-  if (!d.egress_modes.contains(spec.egress()))
-    throw SandboxEgressNotEnforced("backend '" + backend.name() + "' cannot enforce egress '" +
-                                   std::string(to_string(spec.egress())) + "' for workload kind '" + kind +
-                                   "'; it enforces: " + d.egress_modes.to_string("nothing"));
+  if (!d.egress_modes.contains(spec.egress())) return Refusal::Egress;
   // C-68 (positions [gap], after #8): isolation scope, then method-rule fit.
-  const IsolationScope scope = stricter(options_.min_isolation_scope, spec.isolation_scope());
-  if (!d.effective_isolation_scopes().contains(scope))
-    throw SandboxCapabilityNotSupported("backend '" + backend.name() + "' does not serve isolation scope '" +
-                                        std::string(to_string(scope)) + "' required for workload kind '" + kind +
-                                        "' (it serves: " + d.effective_isolation_scopes().to_string() + ")");
+  if (!d.effective_isolation_scopes().contains(stricter(options_.min_isolation_scope, spec.isolation_scope())))
+    return Refusal::IsolationScope;
   if (d.egress_method_tokens) {
     for (const auto& entry : spec.egress_allow()) {
       const auto* rule = std::get_if<EgressRule>(&entry);
       if (!rule || !rule->methods()) continue;
       for (const auto& m : *rule->methods())
-        if (!d.egress_method_tokens->count(m))
-          throw SandboxCapabilityNotSupported("backend '" + backend.name() + "' cannot hold egress method '" + m +
-                                              "' (host '" + rule->host() + "') for workload kind '" + kind + "'");
+        if (!d.egress_method_tokens->count(m)) return Refusal::EgressMethod;
     }
   }
+  return std::nullopt;
+}
+
+void SandboxRouter::refuse(Refusal refusal, const SandboxBackend& backend, Isolation rung,
+                           const SandboxSpec& spec) const {
+  const std::string& kind = spec.kind();
+  const CapabilitySet requires_caps = spec.requires_capabilities();
+  const BackendDeclarations& d = backend.declarations();
+  switch (refusal) {
+    case Refusal::DeniedCapability:
+      throw SandboxCapabilityDenied("workload kind '" + kind + "' requires " +
+                                    requires_caps.intersection(options_.denied_capabilities).to_string() +
+                                    ", which the host denies (denied_capabilities: " +
+                                    options_.denied_capabilities.to_string() + ")");
+    case Refusal::DeniedIdentity:
+      throw SandboxIdentityDenied("workload kind '" + kind + "' uses identities " +
+                                  spec.identities().intersection(options_.denied_identities).to_string() +
+                                  ", which the host denies (denied_identities: " +
+                                  options_.denied_identities.to_string() + ")");
+    case Refusal::BelowFloor: {
+      const Isolation floor = stricter(options_.min_isolation, spec.min_isolation());
+      throw SandboxBackendNotPermitted("workload kind '" + kind + "' requires at least '" +
+                                       std::string(to_string(floor)) + "' isolation, but backend '" + backend.name() +
+                                       "' declares '" + std::string(to_string(rung)) +
+                                       "' (ladder, weakest first: " + isolation_ladder_text() + ")");
+    }
+    case Refusal::CapabilityNotSupported:
+      throw SandboxCapabilityNotSupported("backend '" + backend.name() + "' does not support " +
+                                          requires_caps.difference(d.capabilities).to_string() +
+                                          ", required by workload kind '" + kind +
+                                          "' (it declares: " + d.capabilities.to_string("nothing") + ")");
+    case Refusal::OsFamily:
+      throw SandboxOsFamilyNotSupported(
+          "backend '" + backend.name() + "' serves " +
+          (d.os_families.empty() ? std::string("no guest whose shape it states")
+                                 : "guests of family " + d.os_families.to_string()) +
+          ", but workload kind '" + kind + "' requires os family '" +
+          std::string(to_string(*spec.requires_os_family())) + "'");
+    case Refusal::FilesInLimits:
+      throw SandboxTransferLimitsNotPermitted("workload kind '" + kind + "' asks files_in limits (" +
+                                              to_string(spec.files_in()) + ") above what backend '" +
+                                              backend.name() + "' permits (" + to_string(d.limits.files_in) + ")");
+    case Refusal::FilesOutLimits:
+      throw SandboxTransferLimitsNotPermitted("workload kind '" + kind + "' asks files_out limits (" +
+                                              to_string(spec.files_out()) + ") above what backend '" +
+                                              backend.name() + "' permits (" + to_string(d.limits.files_out) + ")");
+    case Refusal::Egress:
+      throw SandboxEgressNotEnforced("backend '" + backend.name() + "' cannot enforce egress '" +
+                                     std::string(to_string(spec.egress())) + "' for workload kind '" + kind +
+                                     "'; it enforces: " + d.egress_modes.to_string("nothing"));
+    case Refusal::IsolationScope: {
+      const IsolationScope scope = stricter(options_.min_isolation_scope, spec.isolation_scope());
+      throw SandboxCapabilityNotSupported("backend '" + backend.name() + "' does not serve isolation scope '" +
+                                          std::string(to_string(scope)) + "' required for workload kind '" + kind +
+                                          "' (it serves: " + d.effective_isolation_scopes().to_string() + ")");
+    }
+    case Refusal::EgressMethod:
+      for (const auto& entry : spec.egress_allow()) {
+        const auto* rule = std::get_if<EgressRule>(&entry);
+        if (!rule || !rule->methods()) continue;
+        for (const auto& m : *rule->methods())
+          if (!d.egress_method_tokens->count(m))
+            throw SandboxCapabilityNotSupported("backend '" + backend.name() + "' cannot hold egress method '" + m +
+                                                "' (host '" + rule->host() + "') for workload kind '" + kind + "'");
+      }
+      break;
+  }
+  // Unreachable while first_refusal and refuse agree; a loud error beats a silent pass.
+  throw RuntimeError("SandboxRouter: refusal " + std::to_string(static_cast<int>(refusal)) +
+                     " has no message for backend '" + backend.name() + "'");
 }
 
 boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxRouter::acquire(SandboxKey key, SandboxSpec spec) {

@@ -98,11 +98,25 @@ public:
                                                 std::function<boost::asio::awaitable<void>()> body);
 
 private:
-  void check_backend(const SandboxBackend& backend, const SandboxSpec& spec) const;
+  /// Which check of C-65/C-68 refused; the message is built only when it will be thrown.
+  enum class Refusal {
+    DeniedCapability, DeniedIdentity, BelowFloor, CapabilityNotSupported, OsFamily,
+    FilesInLimits, FilesOutLimits, Egress, IsolationScope, EgressMethod
+  };
+  /// The first check `backend` fails for `spec`, or none. Allocates nothing.
+  std::optional<Refusal> first_refusal(const SandboxBackend& backend, Isolation rung,
+                                       const SandboxSpec& spec) const;
+  [[noreturn]] void refuse(Refusal refusal, const SandboxBackend& backend, Isolation rung,
+                           const SandboxSpec& spec) const;
 
   std::vector<std::shared_ptr<SandboxBackend>> backends_;
   RouterOptions options_;
   std::shared_ptr<SandboxBackend> fixed_;
+  /// Parsed once at construction (a backend's rung is a constant of the instance, C-51), so
+  /// the check path neither calls isolation() — a std::string by value — nor re-parses it.
+  /// FIXED: the selection's rung only; PER_SPEC: one per backend, in registration order.
+  Isolation fixed_rung_ = Isolation::None;
+  std::vector<Isolation> rungs_;
 };
 
 /// C-75: delegates to dispose_scope and logs at info when something was disposed.
