@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -35,9 +37,19 @@ struct HostTreeFixture {
 };
 
 bool host_has_non_loopback_address() {
-  // Same rule as EC-2: an up interface with a non-loopback, non-link-local address.
-  const auto out = std::system("ip -o addr show up 2>/dev/null | grep -v ' lo ' | grep -v 'fe80' | grep -q inet");
-  return out == 0;
+  // Same rule as EC-2: an up, non-loopback interface with an IPv4 or non-link-local IPv6 address.
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return false;
+  bool found = false;
+  for (ifaddrs* i = list; i && !found; i = i->ifa_next) {
+    if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
+    if (i->ifa_addr->sa_family == AF_INET) found = true;
+    if (i->ifa_addr->sa_family == AF_INET6 &&
+        !IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr))
+      found = true;
+  }
+  ::freeifaddrs(list);
+  return found;
 }
 
 /// A one-shot-per-connection HTTP server on the host's loopback answering 200 to anything.
