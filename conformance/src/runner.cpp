@@ -145,7 +145,7 @@ RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, Subje
         }
       } catch (const ConformanceUsageError& e) {
         sr.status = asked ? SuiteStatus::Refused : SuiteStatus::NotRequested;
-        sr.reason = e.what();
+        sr.reason = asked ? e.what() : std::string("gate not met, so not run: ") + e.what();
       } catch (const Cancelled&) {
         throw;
       } catch (const std::exception& e) {

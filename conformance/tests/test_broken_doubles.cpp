@@ -4,8 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -16,6 +14,7 @@
 
 #include "maf/sandbox/conformance/conformance.hpp"
 #include "support/host_tree_sandbox.hpp"
+#include "support/host_addresses.hpp"
 
 using namespace maf::sandbox;
 using namespace maf::sandbox::conformance;
@@ -35,22 +34,6 @@ struct HostTreeFixture {
     subject->set_exec_timeout(std::chrono::seconds(20));
   }
 };
-
-bool host_has_non_loopback_address() {
-  // Same rule as EC-2: an up, non-loopback interface with an IPv4 or non-link-local IPv6 address.
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return false;
-  bool found = false;
-  for (ifaddrs* i = list; i && !found; i = i->ifa_next) {
-    if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
-    if (i->ifa_addr->sa_family == AF_INET) found = true;
-    if (i->ifa_addr->sa_family == AF_INET6 &&
-        !IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr))
-      found = true;
-  }
-  ::freeifaddrs(list);
-  return found;
-}
 
 /// A one-shot-per-connection HTTP server on the host's loopback answering 200 to anything.
 class Http200 {
@@ -125,7 +108,7 @@ TEST_CASE("conformance: broken double — ignoring the working directory fails E
 TEST_CASE("conformance: broken double — claiming closed egress on an open network fails EC-1, EC-2, EC-3") {
   HostTreeFixture f(test::Flaw::None, Egress::Closed);
   const auto results = run_egress_closed(*f.subject);
-  if (host_has_non_loopback_address())
+  if (test::host_has_non_loopback_address())
     CHECK(ids_with(results, Outcome::Fail) == Ids{"EC-1", "EC-2", "EC-3"});
   else
     CHECK(ids_with(results, Outcome::Fail) == Ids{"EC-1", "EC-3"});

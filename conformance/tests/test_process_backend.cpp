@@ -13,6 +13,7 @@
 
 #include "maf/sandbox/conformance/conformance.hpp"
 #include "maf/sandbox/registry.hpp"
+#include "support/host_addresses.hpp"
 #include "support/host_tree_sandbox.hpp"
 
 using namespace maf::sandbox;
@@ -56,8 +57,10 @@ TEST_CASE("conformance: the process backend is green on every suite it declares 
     REQUIRE(sr);
     CHECK(sr->status == SuiteStatus::Ran);
     CHECK(ids_with(sr->results, Outcome::Fail).empty());
-    CHECK(ids_with(sr->results, Outcome::Skip).empty());
-    CHECK(ids_with(sr->results, Outcome::Pass).size() == probes(s).size());
+    // EC-2 is skipped (with its reason) only on a host with nothing but loopback.
+    const bool ec2_skips = s == Suite::EgressClosed && !test::host_has_non_loopback_address();
+    CHECK(ids_with(sr->results, Outcome::Skip) == (ec2_skips ? Ids{"EC-2"} : Ids{}));
+    CHECK(ids_with(sr->results, Outcome::Pass).size() == probes(s).size() - (ec2_skips ? 1 : 0));
   }
   const auto* eg = find(report, Suite::Egress);
   REQUIRE(eg);
@@ -116,6 +119,6 @@ TEST_CASE("conformance: broken double — a process backend whose bwrap drops --
   std::cout << render_table(report);
   REQUIRE(report.suites.size() == 1);
   const auto failed = ids_with(report.suites[0].results, Outcome::Fail);
-  CHECK(failed == Ids{"EC-1", "EC-2", "EC-3"});
+  CHECK(failed == (test::host_has_non_loopback_address() ? Ids{"EC-1", "EC-2", "EC-3"} : Ids{"EC-1", "EC-3"}));
   CHECK(report.exit_code() == 1);
 }
