@@ -1,6 +1,7 @@
 // Disposal by label read back from the engine, and the operator's age-based reap
 // (docker.md §8). Teardown never throws except on cancellation: failures are reported.
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <ctime>
 #include <regex>
@@ -225,7 +226,7 @@ awaitable<DockerReapResult> DockerSandboxBackend::reap_detailed(std::chrono::sec
     if ((suffix == "-proxy") != is_proxy(r)) return false;
     return true;
   };
-  for (bool is_network : {false, true}) {
+  for (bool is_network : std::array{false, true}) {  // not a braced list: GCC 12 coroutine bug
     for (const auto& r : is_network ? networks : containers) {
       if (!qualify(r, is_network)) continue;
       auto created = parse_rfc3339(r.created);

@@ -48,7 +48,7 @@ bool at_or_below(const std::string& path, const std::string& base) {
 
 awaitable<std::optional<support::TarEntry>> tar_stat(DockerTransport& transport, const std::string& container,
                                                      const std::string& path) {
-  for (std::size_t limit : {kFirstPrefix, kRetryPrefix}) {
+  for (std::size_t limit : kPrefixes) {
     ArchiveGet got = co_await transport.archive_get(container, path, limit);
     if (got.status == ArchiveStatus::Absent) co_return std::nullopt;
     FirstEntry first = parse_first_entry(got.bytes, got.cut, false, path);
@@ -62,7 +62,7 @@ DockerSandbox::DockerSandbox(DockerSandboxParts parts)
     : Sandbox(Identity{"docker", parts.kind, parts.capabilities, parts.storage_base, parts.container_id}),
       p_(std::move(parts)) {}
 
-awaitable<std::optional<GuestStat>> DockerSandbox::unconfined_stat_for_testing(const std::string& absolute_path) {
+awaitable<std::optional<GuestStat>> DockerSandbox::unconfined_stat_for_testing(std::string absolute_path) {
   co_return co_await do_lstat(absolute_path);
 }
 
@@ -147,7 +147,7 @@ awaitable<void> DockerSandbox::do_write_file(const std::string& absolute_path, c
 awaitable<std::string> DockerSandbox::do_read_file(const std::string& absolute_path, std::int64_t max_bytes) {
   const std::size_t cap = static_cast<std::size_t>(
       std::min<std::int64_t>(max_bytes, std::numeric_limits<std::int64_t>::max() / 2));
-  for (std::size_t prefix : {kFirstPrefix, kRetryPrefix}) {
+  for (std::size_t prefix : kPrefixes) {
     // Never read more than the header prefix plus the cap (D-18).
     ArchiveGet got = co_await p_.transport->archive_get(p_.container, absolute_path, prefix + cap);
     if (got.status == ArchiveStatus::Absent)

@@ -46,7 +46,7 @@ public:
   const std::string& container_name() const noexcept { return p_.container; }
   /// The unconfined, no-follow tar-header stat, unfrozen: for tests that pin the engine's
   /// daemon-side resolution (DX-6's premise). Not part of the Sandbox contract.
-  boost::asio::awaitable<std::optional<GuestStat>> unconfined_stat_for_testing(const std::string& absolute_path);
+  boost::asio::awaitable<std::optional<GuestStat>> unconfined_stat_for_testing(std::string absolute_path);
 
 protected:
   boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) override;

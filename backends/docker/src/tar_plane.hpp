@@ -4,6 +4,7 @@
 // support::TarReader, so the retry policy (512-byte prefix first, 64 KiB on need) lives in
 // one place.
 
+#include <array>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -17,6 +18,9 @@ namespace maf::sandbox::docker::detail {
 /// is bounded by a 64 KiB prefix and 32 extended headers).
 inline constexpr std::size_t kFirstPrefix = 512;
 inline constexpr std::size_t kRetryPrefix = 64 * 1024;
+/// Both, in order. A named array: GCC 12 miscompiles a braced list iterated across a
+/// co_await inside a coroutine.
+inline constexpr std::array<std::size_t, 2> kPrefixes{kFirstPrefix, kRetryPrefix};
 
 /// What a prefix of the stream told.
 struct FirstEntry {

@@ -130,10 +130,13 @@ TEST_CASE("D-14: missing directories get entries stamped with the user; existing
   // The base belongs to the image user; its ancestors stay root's.
   CHECK(s.sh(*sb, "stat -c '%u:%g %a' /maf-sandbox /maf-sandbox/work").stdout_bytes ==
         "0:0 755\n1000:1000 755\n");
+  // An entry for an existing directory would rewrite its owner and mode and set its mtime
+  // to the entry's; adding a child moves the mtime to "now", never back to 2001 or 1970.
   s.sh(*sb, "mkdir -m 700 keep && touch -d '2001-02-03 04:05:06' keep");
-  const std::string before = s.sh(*sb, "stat -c '%u:%g %a %Y' keep").stdout_bytes;
+  CHECK(s.sh(*sb, "stat -c '%u:%g %a %Y' keep").stdout_bytes == "1000:1000 700 981173106\n");
   s.run([&] { return sb->write_file("keep/new/deeper/file.txt", "data"); });
-  CHECK(s.sh(*sb, "stat -c '%u:%g %a %Y' keep").stdout_bytes == before);
+  CHECK(s.sh(*sb, "stat -c '%u:%g %a' keep").stdout_bytes == "1000:1000 700\n");
+  CHECK(std::stoll(s.sh(*sb, "stat -c '%Y' keep").stdout_bytes) > 981173106);
   CHECK(s.sh(*sb, "stat -c '%u:%g %a' keep/new keep/new/deeper keep/new/deeper/file.txt").stdout_bytes ==
         "1000:1000 755\n1000:1000 755\n1000:1000 644\n");
   // The guest user can modify what it was given.
