@@ -306,9 +306,16 @@ void TarReader::apply_extended() {
       has_link_ = !value.empty();
     } else if (key == "size" || key == "uid" || key == "gid") {
       if (!parse_decimal(value, number)) malformed("bad pax " + std::string(key), at);
-      if (key == "size") overrides_.size = number, has_size_ = true;
-      else if (key == "uid") overrides_.uid = number, has_uid_ = true;
-      else overrides_.gid = number, has_gid_ = true;
+      if (key == "size") {
+        overrides_.size = number;
+        has_size_ = true;
+      } else if (key == "uid") {
+        overrides_.uid = number;
+        has_uid_ = true;
+      } else {
+        overrides_.gid = number;
+        has_gid_ = true;
+      }
     } else if (key == "mtime") {
       if (!parse_pax_time(value, overrides_.mtime)) malformed("bad pax mtime", at);
       has_mtime_ = true;
