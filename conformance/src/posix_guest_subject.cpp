@@ -86,6 +86,21 @@ const std::string& PosixGuestSubject::network_tool() {
   return *network_tool_;
 }
 
+GuestAttempt PosixGuestSubject::attempt(std::string tool, std::vector<std::string> argv,
+                                        std::chrono::milliseconds timeout, ReachedBy reached_by) {
+  GuestAttempt a{std::move(tool), false, {}};
+  try {
+    // The exec bound is longer than the tool's own, so the tool's verdict is what we read.
+    const auto r = exec(std::move(argv), "/", timeout + std::chrono::seconds(5));
+    a.reached = reached_by == ReachedBy::ExitZero ? r.exit_code == 0
+                                                  : r.stdout_bytes.find("answered") != std::string::npos;
+    a.detail = detail_of(r);
+  } catch (const TimeoutError& e) {
+    a.detail = std::string("timed out: ") + e.what();  // nothing got through within the bound
+  }
+  return a;
+}
+
 GuestAttempt PosixGuestSubject::connect_tcp(const std::string& host, std::uint16_t port,
                                             std::chrono::milliseconds timeout) {
   GuestAttempt a{network_tool(), false, {}};
@@ -102,15 +117,7 @@ GuestAttempt PosixGuestSubject::connect_tcp(const std::string& host, std::uint16
   } else {
     return a;
   }
-  try {
-    // The exec bound is longer than the tool's own, so the tool's verdict is what we read.
-    const auto r = exec(argv, "/", timeout + std::chrono::seconds(5));
-    a.reached = r.exit_code == 0;
-    a.detail = detail_of(r);
-  } catch (const TimeoutError& e) {
-    a.detail = std::string("timed out: ") + e.what();  // never connected within the bound
-  }
-  return a;
+  return attempt(std::move(a.tool), std::move(argv), timeout, ReachedBy::ExitZero);
 }
 
 GuestAttempt PosixGuestSubject::query_dns(const std::string& host, std::uint16_t port, std::string_view query,
@@ -141,14 +148,7 @@ GuestAttempt PosixGuestSubject::query_dns(const std::string& host, std::uint16_t
   } else {
     return a;
   }
-  try {
-    const auto r = exec(argv, "/", timeout + std::chrono::seconds(5));
-    a.reached = r.stdout_bytes.find("answered") != std::string::npos;
-    a.detail = detail_of(r);
-  } catch (const TimeoutError& e) {
-    a.detail = std::string("timed out: ") + e.what();
-  }
-  return a;
+  return attempt(std::move(a.tool), std::move(argv), timeout, ReachedBy::AnsweredLine);
 }
 
 }  // namespace maf::sandbox::conformance

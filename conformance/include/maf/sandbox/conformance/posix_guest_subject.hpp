@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "maf/sandbox/conformance/subject.hpp"
 
@@ -56,6 +57,10 @@ public:
   const std::string& network_tool();
 
 private:
+  enum class ReachedBy { ExitZero, AnsweredLine };
+  /// Run one guest-side network attempt; a timeout reads as "did not get through".
+  GuestAttempt attempt(std::string tool, std::vector<std::string> argv, std::chrono::milliseconds timeout,
+                       ReachedBy reached_by);
   ExecResult exec(Command command, std::string working_directory, std::chrono::milliseconds timeout);
 
   BlockingRunner& runner_;
