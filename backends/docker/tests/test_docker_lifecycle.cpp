@@ -1,4 +1,10 @@
 // Acquire, exec and the container's shape, against a real engine (docker.md §5, §6.1).
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include "engine_fixture.hpp"
@@ -199,4 +205,43 @@ TEST_CASE("D-29: every later call is pinned to the resolved context and endpoint
   auto r = s.sh(*sb, "echo pinned");
   ::unsetenv("DOCKER_HOST");
   CHECK(r.stdout_bytes == "pinned\n");
+}
+
+TEST_CASE("C-52: concurrent acquires of one identity yield one container") {
+  Scope s;
+  auto spec = spec_for(kImage, kAllCaps);
+  std::vector<std::string> ids;
+  s.run.run_void([&]() -> boost::asio::awaitable<void> {
+    auto ex = co_await boost::asio::this_coro::executor;
+    int finished = 0;
+    for (int i = 0; i < 2; ++i)
+      boost::asio::co_spawn(ex, s.backend->acquire(s.key(), spec),
+                            [&](std::exception_ptr e, std::shared_ptr<Sandbox> sb) {
+                              ++finished;
+                              if (!e) ids.push_back(sb->instance_id());
+                            });
+    auto mine = co_await s.backend->acquire(s.key(), spec);
+    ids.push_back(mine->instance_id());
+    boost::asio::steady_timer timer(ex);
+    while (finished < 2) {
+      timer.expires_after(std::chrono::milliseconds(50));
+      co_await timer.async_wait(boost::asio::use_awaitable);
+    }
+  });
+  REQUIRE(ids.size() == 3);
+  CHECK(ids[0] == ids[1]);
+  CHECK(ids[1] == ids[2]);
+}
+
+TEST_CASE("D-22: a pause this process does not hold is returned unchanged after exactly one attempt") {
+  Scope s;
+  auto sb = s.acquire(spec_for(kImage, kAllCaps));
+  const std::string name = docker::DockerSandboxBackend::container_name(s.key(), "shell");
+  docker_cli({"pause", name});
+  auto refused = s.sh(*sb, "echo never");
+  docker_cli({"unpause", name});
+  CHECK(refused.exit_code == 1);
+  CHECK(refused.stdout_bytes.empty());
+  CHECK(refused.stderr_text().find("is paused") != std::string::npos);
+  CHECK(s.sh(*sb, "echo after").stdout_bytes == "after\n");
 }

@@ -45,7 +45,7 @@ struct DockerReapResult {
   std::vector<DisposalFailure> failures;
 };
 
-class DockerSandboxBackend : public SandboxBackend, public std::enable_shared_from_this<DockerSandboxBackend> {
+class DockerSandboxBackend : public SandboxBackend {
 public:
   /// The plain constructor: no engine call, no os_families (docker.md §10). `transport`
   /// defaults to the docker CLI (cli_transport.hpp).
