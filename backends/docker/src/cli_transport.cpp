@@ -315,7 +315,15 @@ private:
     o.env = env_;
     o.timeout = config_.command_timeout();
     o.max_stdout = 1 << 20;
-    SubprocessResult r = co_await spawn(std::move(o));
+    SubprocessResult r;
+    try {
+      r = co_await spawn(std::move(o));
+    } catch (const support::SubprocessTimeout&) {
+      // The backend's own bound, not a caller's timeout (C-40): the binding stays unbound.
+      throw OSError("backend 'docker': `" + config_.docker_path +
+                    " context inspect` did not answer within command_timeout_seconds=" +
+                    std::to_string(config_.command_timeout_seconds));
+    }
     std::string name, host;
     try {
       auto j = nlohmann::json::parse(trim(r.stdout_bytes));
