@@ -1,0 +1,85 @@
+#pragma once
+/// @file wslc/backend.hpp
+/// WslcSandboxBackend: Linux containers inside WSL's session VM, driven through the `wslc`
+/// CLI (WSL 2.9.4 and later) as a subprocess (wslc.md §2).
+///
+/// Declarations (W-1…W-6): isolation `container`; capabilities exactly {EXEC, FILES_IN};
+/// os_families {POSIX}; egress_modes {CLOSED}; isolation_scopes {CONVERSATION, CALL}; limits
+/// undeclared (the core defaults: 8 MiB per file). Cleanup is disposal only — no `stop`.
+/// Names and labels come from support/labels.hpp, so acquire and every disposal agree.
+
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/awaitable.hpp>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "maf/sandbox/backend.hpp"
+#include "maf/sandbox/wslc/commands.hpp"
+#include "maf/sandbox/wslc/config.hpp"
+#include "maf/sandbox/wslc/container_list.hpp"
+#include "maf/sandbox/wslc/runner.hpp"
+
+namespace maf::sandbox::wslc {
+
+inline constexpr const char* kBackendName = "wslc";
+inline constexpr const char* kContainerPrefix = "maf-sandbox-wslc-";
+
+namespace detail {
+class KeyLock;
+}
+
+class WslcSandboxBackend : public SandboxBackend {
+public:
+  /// No wslc call here (plugin.hpp's rule); the version is checked on the first acquire.
+  explicit WslcSandboxBackend(WslcConfig config, std::shared_ptr<WslcRunner> runner = nullptr);
+  ~WslcSandboxBackend() override;
+
+  std::string name() const override { return kBackendName; }
+  std::string isolation() const override { return "container"; }
+  const BackendDeclarations& declarations() const override { return declarations_; }
+
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) override;
+  boost::asio::awaitable<std::optional<DisposalFailure>> dispose(SandboxKey key, std::optional<std::string> kind,
+                                                                 std::optional<std::string> instance_id) override;
+  boost::asio::awaitable<ScopePurge> dispose_scope(std::string scope, std::string thread_id) override;
+
+  const WslcConfig& config() const noexcept { return config_; }
+  /// W-10: the container name for (key, kind, work base); derived, never stored.
+  static std::string container_name(const SandboxKey& key, const std::string& kind, const std::string& work_base);
+
+private:
+  struct Removal {
+    bool removed = false;
+    std::optional<DisposalFailure> failure;
+  };
+  boost::asio::awaitable<void> check_version();
+  boost::asio::awaitable<WslcOutcome> lifecycle(std::vector<std::string> args, std::optional<std::string> stdin_bytes = {});
+  boost::asio::awaitable<std::vector<ListedContainer>> list(const ListSelector& selector);
+  boost::asio::awaitable<void> create(const std::string& name, const SandboxKey& key, const SandboxSpec& spec,
+                                      const std::string& image);
+  boost::asio::awaitable<bool> start(const std::string& name);
+  boost::asio::awaitable<void> ensure_base(const std::string& name, const std::string& kind, const std::string& base);
+  boost::asio::awaitable<Removal> remove(const std::string& name);
+  boost::asio::awaitable<std::vector<DisposalFailure>> remove_all(const std::vector<std::string>& names, int* removed);
+  std::shared_ptr<detail::KeyLock> lock_for(const std::string& name);
+  void remember(const SandboxKey& key, const std::string& name);
+  std::set<std::string> remembered(const SandboxKey& key, const std::optional<std::string>& scope_thread_only);
+  void forget(const std::string& name);
+
+  WslcConfig config_;
+  std::shared_ptr<WslcRunner> runner_;
+  BackendDeclarations declarations_;
+  bool version_checked_ = false;
+
+  std::mutex state_mutex_;
+  std::map<std::string, std::shared_ptr<detail::KeyLock>> locks_;    ///< per container name (W-13)
+  std::map<std::string, std::pair<SandboxKey, std::set<std::string>>> registry_;  ///< W-19 fallback
+};
+
+}  // namespace maf::sandbox::wslc

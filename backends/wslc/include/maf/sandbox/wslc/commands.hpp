@@ -1,0 +1,44 @@
+#pragma once
+/// @file wslc/commands.hpp
+/// The argv of every wslc verb the backend sends (wslc.md C-10…C-22), without the program
+/// itself. One builder per row, so golden-argv tests (T-9) pin exactly what reaches wslc.
+/// Options always precede the first positional (C-5): after it, wslc forwards every token.
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace maf::sandbox::wslc {
+
+/// What `container list` selects: an exact-name probe (W-14) or label filters (W-35).
+struct ListSelector {
+  bool all = false;  ///< `-a`: stopped containers too
+  std::optional<std::string> name{};
+  std::vector<std::pair<std::string, std::string>> labels{};  ///< in filter order
+};
+
+std::vector<std::string> version_args();
+std::vector<std::string> list_args(const ListSelector& selector);
+/// C-10, closed egress: `--network none`, the labels, the image, `sleep infinity`.
+std::vector<std::string> run_args(const std::string& name, const std::vector<std::pair<std::string, std::string>>& labels,
+                                  const std::string& image);
+std::vector<std::string> start_args(const std::string& name);
+/// C-12: `--user` only when given; `-w` always.
+std::vector<std::string> exec_args(const std::string& name, const std::string& working_directory,
+                                   const std::vector<std::string>& argv, std::optional<std::string> user = std::nullopt);
+/// C-13: the tar arrives on stdin and extracts at `/`.
+std::vector<std::string> copy_in_args(const std::string& name);
+/// C-14: the one regular file's bytes land in a local file named `-` in wslc's cwd.
+std::vector<std::string> copy_out_args(const std::string& name, const std::string& guest_path);
+std::vector<std::string> remove_args(const std::string& name);
+std::vector<std::string> network_remove_args(const std::string& name);
+
+/// `wslc 2.9.4.0` (CRLF or LF, C-22) -> {2,9,4,0}; absent when the line is not that shape.
+std::optional<std::array<int, 4>> parse_wslc_version(std::string_view text);
+/// C-2: the floor, 2.9.4.0.
+inline constexpr std::array<int, 4> kMinimumWslcVersion{2, 9, 4, 0};
+
+}  // namespace maf::sandbox::wslc

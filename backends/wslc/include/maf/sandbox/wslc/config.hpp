@@ -1,0 +1,31 @@
+#pragma once
+/// @file wslc/config.hpp
+/// WslcConfig (wslc.md W-8): an immutable value read from the plugin's JSON configuration.
+/// Unknown keys, wrong types and unsupported values are refused by name.
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace maf::sandbox::wslc {
+
+struct WslcConfig {
+  /// The wslc executable: a bare name is searched on PATH (the Linux shim in tests).
+  std::string wslc_path = "wslc";
+  /// Bounds every verb except `exec`, which takes the caller's timeout (W-8).
+  double command_timeout_seconds = 60.0;
+  /// Used when a spec names neither `image` nor `image_id`; absent = such a spec is refused.
+  std::optional<std::string> image;
+  /// The egress proxy image (W-4, W-31). This port serves CLOSED egress only, so a
+  /// non-empty value is refused at parse time rather than declaring ALLOWLIST it cannot keep.
+  std::optional<std::string> egress_proxy_image;
+
+  std::chrono::milliseconds command_timeout() const;
+};
+
+/// `null` reads as `{}`; throws ValueError naming the offending key.
+WslcConfig parse_wslc_config(const nlohmann::json& json);
+
+}  // namespace maf::sandbox::wslc

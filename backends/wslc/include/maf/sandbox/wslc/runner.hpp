@@ -1,0 +1,52 @@
+#pragma once
+/// @file wslc/runner.hpp
+/// The one subprocess seam (wslc.md W-40): argv, optional stdin bytes, deadline, caps,
+/// optional cwd -> exit status and raw bytes. A deadline kills and reaps the child before
+/// `support::SubprocessTimeout` leaves; a spawn failure is WslcBackendUnavailable naming
+/// `wslc_path`. Tests substitute a runner (T-14: one that always throws).
+
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace maf::sandbox::wslc {
+
+struct WslcCall {
+  std::vector<std::string> args;  ///< without the program (commands.hpp)
+  std::optional<std::string> stdin_bytes;
+  std::optional<std::chrono::milliseconds> timeout;
+  std::size_t max_stdout = std::size_t{1} << 20;
+  std::size_t max_stderr = std::size_t{1} << 20;
+  std::string cwd;  ///< empty = the host's
+};
+
+struct WslcOutcome {
+  int exit_code = 0;
+  std::string stdout_bytes;
+  std::string stderr_bytes;
+  bool stdout_overflowed = false;
+  bool stderr_overflowed = false;
+  bool ok() const noexcept { return exit_code == 0 && !stdout_overflowed && !stderr_overflowed; }
+};
+
+class WslcRunner {
+public:
+  virtual ~WslcRunner();
+  virtual boost::asio::awaitable<WslcOutcome> run(WslcCall call) = 0;
+};
+
+/// A lifecycle call (every verb but a workload's exec): `call.timeout` is the backend's
+/// own ceiling (command_timeout_seconds), so its expiry is an OSError naming `verb`, never
+/// the TimeoutError that means "the caller's timeout expired" (C-40).
+boost::asio::awaitable<WslcOutcome> run_lifecycle(WslcRunner& runner, WslcCall call, const std::string& verb);
+
+/// Spawns `wslc_path` through support/subprocess.hpp.
+std::shared_ptr<WslcRunner> make_process_runner(std::string wslc_path);
+
+}  // namespace maf::sandbox::wslc

@@ -1,0 +1,57 @@
+// WslcConfig parsing: every key known by name, every value checked before any wslc call.
+#include "maf/sandbox/wslc/config.hpp"
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/plugin.hpp"
+
+namespace maf::sandbox::wslc {
+namespace {
+
+[[noreturn]] void refuse(const std::string& key, const std::string& why) {
+  throw ValueError("backend 'wslc': configuration key '" + key + "' " + why);
+}
+
+std::string get_string(const nlohmann::json& j, const char* key) {
+  if (!j.is_string()) refuse(key, "must be a string, got " + std::string(j.type_name()));
+  return j.get<std::string>();
+}
+
+}  // namespace
+
+std::chrono::milliseconds WslcConfig::command_timeout() const {
+  return std::chrono::milliseconds(static_cast<long long>(std::ceil(command_timeout_seconds * 1000.0)));
+}
+
+WslcConfig parse_wslc_config(const nlohmann::json& json) {
+  require_known_keys(json, {"wslc_path", "command_timeout_seconds", "image", "egress_proxy_image"}, "wslc");
+  WslcConfig c;
+  if (json.is_null()) return c;
+  if (auto it = json.find("wslc_path"); it != json.end()) {
+    c.wslc_path = get_string(*it, "wslc_path");
+    if (c.wslc_path.empty()) refuse("wslc_path", "must not be empty");
+  }
+  if (auto it = json.find("command_timeout_seconds"); it != json.end()) {
+    if (!it->is_number() || !(it->get<double>() > 0) || !std::isfinite(it->get<double>()))
+      refuse("command_timeout_seconds", "must be a positive finite number of seconds, got " + it->dump());
+    c.command_timeout_seconds = it->get<double>();
+  }
+  if (auto it = json.find("image"); it != json.end() && !it->is_null()) {
+    c.image = get_string(*it, "image");
+    if (c.image->empty()) refuse("image", "must not be empty (omit it to require an image in every spec)");
+  }
+  if (auto it = json.find("egress_proxy_image"); it != json.end() && !it->is_null()) {
+    // "" is unset, as upstream reads it; a real image would promise ALLOWLIST, which this
+    // port does not implement yet (W-31…W-34), so it refuses instead of running closed.
+    if (std::string image = get_string(*it, "egress_proxy_image"); !image.empty())
+      refuse("egress_proxy_image", "names '" + image +
+                                       "', but this port serves CLOSED egress only; the allowlist proxy "
+                                       "(wslc.md W-31…W-34) is not implemented yet");
+  }
+  return c;
+}
+
+}  // namespace maf::sandbox::wslc

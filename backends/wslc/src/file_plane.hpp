@@ -1,0 +1,28 @@
+#pragma once
+// The engine stat (wslc.md W-21, W-22) and the one-entry tar upload (W-24), shared by the
+// sandbox's hooks and acquire's work-base walk (W-18).
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "maf/sandbox/sandbox.hpp"
+#include "maf/sandbox/wslc/runner.hpp"
+
+namespace maf::sandbox::wslc::detail {
+
+struct FilePlane {
+  WslcRunner* runner;
+  std::string container;
+  std::string kind;
+  std::chrono::milliseconds command_timeout;
+};
+
+/// No-follow stat of an absolute guest path: absent when missing; kind File / Directory /
+/// Symlink / Other (size unknown). A directory costs a full subtree download (C-14).
+boost::asio::awaitable<std::optional<GuestStat>> engine_stat(const FilePlane& plane, const std::string& path);
+
+/// Extract `tar` at `/` of the container (`container cp - N:/`); raises naming `path`.
+boost::asio::awaitable<void> upload_tar(const FilePlane& plane, std::string tar, const std::string& path);
+
+}  // namespace maf::sandbox::wslc::detail

@@ -1,0 +1,57 @@
+// The subprocess seam (wslc.md W-40) over support/subprocess.hpp.
+#include "maf/sandbox/wslc/runner.hpp"
+
+#include "maf/sandbox/support/subprocess.hpp"
+#include "maf/sandbox/wslc/errors.hpp"
+
+namespace maf::sandbox::wslc {
+
+WslcRunner::~WslcRunner() = default;
+
+namespace {
+
+class ProcessRunner final : public WslcRunner {
+public:
+  explicit ProcessRunner(std::string path) : path_(std::move(path)) {}
+
+  boost::asio::awaitable<WslcOutcome> run(WslcCall call) override {
+    support::SubprocessOptions o;
+    o.argv.push_back(path_);
+    o.argv.insert(o.argv.end(), std::make_move_iterator(call.args.begin()), std::make_move_iterator(call.args.end()));
+    o.stdin_bytes = std::move(call.stdin_bytes);
+    o.timeout = call.timeout;
+    o.max_stdout = call.max_stdout;
+    o.max_stderr = call.max_stderr;
+    o.cwd = std::move(call.cwd);
+    support::SubprocessResult r;
+    try {
+      r = co_await support::run_subprocess(std::move(o));
+    } catch (const support::SubprocessSpawnError& e) {
+      throw WslcBackendUnavailable("backend 'wslc': cannot run wslc_path '" + path_ + "': " + e.what());
+    }
+    // After a capped read the child was killed: its status means nothing, the flags say why.
+    co_return WslcOutcome{r.exit_code, std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.stdout_overflowed,
+                          r.stderr_overflowed};
+  }
+
+private:
+  std::string path_;
+};
+
+}  // namespace
+
+boost::asio::awaitable<WslcOutcome> run_lifecycle(WslcRunner& runner, WslcCall call, const std::string& verb) {
+  const auto bound = call.timeout;
+  try {
+    co_return co_await runner.run(std::move(call));
+  } catch (const support::SubprocessTimeout&) {
+    throw OSError("backend 'wslc': wslc " + verb + " did not answer within command_timeout_seconds (" +
+                  std::to_string(bound ? bound->count() : 0) + " ms); it was killed");
+  }
+}
+
+std::shared_ptr<WslcRunner> make_process_runner(std::string wslc_path) {
+  return std::make_shared<ProcessRunner>(std::move(wslc_path));
+}
+
+}  // namespace maf::sandbox::wslc
