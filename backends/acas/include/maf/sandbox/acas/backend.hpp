@@ -1,0 +1,92 @@
+#pragma once
+/// @file acas/backend.hpp
+/// The ACAS backend (acas.md §5): Azure Container Apps Sandboxes over the data-plane REST
+/// API, with libcurl and no Azure SDK. Tested against maf-sandbox-acas-emulator; see
+/// docs/backends/acas.md for what is proven where.
+///
+/// Where acas.md and seed 002 (maf-sandbox-acas 0.25.0) disagree, the seed wins (acas.md
+/// §0.1 says so too); the places where that matters are marked "[seed]" in the sources.
+
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "maf/sandbox/acas/errors.hpp"
+#include "maf/sandbox/backend.hpp"
+
+namespace maf::sandbox::acas {
+
+/// Every setting, with acas.md's defaults. Parsed from the plugin's JSON by
+/// `parse_acas_config`, which refuses unknown keys by name.
+struct AcasConfig {
+  /// `https://management.<region>.azuredevcompute.io`. `http://` only for a loopback
+  /// host and only with `allow_insecure_loopback` (the emulator, E-2).
+  std::string endpoint;
+  std::string subscription_id;
+  std::string resource_group;
+  std::string sandbox_group;
+  /// Qualifies imported `repository:tag` images; empty = unchanged.
+  std::string registry;
+  std::string api_version = "2026-02-01-preview";  ///< R-3, pinned by the client
+  bool allow_insecure_loopback = false;
+
+  /// Token sources (§1.1), first configured wins, a configured source that fails is an
+  /// error (never a fall-through): `token`, then `token_command` (argv; prints the token or
+  /// az-CLI JSON), then the environment variable `token_env` (default ACAS_ACCESS_TOKEN).
+  std::string token;
+  std::vector<std::string> token_command;
+  std::string token_env = "ACAS_ACCESS_TOKEN";
+  std::string scope = "https://dynamicsessions.io/.default";  ///< R-4, passed to commands as $ACAS_TOKEN_SCOPE
+
+  int auto_suspend_seconds = 60;
+  int auto_delete_seconds = 600;
+  double read_timeout_seconds = 120;
+  std::int64_t exec_output_limit_bytes = 1 << 20;
+  double request_timeout_seconds = 30;   ///< one HTTP request outside exec
+  double create_timeout_seconds = 300;   ///< R-71 create poll cap
+  double delete_timeout_seconds = 300;   ///< R-71 delete poll cap
+  double poll_interval_seconds = 3;      ///< R-71; tests use tens of milliseconds
+  double retry_after_cap_seconds = 30;   ///< T-4 cap on a server-requested wait
+  int http_workers = 8;                  ///< curl worker threads (http_client.hpp)
+  int max_clients_per_loop = 32;         ///< A-61 (validated; see docs for the gap)
+  double client_wait_seconds = 30;       ///< A-61
+  double client_close_seconds = 30;      ///< A-62: bound of close()
+};
+
+/// Throws ValueError naming the key for unknown keys, wrong types or out-of-range values.
+AcasConfig parse_acas_config(const nlohmann::json& json);
+
+class AcasSandboxBackend : public SandboxBackend, public std::enable_shared_from_this<AcasSandboxBackend> {
+public:
+  explicit AcasSandboxBackend(AcasConfig config);
+  ~AcasSandboxBackend() override;
+
+  std::string name() const override { return "acas"; }
+  std::string isolation() const override { return "microvm"; }
+  const BackendDeclarations& declarations() const override;
+
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) override;
+  boost::asio::awaitable<std::optional<DisposalFailure>> dispose(SandboxKey key, std::optional<std::string> kind,
+                                                                 std::optional<std::string> instance_id) override;
+  boost::asio::awaitable<ScopePurge> dispose_scope(std::string scope, std::string thread_id) override;
+
+  /// refuses new work for good (AcasCredentialError "closing or closed"), waits up to
+  /// `client_close_seconds` for admitted operations, then stops the HTTP workers. Never
+  /// deletes sandboxes. Throws AcasClientCloseError if operations were still running.
+  boost::asio::awaitable<void> close();
+
+  struct State;
+
+private:
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace maf::sandbox::acas

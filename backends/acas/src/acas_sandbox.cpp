@@ -1,0 +1,248 @@
+// One ACAS sandbox; see acas_sandbox.hpp.
+#include "acas_sandbox.hpp"
+
+#include <array>
+#include <tuple>
+
+#include <spdlog/spdlog.h>
+
+#include "guest_scripts.hpp"
+#include "maf/sandbox/logging.hpp"
+#include "maf/sandbox/paths.hpp"
+
+namespace maf::sandbox::acas::detail {
+namespace {
+
+std::chrono::milliseconds ms_of(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+}
+
+std::string files_path(const std::string& id, const char* sub = "") {
+  return "/sandboxes/" + id + "/files" + sub;
+}
+
+// a guest refusal's last stderr line, C locale, mapped onto the core's types.
+[[noreturn]] void raise_guest_refusal(const std::string& path, const std::string& err) {
+  std::string last = err;
+  while (!last.empty() && last.back() == '\n') last.pop_back();
+  if (auto nl = last.rfind('\n'); nl != std::string::npos) last = last.substr(nl + 1);
+  const std::string msg = "acas: write_file '" + path + "' refused by the guest: " + last;
+  if (last.find("Permission denied") != std::string::npos) throw PermissionError(msg);
+  if (last.find("Is a directory") != std::string::npos) throw IsADirectoryError(msg);
+  if (last.find("Not a directory") != std::string::npos || last.find("File exists") != std::string::npos)
+    throw NotADirectoryError(msg);
+  if (last.find("No such file or directory") != std::string::npos) throw FileNotFoundError(msg);
+  throw OSError(msg);
+}
+
+}  // namespace
+
+AcasSandbox::AcasSandbox(std::shared_ptr<AcasSandboxBackend::State> state, std::shared_ptr<Record> record,
+                         CapabilitySet capabilities, std::string storage_base)
+    : Sandbox(Identity{"acas", record->kind, capabilities, std::move(storage_base), record->id}),
+      state_(std::move(state)),
+      record_(std::move(record)) {}
+
+Clock::time_point AcasSandbox::read_deadline() const { return Clock::now() + ms_of(state_->config.read_timeout_seconds); }
+
+boost::asio::awaitable<ExecAnswer> AcasSandbox::control_exec(AcasSandboxBackend::State& state, const std::string& id,
+                                                            std::string command, std::string working_directory,
+                                                            Clock::time_point deadline, std::size_t budget) {
+  nlohmann::json body = nlohmann::json::object();
+  body["command"] = std::move(command);
+  body["workingDirectory"] = std::move(working_directory);
+  ServiceCall c{"POST", "/sandboxes/" + id + "/executeShellCommand", {}, body.dump(), "application/json",
+                RetryClass::Exec, deadline, budget, "exec", true};
+  auto r = co_await state.service.call(std::move(c));
+  if (r.overflowed)
+    throw SandboxOutputError("acas: exec answer exceeded the control budget of " + std::to_string(budget) + " bytes");
+  Service::expect(r, {200}, "exec");
+  // only identity encoding; a compressed body is never guessed at.
+  if (!r.content_encoding.empty() && r.content_encoding != "identity")
+    throw AcasResponseInvalid("acas: invalid execution response (Content-Encoding " + r.content_encoding + ")");
+  co_return parse_exec_answer(r.body);
+}
+
+boost::asio::awaitable<ExecResult> AcasSandbox::captured_exec(AcasSandboxBackend::State& state, const std::string& id,
+                                                              const std::string& shell_line,
+                                                              const std::string& working_directory,
+                                                              Clock::time_point deadline) {
+  const std::int64_t limit = state.config.exec_output_limit_bytes;
+  const std::string token = "maf-exec-" + random_hex32();
+  auto launch = co_await control_exec(state, id, capture_launch_script(token, shell_line, limit), working_directory,
+                                      deadline, 64 * 1024);
+  if (launch.exit_code != 0 || !launch.stderr_text.empty())
+    throw SandboxOutputError("acas: exec capture failed to launch (status " + std::to_string(launch.exit_code) +
+                             (launch.exit_code == 127 ? ", a capture tool is missing" : "") + "): " +
+                             launch.stderr_text.substr(0, 200));
+  // One byte over the limit is what the readers keep to make "over" visible.
+  CaptureManifest manifest = parse_capture_manifest(launch.stdout_text, token, limit + 1);
+  if (manifest.stdout_size > limit || manifest.stderr_size > limit)
+    throw SandboxOutputError("acas: exec output exceeds exec_output_limit_bytes=" + std::to_string(limit));
+  ExecResult result;
+  result.exit_code = manifest.exit_code;
+  // Not a braced list iterated across co_await (GCC 12 miscompiles that).
+  const std::array<std::tuple<char, std::int64_t, std::string*>, 2> streams{
+      std::tuple{'o', manifest.stdout_size, &result.stdout_bytes},
+      std::tuple{'e', manifest.stderr_size, &result.stderr_bytes}};
+  for (const auto& [stream, size, target] : streams) {
+    for (std::int64_t i = 0; i * kChunkBytes < size; ++i) {
+      auto chunk = co_await control_exec(state, id, capture_chunk_script(token, stream, i), "/", deadline,
+                                         4 * static_cast<std::size_t>(kChunkBytes));
+      const std::string& out = chunk.stdout_text;
+      const std::string framing = token + "\n";
+      if (chunk.exit_code != 0 || !chunk.stderr_text.empty() || out.size() > 2 * static_cast<std::size_t>(kChunkBytes) ||
+          out.rfind(framing, 0) != 0 || out.size() < 2 * framing.size() ||
+          out.compare(out.size() - framing.size(), framing.size(), framing) != 0)
+        throw SandboxOutputError("acas: exec capture chunk " + std::to_string(i) + " was refused");
+      std::string decoded = base64_decode(out.substr(framing.size(), out.size() - 2 * framing.size()));
+      const std::int64_t expected = std::min(kChunkBytes, size - i * kChunkBytes);
+      if (static_cast<std::int64_t>(decoded.size()) != expected)
+        throw SandboxOutputError("acas: exec capture chunk " + std::to_string(i) + " has the wrong length");
+      target->append(decoded);
+    }
+  }
+  auto cleanup = co_await control_exec(state, id, capture_cleanup_script(token), "/", deadline, 4096);
+  if (cleanup.exit_code != 0)
+    logger()->warn("acas: exec scratch {} in sandbox {} was not removed: {}", "/tmp/" + token, id, cleanup.stderr_text);
+  co_return result;
+}
+
+boost::asio::awaitable<ExecResult> AcasSandbox::do_exec(const ExecRequest& request) {
+  Admission admitted(state_);
+  std::exception_ptr failure;
+  try {
+    co_return co_await captured_exec(*state_, record_->id, request.shell_line, request.working_directory,
+                                     request.deadline);
+  } catch (const AcasThrottledPastDeadline& e) {
+    // A-26's one exception: the throttled request was answered and nothing ran.
+    throw TimeoutError(std::string("acas: exec timed out: ") + e.what());
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  // anything else may have left the guest mid-command; the sandbox is not reused.
+  co_await state_->invalidate(record_, "exec failed");
+  std::rethrow_exception(failure);
+}
+
+boost::asio::awaitable<std::optional<GuestStat>> AcasSandbox::do_lstat(const std::string& absolute_path) {
+  Admission admitted(state_);
+  ServiceCall c{"GET", files_path(record_->id, "/stat"), one_query("path", absolute_path), std::nullopt, "application/json",
+                RetryClass::Read, read_deadline(), 1 << 20, "files.stat"};
+  auto r = co_await state_->service.call(std::move(c));
+  if (r.status == 404) co_return std::nullopt;
+  Service::expect(r, {200}, "files.stat");
+  auto entry = parse_entry(std::string_view(r.body));
+  co_return GuestStat{entry.kind, entry.size_bytes};
+}
+
+boost::asio::awaitable<std::string> AcasSandbox::do_read_file(const std::string& absolute_path, std::int64_t max_bytes) {
+  Admission admitted(state_);
+  ServiceCall c{"GET", files_path(record_->id), one_query("path", absolute_path), std::nullopt, "application/json",
+                RetryClass::Read, read_deadline(), static_cast<std::size_t>(max_bytes) + 1, "files.get"};
+  HttpResponse r;
+  try {
+    r = co_await state_->service.call(std::move(c));
+  } catch (const TimeoutError&) {
+    // a FIFO stats as a file and never serves; the read timeout turns the hang
+    // into a refusal. The sandbox stays whole.
+    throw TimeoutError("acas: read_file '" + absolute_path + "' got no bytes within read_timeout_seconds=" +
+                       std::to_string(state_->config.read_timeout_seconds) +
+                       "; a guest can make an entry that stats as a file but never serves (e.g. a FIFO)");
+  }
+  if (r.overflowed)
+    throw SandboxTransferCapExceeded("acas: guest file '" + absolute_path + "' holds more than max_bytes=" +
+                                     std::to_string(max_bytes));
+  if (r.status == 404) throw FileNotFoundError("acas: guest file '" + absolute_path + "' does not exist");
+  Service::expect(r, {200}, "files.get");
+  co_return std::move(r.body);
+}
+
+boost::asio::awaitable<std::vector<GuestDirEntry>> AcasSandbox::do_list_dir(const std::string& absolute_path) {
+  Admission admitted(state_);
+  ServiceCall c{"GET", files_path(record_->id, "/list"), one_query("path", absolute_path), std::nullopt, "application/json",
+                RetryClass::Read, read_deadline(), std::size_t{16} << 20, "files.list"};
+  auto r = co_await state_->service.call(std::move(c));
+  if (r.status == 404) throw FileNotFoundError("acas: guest directory '" + absolute_path + "' does not exist");
+  Service::expect(r, {200}, "files.list");
+  std::vector<GuestDirEntry> out;
+  const std::string prefix = absolute_path == "/" ? "/" : absolute_path + "/";
+  for (auto& e : parse_dir_listing(r.body)) {
+    // every entry a direct child of the listed directory.
+    if (e.path.rfind(prefix, 0) != 0 || e.path.size() == prefix.size() ||
+        e.path.find('/', prefix.size()) != std::string::npos)
+      throw AcasEntryPayloadIncomplete("acas: list_dir '" + absolute_path + "' returned '" + e.path +
+                                       "', not a direct child");
+    std::string name = e.path.substr(prefix.size());
+    if (name == "." || name == "..") throw AcasEntryPayloadIncomplete("acas: list_dir returned '" + e.path + "'");
+    out.push_back(GuestDirEntry{std::move(name), GuestStat{e.kind, e.size_bytes}});
+  }
+  co_return out;
+}
+
+boost::asio::awaitable<void> AcasSandbox::do_write_file(const std::string& absolute_path, const std::string& content) {
+  Admission admitted(state_);
+  // always as the guest, over exec; never the file plane.
+  if (absolute_path.find_first_of(std::string("\0\r\n", 3)) != std::string::npos)
+    throw ValueError("acas: write_file path contains NUL, CR or LF");
+  const auto slash = absolute_path.rfind('/');
+  const std::string parent = slash == 0 ? "/" : absolute_path.substr(0, slash);
+  const std::string leaf = absolute_path.substr(slash + 1);
+  if (leaf.empty() || leaf == "." || leaf == "..") throw ValueError("acas: write_file path has no file name");
+  const std::string staged = (parent == "/" ? "" : parent) + "/.maf-" + random_hex32() + ".part";
+  const auto deadline = read_deadline();
+  std::optional<ExecAnswer> refused;
+  std::exception_ptr failure;
+  bool timed_out = false;
+  try {
+    std::vector<std::string> steps{write_begin_script(parent, absolute_path, staged)};
+    for (std::size_t off = 0; off < content.size(); off += kChunkBytes)
+      steps.push_back(write_chunk_script(staged, base64_encode(std::string_view(content).substr(off, kChunkBytes))));
+    steps.push_back(write_commit_script(absolute_path, staged));
+    for (auto& script : steps) {
+      auto answer = co_await control_exec(*state_, record_->id, std::move(script), "/", deadline, 4096);
+      if (answer.exit_code != 0) {
+        refused = std::move(answer);
+        break;
+      }
+    }
+  } catch (const TimeoutError&) {
+    timed_out = true;
+    failure = std::current_exception();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  if (refused || timed_out) {
+    // take the staged file back (own 10 s bound); the sandbox stays whole.
+    bool cleaned = false;
+    try {
+      auto r = co_await control_exec(*state_, record_->id, write_abort_script(staged), "/",
+                                     Clock::now() + std::chrono::seconds(10), 4096);
+      cleaned = r.exit_code == 0;
+    } catch (const std::exception&) {
+    }
+    if (!cleaned) {
+      co_await state_->invalidate(record_, "write_file left a staged file behind");
+      throw OSError("acas: write_file '" + absolute_path + "' could not remove its staged file " + staged);
+    }
+    if (refused) raise_guest_refusal(absolute_path, refused->stderr_text);
+    std::rethrow_exception(failure);
+  }
+  if (failure) {
+    // a command that failed in flight leaves the guest's state unknown.
+    co_await state_->invalidate(record_, "write_file failed in flight");
+    std::rethrow_exception(failure);
+  }
+}
+
+boost::asio::awaitable<void> AcasSandbox::do_remove(const std::string& absolute_path, bool recursive) {
+  Admission admitted(state_);
+  const auto deadline = read_deadline();
+  auto r = co_await control_exec(*state_, record_->id, remove_script(absolute_path, recursive), "/", deadline, 64 * 1024);
+  if (r.exit_code != 0)
+    throw OSError("acas: removing '" + absolute_path + "' failed in the guest: " + r.stderr_text.substr(0, 300));
+  if (co_await do_lstat(absolute_path))
+    throw OSError("acas: '" + absolute_path + "' is still present after removal");
+}
+
+}  // namespace maf::sandbox::acas::detail

@@ -1,0 +1,630 @@
+// AcasSandboxBackend: get-or-create, warm reuse, disposal (acas.md §5.1–§5.3, §5.7).
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <algorithm>
+#include <cctype>
+
+#include <spdlog/spdlog.h>
+
+#include "acas_sandbox.hpp"
+#include "guest_scripts.hpp"
+#include "maf/sandbox/logging.hpp"
+#include "maf/sandbox/support/labels.hpp"
+#include "response.hpp"
+#include "state.hpp"
+
+namespace maf::sandbox::acas {
+namespace {
+
+using detail::Clock;
+using detail::Record;
+using detail::RetryClass;
+using detail::ServiceCall;
+using nlohmann::json;
+
+std::chrono::milliseconds ms_of(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+}
+
+// the wire keys of the reserved labels. Values go through the shared digest mapping
+// (support/labels.hpp), so create and every selector agree byte for byte.
+constexpr const char* kReserved[] = {"scope", "thread", "agent", "kind", "call"};
+
+std::map<std::string, std::string> create_labels(const SandboxKey& key, const SandboxSpec& spec) {
+  std::map<std::string, std::string> labels;
+  for (const auto& [k, v] : spec.labels()) labels[k] = support::label_value(v);
+  labels["scope"] = support::label_value(key.scope);
+  labels["thread"] = support::label_value(key.thread_id);
+  labels["agent"] = support::label_value(key.agent_id);
+  labels["kind"] = support::label_value(spec.kind());
+  if (!key.call_id.empty()) labels["call"] = support::label_value(key.call_id);
+  return labels;
+}
+
+std::string selector(const std::vector<std::pair<std::string, std::string>>& pairs) {
+  std::string s;
+  for (const auto& [k, v] : pairs) s += (s.empty() ? "" : ",") + k + "=" + support::label_value(v);
+  return s;
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+boost::asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
+  boost::asio::steady_timer t(co_await boost::asio::this_coro::executor, d);
+  co_await t.async_wait(boost::asio::use_awaitable);
+}
+
+// Non-coroutine builders (GCC 12: no initializer_list inside a coroutine body).
+json disk_by_id(const std::string& id) {
+  json j = json::object();
+  j["id"] = id;
+  return j;
+}
+json disk_by_name(const std::string& name) {
+  json j = json::object();
+  j["name"] = name;
+  j["isPublic"] = true;
+  return j;
+}
+std::vector<std::pair<std::string, std::string>> key_pairs(const SandboxKey& key, const std::string& kind) {
+  std::vector<std::pair<std::string, std::string>> pairs{
+      {"scope", key.scope}, {"thread", key.thread_id}, {"agent", key.agent_id}, {"kind", kind}};
+  if (!key.call_id.empty()) pairs.emplace_back("call", key.call_id);
+  return pairs;
+}
+std::string scope_selector(const std::string& scope, const std::string& thread) {
+  return selector({{"scope", scope}, {"thread", thread}});
+}
+json lifecycle_body(const AcasConfig& c) {
+  return json{{"autoSuspendPolicy", {{"enabled", true}, {"interval", c.auto_suspend_seconds}, {"mode", "Memory"}}},
+              {"autoDeletePolicy", {{"enabled", true}, {"deleteIntervalInSeconds", c.auto_delete_seconds}}}};
+}
+json create_body(const json& disk, const json& lifecycle, const std::map<std::string, std::string>& labels,
+                 const SandboxSpec& spec) {
+  json rules = json::array();
+  for (const auto& entry : spec.egress_allow())
+    rules.push_back({{"pattern", egress_entry_host(entry)}, {"action", "Allow"}});
+  return json{{"sourcesRef", {{"diskImage", disk}}},
+              {"resources", {{"cpu", "1000m"}, {"memory", "2048Mi"}}},
+              {"lifecycle", lifecycle},
+              {"labels", labels},
+              // egress comes from the spec only; CLOSED is an empty allow list.
+              {"egressPolicy", {{"defaultAction", "Deny"}, {"trafficInspection", "Full"}, {"hostRules", rules}}}};
+}
+
+const BackendDeclarations kAcasDeclarations = [] {
+  BackendDeclarations d;
+  // the seed's ceiling; never RUN_CODE, SNAPSHOT, RECLAIM or EGRESS_METHODS.
+  d.capabilities = CapabilitySet{Capability::Exec,      Capability::FilesIn,     Capability::FilesOut,
+                                 Capability::FilesList, Capability::FilesDelete, Capability::HostTools};
+  const TransferLimits each{32LL << 20, 128LL << 20, 128};
+  d.limits = SandboxLimits{each, each};
+  d.egress_modes = EgressSet{Egress::Allowlist, Egress::Closed};
+  d.os_families = OsFamilySet{OsFamily::Posix};
+  d.isolation_scopes = IsolationScopeSet{IsolationScope::Conversation, IsolationScope::Call};
+  return d;
+}();
+
+}  // namespace
+
+namespace detail {
+std::string registry_key(const SandboxKey& key, const std::string& kind) {
+  return support::length_prefixed({key.scope, key.thread_id, key.agent_id, key.call_id, kind});
+}
+}  // namespace detail
+
+// ---- State ----------------------------------------------------------------------------
+
+void AcasSandboxBackend::State::admit() {
+  std::lock_guard g(m);
+  if (closing) throw AcasCredentialError("acas: the backend is closing or closed");
+  ++admitted;
+}
+
+void AcasSandboxBackend::State::leave() {
+  std::lock_guard g(m);
+  --admitted;
+}
+
+boost::asio::awaitable<std::optional<DisposalFailure>> AcasSandboxBackend::State::delete_sandbox(std::string id) {
+  const auto deadline = Clock::now() + ms_of(config.delete_timeout_seconds);
+  try {
+    auto r = co_await service.call(ServiceCall{"DELETE", "/sandboxes/" + id, {}, std::nullopt, "application/json",
+                                               RetryClass::Read, deadline, 1 << 20, "delete"});
+    // R-23 / E-14: 200 the first time, 204 while deleting or gone; the SDK's 404 is "gone" too.
+    if (r.status != 200 && r.status != 202 && r.status != 204 && r.status != 404)
+      co_return DisposalFailure{kDisposalRefused, "sandbox " + id + ": delete answered HTTP " +
+                                                      std::to_string(r.status) + ": " + detail::problem_summary(r.body)};
+    if (r.status == 404) co_return std::nullopt;
+    for (;;) {
+      auto g = co_await service.call(ServiceCall{"GET", "/sandboxes/" + id, {}, std::nullopt, "application/json",
+                                                 RetryClass::Read, deadline, 1 << 20, "get"});
+      if (g.status == 404) co_return std::nullopt;
+      if (g.status != 200)
+        co_return DisposalFailure{kDisposalRefused, "sandbox " + id + ": polling the deletion answered HTTP " +
+                                                        std::to_string(g.status)};
+      co_await sleep_for(std::min(ms_of(config.poll_interval_seconds),
+                                  std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())));
+    }
+  } catch (const TimeoutError& e) {
+    co_return DisposalFailure{kDisposalTimeout, "sandbox " + id + ": " + e.what()};
+  } catch (const AcasTransportError& e) {
+    co_return DisposalFailure{kDisposalUnreachable, "sandbox " + id + ": " + e.what()};
+  } catch (const AcasCredentialError& e) {
+    co_return DisposalFailure{kDisposalUnreachable, "sandbox " + id + ": " + e.what()};
+  } catch (const std::exception& e) {
+    co_return DisposalFailure{kDisposalUnknown, "sandbox " + id + ": " + e.what()};
+  }
+}
+
+boost::asio::awaitable<void> AcasSandboxBackend::State::invalidate(std::shared_ptr<Record> record, std::string why) {
+  {
+    std::lock_guard g(m);
+    record->invalidated = true;
+    auto it = registry.find(detail::registry_key(record->key, record->kind));
+    if (it != registry.end() && it->second == record) registry.erase(it);
+  }
+  logger()->info("acas: sandbox {} invalidated ({}); deleting it", record->id, why);
+  auto failure = co_await delete_sandbox(record->id);
+  if (failure) {
+    std::lock_guard g(m);
+    retained.push_back(detail::Retained{record->id, record->key, record->kind});
+  }
+}
+
+// ---- Backend --------------------------------------------------------------------------
+
+AcasSandboxBackend::AcasSandboxBackend(AcasConfig config) : state_(std::make_shared<State>(std::move(config))) {}
+
+AcasSandboxBackend::~AcasSandboxBackend() {
+  // The HTTP workers belong to the state, which sandboxes may outlive us holding.
+}
+
+const BackendDeclarations& AcasSandboxBackend::declarations() const { return kAcasDeclarations; }
+
+namespace {
+
+// A-1…A-3: which disk image a spec names.
+boost::asio::awaitable<json> resolve_image(AcasSandboxBackend::State& s, const SandboxSpec& spec) {
+  if (spec.image_id() && !spec.image_id()->empty()) co_return disk_by_id(*spec.image_id());
+  if (!spec.image() || spec.image()->empty())
+    throw ValueError("acas: kind '" + spec.kind() +
+                     "' names no image: give spec.image a prebuilt name without a tag (e.g. 'python-3.13') or an "
+                     "imported 'repository:tag', or spec.image_id");
+  const std::string image = *spec.image();
+  const auto deadline = Clock::now() + ms_of(s.config.request_timeout_seconds);
+  if (image.find('/') == std::string::npos && image.find(':') == std::string::npos) {
+    {
+      std::lock_guard g(s.m);
+      if (s.public_image_hits.count(image)) co_return disk_by_name(image);
+    }
+    auto items = co_await s.service.list_all("/diskimages/public", {}, deadline, "images.public");
+    std::vector<std::string> names;
+    for (const auto& item : items)
+      if (auto n = detail::public_image_name(item)) names.push_back(*n);
+    std::sort(names.begin(), names.end());
+    if (std::find(names.begin(), names.end(), image) != names.end()) {
+      std::lock_guard g(s.m);
+      s.public_image_hits[image] = true;
+      co_return disk_by_name(image);
+    }
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    // [seed] a bare name the service lacks is refused before any create, catalogue shown.
+    throw ValueError("acas: kind '" + spec.kind() + "' asks for image '" + image +
+                     "', which this sandbox group does not prebuild. " +
+                     (names.empty() ? std::string("Its prebuilt catalogue is empty.")
+                                    : "It provides: " + list + ".") +
+                     " A name without a tag names a prebuilt image; an imported image needs its tag "
+                     "('repository:tag').");
+  }
+  std::string ref = image;
+  const auto slash = image.find('/');
+  const std::string first = slash == std::string::npos ? std::string() : image.substr(0, slash);
+  const bool names_registry =
+      slash != std::string::npos && (first.find('.') != std::string::npos || first.find(':') != std::string::npos ||
+                                     first == "localhost");
+  if (!s.config.registry.empty() && !names_registry) ref = s.config.registry + "/" + image;
+  {
+    std::lock_guard g(s.m);
+    if (auto it = s.imported_ids.find(ref); it != s.imported_ids.end()) co_return disk_by_id(it->second);
+  }
+  auto items = co_await s.service.list_all("/diskimages", {}, deadline, "images.list");
+  std::vector<std::string> ids;
+  for (const auto& item : items)
+    if (auto pair = detail::imported_image(item); pair && pair->second == ref) ids.push_back(pair->first);
+  std::sort(ids.begin(), ids.end());
+  if (ids.empty())
+    throw ValueError("acas: kind '" + spec.kind() + "' asks for image '" + ref +
+                     "', which is not imported into this sandbox group; import it first (scripts/import_disk_image.py "
+                     "in the Python family, or the service's PUT diskimages)");
+  if (ids.size() > 1) {
+    std::string list;
+    for (const auto& i : ids) list += (list.empty() ? "" : ", ") + i;
+    throw ValueError("acas: image '" + ref + "' is imported more than once (" + list + "); pin one with spec.image_id");
+  }
+  std::lock_guard g(s.m);
+  s.imported_ids[ref] = ids.front();
+  co_return disk_by_id(ids.front());
+}
+
+// T-6: a create whose answer was lost or was a 5xx may still have made a sandbox. Never
+// replay it; find what carries its labels and delete it.
+boost::asio::awaitable<void> reconcile_lost_create(AcasSandboxBackend::State& s, const SandboxKey& key,
+                                                   const std::string& kind) {
+  try {
+    auto items = co_await s.service.list_all("/sandboxes", detail::one_query("labels", selector(key_pairs(key, kind))),
+                                             Clock::now() + ms_of(s.config.request_timeout_seconds), "list");
+    for (const auto& item : items) {
+      auto doc = detail::parse_sandbox_document(item);
+      {
+        std::lock_guard g(s.m);
+        bool held = false;
+        for (const auto& [k, r] : s.registry) held = held || r->id == doc.id;
+        if (held) continue;
+      }
+      if (co_await s.delete_sandbox(doc.id)) {
+        std::lock_guard g(s.m);
+        s.retained.push_back(detail::Retained{doc.id, key, kind});
+      }
+    }
+  } catch (const std::exception& e) {
+    logger()->warn("acas: could not reconcile a failed create for {}: {}", to_string(key), e.what());
+  }
+}
+
+// true when the held sandbox is Running (resumed if need be); false when it
+// is gone or unusable and must be replaced. 401/403 propagate.
+boost::asio::awaitable<bool> ensure_running(AcasSandboxBackend::State& s, Record& record) {
+  const auto deadline = Clock::now() + ms_of(s.config.create_timeout_seconds);
+  bool resumed = false;
+  for (;;) {
+    auto r = co_await s.service.call(ServiceCall{"GET", "/sandboxes/" + record.id, {}, std::nullopt,
+                                                 "application/json", RetryClass::Read, deadline, 1 << 20, "get"});
+    if (r.status == 401 || r.status == 403) detail::Service::expect(r, {200}, "get");
+    if (r.status != 200) co_return false;
+    auto doc = detail::parse_sandbox_document(std::string_view(r.body));
+    if (doc.state == "Running") co_return true;
+    if (doc.state == "Stopped" || doc.state == "Suspended" || doc.state == "Idle") {
+      if (doc.stopped_reason == "Disabled") co_return false;
+      if (!resumed) {
+        resumed = true;
+        // §2.1: always `{}`, a body-less resume may hang (CYRUS C7).
+        auto rr = co_await s.service.call(ServiceCall{"POST", "/sandboxes/" + record.id + "/resume", {}, "{}",
+                                                      "application/json", RetryClass::Idempotent, deadline, 1 << 20,
+                                                      "resume"});
+        if (rr.status == 401 || rr.status == 403) detail::Service::expect(rr, {200}, "resume");
+      }
+    } else if (doc.state != "Resuming" || Clock::now() >= deadline) {
+      co_return false;
+    }
+    co_await sleep_for(ms_of(s.config.poll_interval_seconds));
+  }
+}
+
+boost::asio::awaitable<std::shared_ptr<Record>> create_sandbox(AcasSandboxBackend::State& s, const SandboxKey& key,
+                                                               const SandboxSpec& spec, std::set<std::string> hosts) {
+  json disk = co_await resolve_image(s, spec);
+  json lifecycle = lifecycle_body(s.config);
+  json body = create_body(disk, lifecycle, create_labels(key, spec), spec);
+  const auto deadline = Clock::now() + ms_of(s.config.create_timeout_seconds);
+  detail::HttpResponse r;
+  std::exception_ptr lost;
+  try {
+    r = co_await s.service.call(ServiceCall{"PUT", "/sandboxes", {}, body.dump(), "application/json",
+                                            RetryClass::Create, deadline, 1 << 20, "create"});
+  } catch (const AcasTransportError& e) {
+    if (!e.maybe_sent()) throw;
+    lost = std::current_exception();
+  } catch (const TimeoutError&) {
+    lost = std::current_exception();
+  }
+  if (lost || r.status >= 500) {
+    co_await reconcile_lost_create(s, key, spec.kind());
+    if (lost) std::rethrow_exception(lost);
+  }
+  detail::Service::expect(r, {200, 201, 202}, "create");
+  auto doc = detail::parse_sandbox_document(std::string_view(r.body));
+  auto record = std::make_shared<Record>();
+  record->id = doc.id;
+  record->key = key;
+  record->kind = spec.kind();
+  record->mode = spec.egress();
+  record->hosts = std::move(hosts);
+  {
+    // registered before anything can fail, so dispose/dispose_scope reach it.
+    std::lock_guard g(s.m);
+    s.registry[detail::registry_key(key, spec.kind())] = record;
+  }
+  // poll to Running (404 tolerated until the deadline).
+  std::string state = doc.state;
+  while (state != "Running") {
+    if (state == "Failed" || state == "Deleting" || Clock::now() >= deadline) {
+      co_await s.invalidate(record, "create ended in state '" + state + "'");
+      throw RuntimeError("acas: sandbox " + record->id + " did not reach Running (state '" + state + "')");
+    }
+    co_await sleep_for(ms_of(s.config.poll_interval_seconds));
+    auto g = co_await s.service.call(ServiceCall{"GET", "/sandboxes/" + record->id, {}, std::nullopt,
+                                                 "application/json", RetryClass::Read, deadline, 1 << 20, "get"});
+    if (g.status == 200) state = detail::parse_sandbox_document(std::string_view(g.body)).state;
+  }
+  // the lifecycle POST; a non-auth failure is a warning, 401/403 refuse.
+  auto lc = co_await s.service.call(ServiceCall{"POST", "/sandboxes/" + record->id + "/lifecycle", {}, lifecycle.dump(),
+                                                "application/json", RetryClass::Idempotent,
+                                                Clock::now() + ms_of(s.config.request_timeout_seconds), 1 << 20,
+                                                "lifecycle"});
+  if (lc.status == 401 || lc.status == 403) {
+    co_await s.invalidate(record, "lifecycle refused");
+    detail::Service::expect(lc, {200}, "lifecycle");
+  } else if (lc.status >= 300) {
+    logger()->warn("acas: lifecycle policy for sandbox {} answered HTTP {}", record->id, lc.status);
+  }
+  co_return record;
+}
+
+// the storage base exists, through the file plane, one mkdir per missing level.
+boost::asio::awaitable<void> prepare_work_dir(AcasSandboxBackend::State& s, const Record& record,
+                                              const std::string& base) {
+  const auto deadline = Clock::now() + ms_of(s.config.read_timeout_seconds);
+  std::string prefix;
+  std::size_t pos = 1;
+  while (pos <= base.size()) {
+    auto next = base.find('/', pos);
+    prefix = base.substr(0, next);
+    auto r = co_await s.service.call(ServiceCall{"GET", "/sandboxes/" + record.id + "/files/stat",
+                                                 detail::one_query("path", prefix), std::nullopt, "application/json",
+                                                 RetryClass::Read, deadline, 1 << 20, "files.stat"});
+    if (r.status == 404) {
+      auto mk = co_await s.service.call(ServiceCall{"POST", "/sandboxes/" + record.id + "/files/mkdir", {},
+                                                    detail::json_path_body(prefix), "application/json",
+                                                    RetryClass::Idempotent, deadline, 1 << 20, "files.mkdir"});
+      detail::Service::expect(mk, {200, 201, 204}, "files.mkdir " + prefix);
+    } else {
+      detail::Service::expect(r, {200}, "files.stat " + prefix);
+      auto entry = detail::parse_entry(std::string_view(r.body));
+      if (entry.kind == EntryKind::Symlink)
+        throw ValueError("acas: the storage base component '" + prefix + "' is a symlink; refusing it");
+      if (entry.kind != EntryKind::Directory)
+        throw NotADirectoryError("acas: the storage base component '" + prefix + "' is not a directory");
+    }
+    if (next == std::string::npos) break;
+    pos = next + 1;
+  }
+}
+
+// `sh`, then `exec-capture` (the capture protocol around `printf x`).
+boost::asio::awaitable<void> run_probes(std::shared_ptr<AcasSandboxBackend::State> s, std::shared_ptr<Record> record,
+                                        const SandboxSpec& spec) {
+  const auto deadline =
+      Clock::now() + std::min(ms_of(10), ms_of(s->config.read_timeout_seconds));
+  auto refuse = [&](const std::string& probe, const std::string& why) {
+    return SandboxCapabilityNotSupported("acas: the '" + probe + "' probe failed for kind '" + spec.kind() +
+                                         "' on image '" + spec.image().value_or(spec.image_id().value_or("")) +
+                                         "': " + why);
+  };
+  std::string why;
+  try {
+    auto sh = co_await detail::AcasSandbox::control_exec(*s, record->id, "sh -c 'exit 0'", "/", deadline, 4096);
+    if (sh.exit_code != 0) why = "exit status " + std::to_string(sh.exit_code);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (!why.empty()) throw refuse("sh", why);
+  try {
+    auto r = co_await detail::AcasSandbox::captured_exec(*s, record->id, "printf x", "/", deadline);
+    if (r.exit_code != 0 || r.stdout_bytes != "x" || !r.stderr_bytes.empty()) why = "unexpected result";
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (!why.empty()) {
+    // a failed capture probe invalidates and deletes the sandbox.
+    co_await s->invalidate(record, "exec-capture probe failed");
+    throw refuse("exec-capture", why);
+  }
+  record->probes_passed = true;
+}
+
+}  // namespace
+
+boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::acquire(SandboxKey key, SandboxSpec spec) {
+  auto s = state_;
+  Admission admitted(s);
+  // method-scoped rules are refused before any request or credential.
+  if (spec.requires_capabilities().contains(Capability::EgressMethods))
+    throw SandboxCapabilityNotSupported("acas: kind '" + spec.kind() + "' needs method-scoped egress rules, which "
+                                        "this backend does not enforce");
+  if (spec.egress() == Egress::Unrestricted)
+    throw SandboxEgressNotEnforced("acas: kind '" + spec.kind() + "' asks for unrestricted egress; ACAS serves "
+                                   "allowlist and closed");
+  for (const auto& [k, v] : spec.labels()) {
+    for (const char* r : kReserved)
+      if (k == r) throw ValueError("acas: spec label '" + k + "' uses a reserved key");
+    if (!support::is_valid_label_key(k)) throw ValueError("acas: spec label key '" + k + "' is not [A-Za-z0-9._-]+");
+  }
+  s->service.validate_endpoint();
+  const auto conversation = std::pair{key.scope, key.thread_id};
+  const std::string rk = detail::registry_key(key, spec.kind());
+  std::shared_ptr<detail::KeyLock> lock;
+  {
+    std::lock_guard g(s->m);
+    // no acquire while a purge or a retained deletion covers this identity.
+    if (s->purging[conversation] > 0)
+      throw SandboxOutputError("acas: a dispose_scope for " + key.scope + "/" + key.thread_id + " is running");
+    for (const auto& r : s->retained)
+      if (r.key == key)
+        throw SandboxOutputError("acas: sandbox " + r.id + " of " + to_string(key) +
+                                 " still awaits deletion; dispose it first");
+    ++s->acquiring[conversation];
+    auto& slot = s->locks[rk];
+    if (!slot) slot = std::make_shared<detail::KeyLock>();
+    lock = slot;
+  }
+  struct Leave {
+    std::shared_ptr<State> s;
+    std::pair<std::string, std::string> c;
+    ~Leave() {
+      std::lock_guard g(s->m);
+      --s->acquiring[c];
+    }
+  } leave{s, conversation};
+  auto held = co_await detail::KeyLock::take(lock);
+
+  std::set<std::string> hosts;
+  for (const auto& entry : spec.egress_allow()) hosts.insert(lower(egress_entry_host(entry)));
+  std::shared_ptr<Record> record;
+  {
+    std::lock_guard g(s->m);
+    if (auto it = s->registry.find(rk); it != s->registry.end()) record = it->second;
+  }
+  if (record && (record->mode != spec.egress() || record->hosts != hosts))
+    throw AcasEgressPolicyConflict("acas: sandbox " + record->id + " of " + to_string(key) + " kind '" + spec.kind() +
+                                   "' holds a different egress policy; dispose the kind before changing it");
+  if (record && !co_await ensure_running(*s, *record)) {
+    logger()->info("acas: held sandbox {} is gone or unusable; replacing it", record->id);
+    std::lock_guard g(s->m);
+    if (auto it = s->registry.find(rk); it != s->registry.end() && it->second == record) s->registry.erase(it);
+    record.reset();
+  }
+  if (!record) record = co_await create_sandbox(*s, key, spec, hosts);
+
+  std::string base = spec.work_dir().value_or(kDefaultWorkDir);
+  if (base.empty() || base[0] != '/') base = std::string(kDefaultWorkDir) + "/" + base;
+  const CapabilitySet needs = spec.requires_capabilities();
+  const bool needs_dir = needs.contains(Capability::Exec) || needs.contains(Capability::FilesIn) ||
+                         needs.contains(Capability::FilesOut) || needs.contains(Capability::FilesList) ||
+                         needs.contains(Capability::FilesDelete) || needs.contains(Capability::HostTools);
+  if (needs_dir) co_await prepare_work_dir(*s, *record, base);
+  if ((needs.contains(Capability::Exec) || needs.contains(Capability::HostTools)) && !record->probes_passed)
+    co_await run_probes(s, record, spec);
+  co_return std::make_shared<detail::AcasSandbox>(s, record, kAcasDeclarations.capabilities, base);
+}
+
+boost::asio::awaitable<std::optional<DisposalFailure>> AcasSandboxBackend::dispose(SandboxKey key,
+                                                                                   std::optional<std::string> kind,
+                                                                                   std::optional<std::string> instance_id) {
+  auto s = state_;
+  std::vector<detail::Retained> targets;
+  {
+    std::lock_guard g(s->m);
+    for (auto it = s->registry.begin(); it != s->registry.end();) {
+      const auto& r = *it->second;
+      if (r.key == key && (!kind || r.kind == *kind) && (!instance_id || r.id == *instance_id)) {
+        targets.push_back({r.id, r.key, r.kind});
+        it = s->registry.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto it = s->retained.begin(); it != s->retained.end();) {
+      if (it->key == key && (!kind || it->kind == *kind) && (!instance_id || it->id == *instance_id)) {
+        targets.push_back(*it);
+        it = s->retained.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  // [seed] dispose reaches the sandboxes this process knows; label discovery is A-50's
+  // unpinned extension (acas.md §6 item 16).
+  std::vector<DisposalFailure> failures;
+  for (const auto& t : targets) {
+    if (auto f = co_await s->delete_sandbox(t.id)) {
+      failures.push_back(*f);
+      std::lock_guard g(s->m);
+      s->retained.push_back(t);
+    }
+  }
+  co_return fold(failures);
+}
+
+boost::asio::awaitable<ScopePurge> AcasSandboxBackend::dispose_scope(std::string scope, std::string thread_id) {
+  auto s = state_;
+  const auto conversation = std::pair{scope, thread_id};
+  bool acquire_active = false;
+  {
+    std::lock_guard g(s->m);
+    ++s->purging[conversation];
+    acquire_active = s->acquiring[conversation] > 0;
+  }
+  std::vector<DisposalFailure> failures;
+  std::vector<detail::Retained> targets;
+  try {
+    // from the service, by label, so another replica's sandboxes are found too.
+    auto items = co_await s->service.list_all("/sandboxes",
+                                              detail::one_query("labels", scope_selector(scope, thread_id)),
+                                              Clock::now() + ms_of(s->config.request_timeout_seconds), "list");
+    for (const auto& item : items) {
+      auto doc = detail::parse_sandbox_document(item);
+      targets.push_back({doc.id, SandboxKey{scope, thread_id, {}, {}}, {}});
+    }
+  } catch (const std::exception& e) {
+    failures.push_back(DisposalFailure{kDisposalUnlisted, std::string("listing by label failed: ") + e.what()});
+  }
+  {
+    std::lock_guard g(s->m);
+    for (auto it = s->registry.begin(); it != s->registry.end();) {
+      if (it->second->key.scope == scope && it->second->key.thread_id == thread_id) {
+        targets.push_back({it->second->id, it->second->key, it->second->kind});
+        it = s->registry.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (auto it = s->retained.begin(); it != s->retained.end();) {
+      if (it->key.scope == scope && it->key.thread_id == thread_id) {
+        targets.push_back(*it);
+        it = s->retained.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  std::set<std::string> done;
+  int disposed = 0;
+  for (const auto& t : targets) {
+    if (!done.insert(t.id).second) continue;
+    if (auto f = co_await s->delete_sandbox(t.id)) {
+      failures.push_back(*f);
+      std::lock_guard g(s->m);
+      s->retained.push_back(t);
+    } else {
+      ++disposed;
+    }
+  }
+  if (acquire_active)
+    failures.push_back(DisposalFailure{kDisposalUnknown, "an acquire for this scope/thread was in progress; retry"});
+  {
+    std::lock_guard g(s->m);
+    --s->purging[conversation];
+  }
+  co_return ScopePurge{disposed, fold(failures)};
+}
+
+boost::asio::awaitable<void> AcasSandboxBackend::close() {
+  auto s = state_;
+  {
+    std::lock_guard g(s->m);
+    s->closing = true;
+  }
+  const auto deadline = Clock::now() + ms_of(s->config.client_close_seconds);
+  for (;;) {
+    {
+      std::lock_guard g(s->m);
+      if (s->admitted == 0) break;
+    }
+    if (Clock::now() >= deadline) {
+      s->service.http().shutdown();
+      throw AcasClientCloseError("acas: close() timed out with operations still running");
+    }
+    co_await sleep_for(std::chrono::milliseconds(20));
+  }
+  s->service.http().shutdown();
+}
+
+}  // namespace maf::sandbox::acas

@@ -1,0 +1,247 @@
+// The data plane's client side; see service.hpp.
+#include "service.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <cstdlib>
+#include <ctime>
+
+#include "maf/sandbox/support/subprocess.hpp"
+#include "response.hpp"
+
+namespace maf::sandbox::acas::detail {
+namespace {
+
+std::chrono::milliseconds ms_of(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+}
+
+bool retryable(RetryClass c, int status, bool has_retry_after) {
+  switch (c) {
+    case RetryClass::Read:
+      return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
+    case RetryClass::Idempotent:
+      return (status == 429 && has_retry_after) || status == 503;
+    case RetryClass::Create:
+    case RetryClass::Exec:
+      return status == 429 && has_retry_after;
+  }
+  return false;
+}
+
+// scheme://host[:port] of an absolute URL, or "" when it is not one.
+std::string origin_of(const std::string& url) {
+  auto scheme = url.find("://");
+  if (scheme == std::string::npos) return {};
+  auto slash = url.find('/', scheme + 3);
+  return url.substr(0, slash);
+}
+
+std::string path_of(const std::string& url) {
+  auto scheme = url.find("://");
+  if (scheme == std::string::npos) return {};
+  auto slash = url.find('/', scheme + 3);
+  if (slash == std::string::npos) return "/";
+  return url.substr(slash, url.find('?', slash) - slash);
+}
+
+}  // namespace
+
+std::string url_encode(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || c == '/') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char b[4];
+      std::snprintf(b, sizeof b, "%%%02X", c);
+      out += b;
+    }
+  }
+  return out;
+}
+
+Query one_query(std::string key, std::string value) {
+  Query q;
+  q.emplace_back(std::move(key), std::move(value));
+  return q;
+}
+
+std::string json_path_body(const std::string& path) {
+  nlohmann::json j = nlohmann::json::object();
+  j["path"] = path;
+  return j.dump();
+}
+
+namespace {
+std::vector<std::string> base_headers(const std::string& bearer) {
+  return {"Authorization: Bearer " + bearer, "Accept: application/json", "User-Agent: maf-sandbox-acas/0.1",
+          "Expect:"};
+}
+}  // namespace
+
+Service::Service(const AcasConfig& config)
+    : config_(config), http_(std::make_unique<HttpClient>(static_cast<std::size_t>(config.http_workers))) {}
+
+Service::~Service() = default;
+
+void Service::validate_endpoint() const {
+  const std::string& e = config_.endpoint;
+  if (e.empty() || config_.subscription_id.empty() || config_.resource_group.empty() || config_.sandbox_group.empty())
+    throw ValueError("backend 'acas': endpoint, subscription_id, resource_group and sandbox_group must be configured");
+  if (e.rfind("https://", 0) == 0) return;
+  if (e.rfind("http://", 0) == 0 && config_.allow_insecure_loopback) {
+    std::string host = origin_of(e).substr(7);
+    host = host.substr(0, host.rfind(':'));
+    if (host == "127.0.0.1" || host == "localhost" || host == "[::1]") return;
+  }
+  throw ValueError("backend 'acas': endpoint '" + e +
+                   "' must be https:// (http:// only for a loopback host with allow_insecure_loopback)");
+}
+
+std::string Service::url(const std::string& path, const std::vector<std::pair<std::string, std::string>>& query) const {
+  std::string base = config_.endpoint;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  // no /providers/Microsoft.App segment.
+  std::string u = base + "/subscriptions/" + url_encode(config_.subscription_id) + "/resourceGroups/" +
+                  url_encode(config_.resource_group) + "/sandboxGroups/" + url_encode(config_.sandbox_group) + path +
+                  "?api-version=" + url_encode(config_.api_version);
+  for (const auto& [k, v] : query) u += "&" + url_encode(k) + "=" + url_encode(v);
+  return u;
+}
+
+boost::asio::awaitable<std::string> Service::token() {
+  auto now = Clock::now();
+  // §1.1: refresh when fewer than five minutes remain.
+  if (!cached_token_.empty() && now + std::chrono::minutes(5) < token_expires_) co_return cached_token_;
+  if (!config_.token.empty()) {
+    cached_token_ = config_.token;
+    token_expires_ = Clock::time_point::max();
+    co_return cached_token_;
+  }
+  if (!config_.token_command.empty()) {
+    support::SubprocessOptions o;
+    o.argv = config_.token_command;
+    o.env["ACAS_TOKEN_SCOPE"] = config_.scope;
+    o.timeout = std::chrono::seconds(10);
+    o.max_stdout = 1 << 20;
+    support::SubprocessResult r;
+    try {
+      r = co_await support::run_subprocess(std::move(o));
+    } catch (const std::exception&) {
+      // Provider output may contain a token: never quoted (§1.1).
+      throw AcasCredentialError("acas: the token command '" + config_.token_command[0] + "' could not be run");
+    }
+    if (r.exit_code != 0)
+      throw AcasCredentialError("acas: the token command '" + config_.token_command[0] + "' exited with status " +
+                                std::to_string(r.exit_code));
+    TokenAnswer answer;
+    try {
+      answer = parse_token_output(r.stdout_bytes);
+    } catch (const AcasResponseInvalid&) {
+      throw AcasCredentialError("acas: the token command '" + config_.token_command[0] + "' printed no usable token");
+    }
+    cached_token_ = answer.token;
+    token_expires_ = Clock::time_point::max();
+    if (answer.expires_on) {
+      auto left = std::chrono::seconds(*answer.expires_on - static_cast<std::int64_t>(std::time(nullptr)));
+      token_expires_ = now + left;
+    }
+    co_return cached_token_;
+  }
+  if (const char* env = std::getenv(config_.token_env.c_str()); env && *env) {
+    cached_token_ = env;
+    token_expires_ = Clock::now() + std::chrono::hours(1);
+    co_return cached_token_;
+  }
+  // [TODO] managed identity (IMDS / IDENTITY_ENDPOINT, §1.1 #4–#5) and service-principal
+  // secrets (#2–#3); see docs/backends/acas.md.
+  throw AcasCredentialError("acas: no credential configured (token, token_command, or $" + config_.token_env + ")");
+}
+
+boost::asio::awaitable<HttpResponse> Service::call(ServiceCall c) {
+  std::string u = url(c.path, c.query);
+  co_return co_await send_url(std::move(u), std::move(c));
+}
+
+boost::asio::awaitable<HttpResponse> Service::send_url(std::string u, ServiceCall c) {
+  auto executor = co_await boost::asio::this_coro::executor;
+  std::string bearer = co_await token();
+  const auto cap = ms_of(config_.retry_after_cap_seconds);
+  std::chrono::milliseconds backoff{200};
+  for (int attempt = 1;; ++attempt) {
+    auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(c.deadline - Clock::now());
+    if (remaining.count() <= 0) throw TimeoutError("acas: " + c.what + " timed out (deadline reached)");
+    HttpRequest r;
+    r.method = c.method;
+    r.url = u;
+    r.headers = base_headers(bearer);
+    if (c.body) r.headers.push_back("Content-Type: " + c.content_type);
+    if (c.exec_headers) r.headers.push_back("Accept-Encoding: identity");
+    r.body = c.body;
+    r.timeout = remaining;
+    r.max_body = c.max_body;
+    HttpOutcome o = co_await http_->perform(std::move(r));
+    std::optional<std::chrono::milliseconds> wait;
+    bool throttled = false;
+    if (o.failure != HttpFailure::None) {
+      if (o.failure == HttpFailure::TimedOut) throw TimeoutError("acas: " + c.what + " timed out (deadline reached)");
+      bool may_retry = c.retry == RetryClass::Read || (!o.maybe_sent && c.retry != RetryClass::Exec);
+      if (!may_retry || attempt >= 6)
+        throw AcasTransportError("acas: " + c.what + " failed without an answer: " + o.error, o.maybe_sent);
+    } else {
+      wait = parse_retry_after(o.response.retry_after, o.response.retry_after_ms, cap);
+      throttled = o.response.status == 429;
+      if (!retryable(c.retry, o.response.status, wait.has_value()) || attempt >= 6) co_return std::move(o.response);
+    }
+    auto delay = wait.value_or(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    if (Clock::now() + delay >= c.deadline) {
+      if (throttled)
+        throw AcasThrottledPastDeadline("acas: " + c.what + " was throttled (429) and its Retry-After outlasts the deadline");
+      if (o.failure != HttpFailure::None)
+        throw AcasTransportError("acas: " + c.what + " failed without an answer: " + o.error, o.maybe_sent);
+      co_return std::move(o.response);
+    }
+    boost::asio::steady_timer timer(executor, delay);
+    co_await timer.async_wait(boost::asio::use_awaitable);
+  }
+}
+
+boost::asio::awaitable<std::vector<nlohmann::json>> Service::list_all(
+    std::string path, std::vector<std::pair<std::string, std::string>> query, Clock::time_point deadline,
+    std::string what) {
+  std::vector<nlohmann::json> items;
+  std::string next = url(path, query);
+  const std::string origin = origin_of(next);
+  const std::string collection = path_of(next);
+  std::vector<std::string> seen;
+  while (!next.empty()) {
+    ServiceCall c{"GET", {}, {}, std::nullopt, "application/json", RetryClass::Read, deadline, std::size_t{64} << 20, what};
+    auto response = co_await send_url(next, c);
+    expect(response, {200}, what);
+    auto page = parse_list_page(response.body, what);
+    for (auto& item : page.items) items.push_back(std::move(item));
+    seen.push_back(next);
+    next = page.next_link;
+    if (next.empty()) break;
+    // the bearer follows the link, so it must stay on this endpoint and collection.
+    if (origin_of(next) != origin || path_of(next) != collection)
+      throw AcasResponseInvalid("acas: " + what + " returned a nextLink off the endpoint or collection");
+    for (const auto& s : seen)
+      if (s == next) throw AcasResponseInvalid("acas: " + what + " returned a repeated nextLink");
+  }
+  co_return items;
+}
+
+void Service::expect(const HttpResponse& response, std::initializer_list<int> ok, const std::string& what) {
+  for (int s : ok)
+    if (response.status == s) return;
+  throw AcasServiceError("acas: " + what + " answered HTTP " + std::to_string(response.status) + ": " +
+                             problem_summary(response.body),
+                         response.status);
+}
+
+}  // namespace maf::sandbox::acas::detail

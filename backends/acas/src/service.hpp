@@ -1,0 +1,85 @@
+#pragma once
+// One ACAS sandbox group's data plane (acas.md §1–§3): URLs, the pinned api-version, the
+// bearer token, and the retry policy of §3's table. Callers get an HTTP answer (any status)
+// or an exception; they decide what a 404 means.
+
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "http_client.hpp"
+#include "maf/sandbox/acas/backend.hpp"
+
+namespace maf::sandbox::acas::detail {
+
+using Clock = std::chrono::steady_clock;
+
+/// §3's request classes.
+enum class RetryClass {
+  Read,        ///< GET, DELETE sandbox: 408/429/5xx and connect failures
+  Idempotent,  ///< lifecycle, resume, mkdir, files PUT/DELETE: 429 with Retry-After, 503
+  Create,      ///< PUT sandboxes: only 429 with Retry-After (T-6)
+  Exec,        ///< executeShellCommand: only 429 with Retry-After, deadline permitting (A-27)
+};
+
+struct ServiceCall {
+  std::string method;
+  std::string path;  ///< below the group prefix, e.g. "/sandboxes/<id>/files/stat"
+  std::vector<std::pair<std::string, std::string>> query;
+  std::optional<std::string> body;
+  std::string content_type = "application/json";
+  RetryClass retry = RetryClass::Read;
+  Clock::time_point deadline;
+  std::size_t max_body = std::size_t{64} << 20;
+  std::string what;  ///< "create", "exec", … for messages
+  bool exec_headers = false;  ///< A-21: Accept-Encoding: identity
+};
+
+class Service {
+public:
+  explicit Service(const AcasConfig& config);
+  ~Service();
+
+  /// Throws ValueError for an endpoint the config may not use (E-2, R-1).
+  void validate_endpoint() const;
+  /// Sends with retries. Throws TimeoutError at the deadline, AcasThrottledPastDeadline when
+  /// a 429's wait would cross it, AcasTransportError when no answer came.
+  boost::asio::awaitable<HttpResponse> call(ServiceCall call);
+  /// GETs every page of a list route: follows `nextLink` after checking it
+  /// stays on the endpoint and the same collection path; stops on a repeat.
+  boost::asio::awaitable<std::vector<nlohmann::json>> list_all(std::string path,
+                                                              std::vector<std::pair<std::string, std::string>> query,
+                                                              Clock::time_point deadline, std::string what);
+  /// Throws AcasServiceError unless the status is one of `ok`.
+  static void expect(const HttpResponse& response, std::initializer_list<int> ok, const std::string& what);
+
+  HttpClient& http() { return *http_; }
+  const AcasConfig& config() const { return config_; }
+
+private:
+  boost::asio::awaitable<std::string> token();
+  boost::asio::awaitable<HttpResponse> send_url(std::string url, ServiceCall call);
+  std::string url(const std::string& path, const std::vector<std::pair<std::string, std::string>>& query) const;
+
+  AcasConfig config_;
+  std::unique_ptr<HttpClient> http_;
+  std::string cached_token_;
+  Clock::time_point token_expires_{};
+};
+
+std::string url_encode(std::string_view text);
+
+// Braced lists built outside coroutines: GCC 12 rejects an initializer_list inside a
+// coroutine body ("array used as initializer").
+using Query = std::vector<std::pair<std::string, std::string>>;
+Query one_query(std::string key, std::string value);
+std::string json_path_body(const std::string& path);
+
+}  // namespace maf::sandbox::acas::detail

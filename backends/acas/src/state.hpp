@@ -1,0 +1,86 @@
+#pragma once
+// The backend's shared state: held sandboxes (the registry, A-5), retained failed
+// deletions, purge/acquire admission and the operations counter
+// close() drains. Shared by the backend and every AcasSandbox it hands out, so a
+// sandbox can invalidate itself after the caller dropped the backend.
+
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/awaitable.hpp>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "key_lock.hpp"
+#include "maf/sandbox/acas/backend.hpp"
+#include "service.hpp"
+
+namespace maf::sandbox::acas::detail {
+
+/// One sandbox this process created and still holds.
+struct Record {
+  std::string id;
+  SandboxKey key;
+  std::string kind;
+  Egress mode = Egress::Closed;
+  std::set<std::string> hosts;  ///< lower-cased (A-9)
+  bool probes_passed = false;   ///< A-15, cached on the held sandbox
+  bool invalidated = false;
+};
+
+struct Retained {
+  std::string id;
+  SandboxKey key;
+  std::string kind;
+};
+
+/// Registry key: (scope, thread, agent, call, kind), injectively encoded.
+std::string registry_key(const SandboxKey& key, const std::string& kind);
+
+}  // namespace maf::sandbox::acas::detail
+
+namespace maf::sandbox::acas {
+
+struct AcasSandboxBackend::State : std::enable_shared_from_this<AcasSandboxBackend::State> {
+  explicit State(AcasConfig c) : config(std::move(c)), service(config) {}
+
+  AcasConfig config;
+  detail::Service service;
+
+  std::mutex m;
+  std::map<std::string, std::shared_ptr<detail::Record>> registry;
+  std::map<std::string, std::shared_ptr<detail::KeyLock>> locks;
+  std::vector<detail::Retained> retained;
+  std::map<std::pair<std::string, std::string>, int> purging;    ///< (scope, thread) -> purges running
+  std::map<std::pair<std::string, std::string>, int> acquiring;  ///< (scope, thread) -> acquires running
+  std::map<std::string, bool> public_image_hits;                 ///< A-2: hits cached, misses not
+  std::map<std::string, std::string> imported_ids;               ///< A-3: reference -> id
+  int admitted = 0;
+  bool closing = false;
+
+  /// Admits one operation; throws AcasCredentialError once close() began.
+  void admit();
+  void leave();
+
+  /// Deletes one sandbox and waits for 404. Never throws.
+  boost::asio::awaitable<std::optional<DisposalFailure>> delete_sandbox(std::string id);
+  /// drop from the registry, delete, retain on failure.
+  boost::asio::awaitable<void> invalidate(std::shared_ptr<detail::Record> record, std::string why);
+};
+
+/// Scope guard over admit()/leave().
+class Admission {
+public:
+  explicit Admission(std::shared_ptr<AcasSandboxBackend::State> s) : s_(std::move(s)) { s_->admit(); }
+  Admission(const Admission&) = delete;
+  ~Admission() { s_->leave(); }
+
+private:
+  std::shared_ptr<AcasSandboxBackend::State> s_;
+};
+
+}  // namespace maf::sandbox::acas
