@@ -11,6 +11,7 @@
 #include "async_mutex.hpp"
 #include "docker_sandbox.hpp"
 #include "freeze.hpp"
+#include "maf/sandbox/docker/api_transport.hpp"
 #include "maf/sandbox/docker/cli_transport.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
@@ -98,7 +99,7 @@ std::string capability_names(CapabilitySet set) {
 
 DockerSandboxBackend::DockerSandboxBackend(DockerConfig config, std::shared_ptr<DockerTransport> transport)
     : config_(std::move(config)),
-      transport_(transport ? std::move(transport) : make_cli_transport(config_)),
+      transport_(transport ? std::move(transport) : make_transport(config_)),
       declarations_(base_declarations()) {}
 
 awaitable<std::shared_ptr<DockerSandboxBackend>> DockerSandboxBackend::create(DockerConfig config,

@@ -20,6 +20,9 @@ namespace maf::sandbox::docker {
 
 DockerTransport::~DockerTransport() = default;
 
+// `docker cp` has no stat-only form: the CLI transport answers every stat on the tar plane.
+boost::asio::awaitable<PathStat> DockerTransport::path_stat(std::string, std::string) { co_return PathStat{}; }
+
 namespace {
 
 using boost::asio::awaitable;

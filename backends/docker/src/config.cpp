@@ -50,7 +50,7 @@ DockerConfig parse_docker_config(const nlohmann::json& json) {
   require_known_keys(json,
                      {"docker_path", "egress_proxy_image", "outbound_network", "command_timeout_seconds",
                       "image_pull_timeout_seconds", "pids_limit", "memory", "cpus", "cap_drop_all",
-                      "max_exec_output_bytes", "declare_os_family"},
+                      "max_exec_output_bytes", "declare_os_family", "transport", "docker_host"},
                      "docker");
   DockerConfig c;
   if (json.is_null()) return c;
@@ -97,6 +97,19 @@ DockerConfig parse_docker_config(const nlohmann::json& json) {
   if (auto it = json.find("declare_os_family"); it != json.end()) {
     if (!it->is_boolean()) refuse("declare_os_family", "must be true or false, got " + it->dump());
     c.declare_os_family = it->get<bool>();
+  }
+  if (auto it = json.find("transport"); it != json.end()) {
+    const std::string kind = get_string(*it, "transport");
+    if (kind == "api")
+      c.transport = DockerTransportKind::Api;
+    else if (kind != "cli")
+      refuse("transport", "must be \"cli\" or \"api\", got " + it->dump());
+  }
+  if (auto it = json.find("docker_host"); it != json.end() && !it->is_null()) {
+    // The CLI transport resolves its endpoint from the client's context (docker.md §3.1).
+    if (c.transport != DockerTransportKind::Api) refuse("docker_host", "is read by \"transport\": \"api\" only");
+    c.docker_host = get_string(*it, "docker_host");
+    if (c.docker_host->empty()) refuse("docker_host", "must not be empty (omit it for DOCKER_HOST)");
   }
   return c;
 }

@@ -35,6 +35,36 @@ GuestStat to_guest_stat(const support::TarEntry& e) {
   return s;
 }
 
+/// The same reading of a body-less stat (Go's os.FileMode type bits) as to_guest_stat gives
+/// the tar header of the same path.
+GuestStat to_guest_stat(const PathStat& p) {
+  constexpr std::uint32_t kDir = 1u << 31, kSymlink = 1u << 27, kDevice = 1u << 26, kPipe = 1u << 25,
+                          kSocket = 1u << 24, kCharDevice = 1u << 21, kIrregular = 1u << 19;
+  GuestStat s;
+  if (p.mode & kDir) {
+    s.kind = EntryKind::Directory;
+  } else if (p.mode & kSymlink) {
+    s.kind = EntryKind::Symlink;
+  } else if (p.mode & (kDevice | kPipe | kSocket | kCharDevice | kIrregular)) {
+    s.kind = EntryKind::Other;
+  } else {
+    s.kind = EntryKind::File;
+    s.size_bytes = p.size;
+  }
+  return s;
+}
+
+/// Kind and size of one guest path: the transport's body-less stat where it has one, the
+/// tar plane otherwise (and for every answer the stat cannot classify, absence included).
+awaitable<std::optional<GuestStat>> probe(DockerTransport& transport, const std::string& container,
+                                          const std::string& path) {
+  PathStat quick = co_await transport.path_stat(container, path);
+  if (quick.status == PathStatStatus::Ok) co_return to_guest_stat(quick);
+  auto entry = co_await tar_stat(transport, container, path);
+  if (!entry) co_return std::nullopt;
+  co_return to_guest_stat(*entry);
+}
+
 std::int64_t now_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -111,9 +141,7 @@ awaitable<ExecResult> DockerSandbox::do_exec(const ExecRequest& request) {
 }
 
 awaitable<std::optional<GuestStat>> DockerSandbox::do_lstat(const std::string& absolute_path) {
-  auto entry = co_await tar_stat(*p_.transport, p_.container, absolute_path);
-  if (!entry) co_return std::nullopt;
-  co_return to_guest_stat(*entry);
+  co_return co_await probe(*p_.transport, p_.container, absolute_path);
 }
 
 awaitable<void> DockerSandbox::do_write_file(const std::string& absolute_path, const std::string& content) {
@@ -122,7 +150,7 @@ awaitable<void> DockerSandbox::do_write_file(const std::string& absolute_path, c
   // parent upwards: the frozen guest cannot change it in between.
   std::vector<std::string> chain = cumulative_components(guest_dirname(absolute_path));
   std::size_t first_missing = chain.size();
-  while (first_missing > 0 && !co_await tar_stat(*p_.transport, p_.container, chain[first_missing - 1]))
+  while (first_missing > 0 && !co_await probe(*p_.transport, p_.container, chain[first_missing - 1]))
     --first_missing;
   const std::int64_t mtime = now_seconds();  // [port decision] not 0, which reads as 1970
   const auto owner = [&](const std::string& dir) {

@@ -14,7 +14,15 @@
 
 namespace maf::sandbox::docker {
 
+/// How the backend reaches the engine (issue 9): the docker CLI, or the Engine HTTP API.
+enum class DockerTransportKind { Cli, Api };
+
 struct DockerConfig {
+  /// `"transport"`: "cli" (the default) or "api" (api_transport.hpp).
+  DockerTransportKind transport = DockerTransportKind::Cli;
+  /// `"docker_host"` (api transport only): the daemon endpoint, e.g. "unix:///run/docker.sock";
+  /// absent = DOCKER_HOST as the backend is created, else unix:///var/run/docker.sock.
+  std::optional<std::string> docker_host;
   /// The Docker CLI. Debian's docker.io ships a 20.10 client at /usr/bin/docker; a 28.x
   /// client (e.g. /usr/local/bin/docker) negotiates down to a 20.10 engine's API 1.41.
   /// Both are supported. It must be Docker's CLI: binding needs `docker context inspect`.

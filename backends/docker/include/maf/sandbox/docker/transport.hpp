@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -87,6 +88,18 @@ struct ArchiveGet {
   bool cut = false;    ///< the stream was longer than `read_limit` (reading stopped there)
 };
 
+/// What a stat-only probe of one guest path told (issue 9: the Engine API's
+/// `HEAD /containers/{id}/archive`, which reads no body). `Unsupported` — the transport has
+/// no such probe (the CLI), or the answer was not conclusive — sends the caller to the tar
+/// plane, whose classification is the reference.
+enum class PathStatStatus { Unsupported, Ok };
+
+struct PathStat {
+  PathStatStatus status = PathStatStatus::Unsupported;
+  std::uint32_t mode = 0;  ///< Go's os.FileMode bits as the engine reports them
+  std::int64_t size = 0;
+};
+
 /// A resource that carries the backend's labels, as listed by the engine.
 struct LabelledResource {
   std::string id;    ///< full 64-hex ID
@@ -142,6 +155,9 @@ public:
   /// failure throws.
   virtual boost::asio::awaitable<ArchiveGet> archive_get(std::string container, std::string path,
                                                          std::size_t read_limit) = 0;
+  /// A stat without a body, where the engine offers one; the default says `Unsupported`.
+  /// Never answers "absent": only the tar plane tells a missing path from a gone container.
+  virtual boost::asio::awaitable<PathStat> path_stat(std::string container, std::string path);
   /// Extract a tar stream at `destination` (always "/" here). Throws with the engine's text.
   virtual boost::asio::awaitable<void> archive_put(std::string container, std::string destination,
                                                    std::string tar) = 0;

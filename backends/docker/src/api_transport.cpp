@@ -1,0 +1,618 @@
+// The Engine-API transport (api_transport.hpp): each DockerTransport operation as one or a
+// few HTTP exchanges, classified by status code. HTTP itself lives in docker_http.cpp.
+#include "maf/sandbox/docker/api_transport.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <nlohmann/json.hpp>
+
+#include "async_mutex.hpp"
+#include "docker_http.hpp"
+#include "maf/sandbox/docker/cli_transport.hpp"
+#include "maf/sandbox/errors.hpp"
+
+namespace maf::sandbox::docker {
+
+namespace {
+
+using boost::asio::awaitable;
+using detail::HttpRequest;
+using detail::HttpResponse;
+using detail::url_escape;
+using nlohmann::json;
+
+/// The newest API version whose shapes this file speaks (engine 20.10).
+constexpr int kMaxMinor = 41;
+
+bool contains_ci(std::string_view haystack, std::string_view needle) {
+  auto it = std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(), [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+  });
+  return it != haystack.end();
+}
+
+/// The engine's `{"message": …}`, or the raw body when it is not that shape.
+std::string message_of(const HttpResponse& r) {
+  try {
+    auto j = json::parse(r.body);
+    if (j.is_object() && j.contains("message") && j["message"].is_string()) return j["message"].get<std::string>();
+  } catch (const json::exception&) {
+  }
+  std::string text = r.body;
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  return text.empty() ? "HTTP " + std::to_string(r.status) : text;
+}
+
+/// docker's RAMInBytes: a decimal, an optional binary unit (b k m g t p), an optional "b".
+std::optional<std::int64_t> memory_bytes(const std::string& text) {
+  std::size_t i = 0;
+  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+  if (i == 0) return std::nullopt;
+  char* end = nullptr;
+  const std::string number = text.substr(0, i);
+  const double value = std::strtod(number.c_str(), &end);
+  if (end != number.c_str() + number.size()) return std::nullopt;
+  std::string unit = text.substr(i);
+  if (!unit.empty() && unit[0] == ' ') unit.erase(0, 1);
+  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (!unit.empty() && unit.back() == 'b') unit.pop_back();
+  if (!unit.empty() && unit.back() == 'i') unit.pop_back();
+  static constexpr std::string_view kUnits = "kmgtp";
+  double multiplier = 1;
+  if (unit.size() == 1 && kUnits.find(unit[0]) != std::string_view::npos)
+    multiplier = std::pow(1024.0, static_cast<double>(kUnits.find(unit[0]) + 1));
+  else if (!unit.empty())
+    return std::nullopt;
+  return static_cast<std::int64_t>(value * multiplier);
+}
+
+std::string filters_query(const std::vector<std::string>& labels, const std::optional<std::string>& name) {
+  json filters = json::object();
+  if (!labels.empty()) filters["label"] = labels;
+  if (name) filters["name"] = json::array({*name});
+  return "filters=" + url_escape(filters.dump());
+}
+
+/// The 8-byte-header multiplexed exec stream, demultiplexed with per-stream caps.
+struct Demux {
+  std::string header;
+  std::size_t body_left = 0;
+  int stream = 0;
+  ExecOutcome* out = nullptr;
+  std::size_t max_stdout = 0;
+  std::size_t max_stderr = 0;
+
+  /// False once a cap is passed (reading stops).
+  bool feed(std::string_view bytes) {
+    while (!bytes.empty()) {
+      if (body_left == 0) {
+        const std::size_t take = std::min<std::size_t>(8 - header.size(), bytes.size());
+        header.append(bytes.substr(0, take));
+        bytes.remove_prefix(take);
+        if (header.size() < 8) return true;
+        stream = static_cast<unsigned char>(header[0]);
+        body_left = (std::size_t{static_cast<unsigned char>(header[4])} << 24) |
+                    (std::size_t{static_cast<unsigned char>(header[5])} << 16) |
+                    (std::size_t{static_cast<unsigned char>(header[6])} << 8) |
+                    std::size_t{static_cast<unsigned char>(header[7])};
+        header.clear();
+        continue;
+      }
+      const std::size_t take = std::min(body_left, bytes.size());
+      const bool to_stderr = stream == 2;
+      std::string& sink = to_stderr ? out->stderr_bytes : out->stdout_bytes;
+      const std::size_t cap = to_stderr ? max_stderr : max_stdout;
+      const std::size_t room = cap - std::min(cap, sink.size());
+      sink.append(bytes.substr(0, std::min(take, room)));
+      if (take > room) {
+        (to_stderr ? out->stderr_overflowed : out->stdout_overflowed) = true;
+        return false;
+      }
+      bytes.remove_prefix(take);
+      body_left -= take;
+    }
+    return true;
+  }
+};
+
+class ApiTransport final : public DockerTransport {
+public:
+  ApiTransport(DockerConfig config, detail::HttpEndpoint endpoint)
+      : config_(std::move(config)), http_(std::move(endpoint)) {}
+
+  awaitable<std::string> endpoint() override { co_return http_.endpoint().display; }
+
+  awaitable<std::string> server_os() override {
+    co_await negotiate();
+    co_return os_;
+  }
+
+  awaitable<std::optional<ContainerState>> container_state(std::string container) override {
+    auto doc = co_await inspect_json("/containers/" + url_escape(container) + "/json", "container inspect " + container);
+    if (!doc) co_return std::nullopt;
+    try {
+      ContainerState s;
+      s.id = doc->at("Id").get<std::string>();
+      const json& state = doc->at("State");
+      s.status = state.value("Status", "");
+      s.running = state.value("Running", false);
+      s.paused = state.value("Paused", false);
+      co_return s;
+    } catch (const json::exception& e) {
+      throw OSError("backend 'docker': unreadable state of container " + container + ": " + e.what());
+    }
+  }
+
+  awaitable<std::string> config_user(std::string container) override {
+    auto doc = co_await inspect_json("/containers/" + url_escape(container) + "/json", "container inspect " + container);
+    if (!doc) throw OSError("backend 'docker': container inspect " + container + " failed: no such container");
+    try {
+      const json& cfg = doc->at("Config");
+      co_return cfg.contains("User") && cfg["User"].is_string() ? cfg["User"].get<std::string>() : std::string();
+    } catch (const json::exception& e) {
+      throw OSError("backend 'docker': unreadable Config.User of container " + container + ": " + e.what());
+    }
+  }
+
+  awaitable<std::optional<std::string>> inspect_container(std::string id_or_name) override {
+    auto r = co_await call("GET", "/containers/" + url_escape(id_or_name) + "/json", "container inspect " + id_or_name);
+    if (r.status == 404) co_return std::nullopt;
+    if (r.status != 200) throw OSError(failure("container inspect " + id_or_name, r));
+    co_return std::move(r.body);
+  }
+
+  awaitable<bool> image_present(std::string image) override {
+    auto r = co_await call("GET", "/images/" + url_escape(image, true) + "/json", "image inspect " + image);
+    co_return r.status == 200;
+  }
+
+  awaitable<void> pull_image(std::string image) override {
+    // The CLI pulls `name:latest` for a bare name; the API would pull every tag of it.
+    std::string from = image;
+    std::string tag;
+    const auto slash = image.rfind('/');
+    const auto colon = image.rfind(':');
+    if (image.find('@') == std::string::npos) {
+      if (colon != std::string::npos && (slash == std::string::npos || colon > slash)) {
+        from = image.substr(0, colon);
+        tag = image.substr(colon + 1);
+      } else {
+        tag = "latest";
+      }
+    }
+    std::string target = "/images/create?fromImage=" + url_escape(from);
+    if (!tag.empty()) target += "&tag=" + url_escape(tag);
+    HttpRequest request;
+    request.method = "POST";
+    request.target = co_await versioned(target);
+    request.deadline = std::chrono::steady_clock::now() + config_.image_pull_timeout();
+    // The progress stream reports failure inside a 200 as `{"error": …}` lines.
+    std::string errors;
+    std::string pending;
+    auto sink = [&](std::string_view bytes) {
+      pending.append(bytes);
+      for (std::size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+        const std::string line = pending.substr(0, nl);
+        pending.erase(0, nl + 1);
+        try {
+          auto j = json::parse(line);
+          if (j.is_object() && j.contains("error")) errors += j["error"].dump() + " ";
+        } catch (const json::exception&) {
+        }
+      }
+      return pending.size() < (std::size_t{1} << 20);
+    };
+    HttpResponse r;
+    try {
+      r = co_await http_.request(std::move(request), sink);
+    } catch (const detail::HttpTimeout&) {
+      throw OSError("backend 'docker': image pull " + image +
+                    " did not finish within image_pull_timeout_seconds=" +
+                    std::to_string(config_.image_pull_timeout_seconds));
+    } catch (const detail::HttpFailure& e) {
+      throw OSError("backend 'docker': image pull " + image + " via " + http_.endpoint().display + ": " + e.what());
+    }
+    if (r.status != 200) throw OSError(failure("image pull " + image, r));
+    if (!errors.empty()) throw OSError("backend 'docker': image pull " + image + " failed: " + errors);
+  }
+
+  awaitable<CreateResult> create_and_start(CreateRequest q) override {
+    json host = {{"PidsLimit", q.pids_limit},
+                 {"SecurityOpt", json::array({"no-new-privileges"})},
+                 {"NetworkMode", "none"}};
+    if (q.cap_drop_all) host["CapDrop"] = json::array({"ALL"});
+    if (q.memory) {
+      auto bytes = memory_bytes(*q.memory);
+      if (!bytes) co_return CreateResult{CreateOutcome::Failed, "invalid memory value '" + *q.memory + "'"};
+      host["Memory"] = *bytes;
+    }
+    if (q.cpus) host["NanoCpus"] = static_cast<std::int64_t>(std::llround(std::stod(*q.cpus) * 1e9));
+    json labels = json::object();
+    for (const auto& [k, v] : q.labels) labels[k] = v;
+    json body = {{"Image", q.image}, {"Cmd", q.command}, {"Labels", labels}, {"HostConfig", host},
+                 {"AttachStdout", false}, {"AttachStderr", false}, {"Tty", false}, {"OpenStdin", false}};
+    auto r = co_await call("POST", "/containers/create?name=" + url_escape(q.name), "create " + q.name, body.dump());
+    if (r.status == 409) co_return CreateResult{CreateOutcome::NameInUse, message_of(r)};
+    if (r.status != 201) co_return CreateResult{CreateOutcome::Failed, message_of(r)};
+    std::string detail;
+    // Like `docker run -d`, a start failure leaves the created container for the caller.
+    if (!co_await start(q.name, detail)) co_return CreateResult{CreateOutcome::Failed, detail};
+    co_return CreateResult{CreateOutcome::Created, {}};
+  }
+
+  awaitable<bool> start(std::string container, std::string& detail) override {
+    auto r = co_await call("POST", "/containers/" + url_escape(container) + "/start", "start " + container);
+    if (r.status == 204 || r.status == 304) co_return true;  // 304: already running
+    detail = message_of(r);
+    co_return false;
+  }
+
+  awaitable<RemoveResult> remove_container(std::string id_or_name) override {
+    auto r = co_await call("DELETE", "/containers/" + url_escape(id_or_name) + "?force=1", "rm -f " + id_or_name);
+    if (r.status == 204) co_return RemoveResult{RemoveOutcome::Removed, {}};
+    if (r.status == 404) co_return RemoveResult{RemoveOutcome::Absent, {}};
+    co_return RemoveResult{RemoveOutcome::Refused, message_of(r)};
+  }
+
+  awaitable<void> pause(std::string container) override {
+    auto r = co_await call("POST", "/containers/" + url_escape(container) + "/pause", "pause " + container);
+    if (r.status != 204) throw OSError(failure("pause " + container, r));
+  }
+
+  awaitable<void> unpause(std::string container) override {
+    auto r = co_await call("POST", "/containers/" + url_escape(container) + "/unpause", "unpause " + container);
+    if (r.status != 204) throw OSError(failure("unpause " + container, r));
+  }
+
+  awaitable<ExecOutcome> exec(ExecCall c) override {
+    // One wall-clock bound over create, the stream and the exit-code inspect.
+    std::optional<std::chrono::steady_clock::time_point> deadline;
+    if (c.timeout) deadline = std::chrono::steady_clock::now() + *c.timeout;
+    const auto timed_out = [&] {
+      return TimeoutError("backend 'docker': exec in container " + c.container + " did not finish within " +
+                          std::to_string(c.timeout ? c.timeout->count() : 0) + " ms");
+    };
+    json create = {{"AttachStdin", false}, {"AttachStdout", true}, {"AttachStderr", true}, {"Tty", false},
+                   {"Cmd", c.argv}, {"WorkingDir", c.working_directory}};
+    if (c.user) create["User"] = *c.user;
+    ExecOutcome o;
+    HttpRequest request;
+    request.method = "POST";
+    request.target = co_await versioned("/containers/" + url_escape(c.container) + "/exec");
+    request.body = create.dump();
+    request.content_type = "application/json";
+    request.deadline = deadline;
+    HttpResponse created;
+    try {
+      created = co_await http_.request(std::move(request));
+    } catch (const detail::HttpTimeout&) {
+      throw timed_out();
+    } catch (const detail::HttpFailure& e) {
+      throw OSError("backend 'docker': exec in container " + c.container + " via " + http_.endpoint().display + ": " +
+                    e.what());
+    }
+    if (created.status != 201) {
+      // What the client would print and exit 1 with; a paused container is told apart
+      // (docker.md §7.4) and a missing one stays a nonzero value, as with the CLI.
+      o.exit_code = 1;
+      o.stderr_bytes = "Error response from daemon: " + message_of(created);
+      o.paused_refusal = contains_ci(o.stderr_bytes, "is paused, unpause the container");
+      co_return o;
+    }
+    std::string exec_id;
+    try {
+      exec_id = json::parse(created.body).at("Id").get<std::string>();
+    } catch (const json::exception& e) {
+      throw OSError("backend 'docker': unreadable exec create answer for container " + c.container + ": " + e.what());
+    }
+
+    HttpRequest start_request;
+    start_request.method = "POST";
+    start_request.target = co_await versioned("/exec/" + exec_id + "/start");
+    start_request.body = R"({"Detach":false,"Tty":false})";
+    start_request.content_type = "application/json";
+    start_request.deadline = deadline;
+    Demux demux;
+    demux.out = &o;
+    demux.max_stdout = c.max_stdout;
+    demux.max_stderr = c.max_stderr;
+    HttpResponse started;
+    try {
+      started = co_await http_.request(std::move(start_request), [&](std::string_view b) { return demux.feed(b); });
+    } catch (const detail::HttpTimeout&) {
+      throw timed_out();
+    } catch (const detail::HttpFailure& e) {
+      throw OSError("backend 'docker': exec stream in container " + c.container + ": " + e.what());
+    }
+    if (started.status != 200 && started.status != 101) {
+      o.exit_code = 1;
+      o.stderr_bytes = "Error response from daemon: " + message_of(started);
+      o.paused_refusal = contains_ci(o.stderr_bytes, "is paused, unpause the container");
+      co_return o;
+    }
+    if (o.stdout_overflowed || o.stderr_overflowed) {
+      o.exit_code = -9;  // like the killed client: the caller raises on the overflow
+      co_return o;
+    }
+    o.exit_code = co_await exec_exit_code(exec_id, c.container, deadline, timed_out);
+    // The engine writes a start failure into the stream as if the command had printed it;
+    // the client shows it as its own error, so it is stderr here too.
+    if ((o.exit_code == 126 || o.exit_code == 127) && contains_ci(o.stdout_bytes, "oci runtime")) {
+      o.stderr_bytes = std::move(o.stdout_bytes) + o.stderr_bytes;
+      o.stdout_bytes.clear();
+    }
+    o.could_not_start = (o.exit_code == 126 || o.exit_code == 127) && contains_ci(o.stderr_bytes, "oci runtime");
+    co_return o;
+  }
+
+  awaitable<ArchiveGet> archive_get(std::string container, std::string path, std::size_t read_limit) override {
+    HttpRequest request;
+    request.method = "GET";
+    request.target = co_await versioned("/containers/" + url_escape(container) + "/archive?path=" + url_escape(path));
+    request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
+    request.max_body = read_limit;
+    auto r = co_await send(std::move(request), "cp " + container + ":" + path);
+    if (r.status == 200) {
+      if (r.body.empty()) throw OSError("backend 'docker': cp " + container + ":" + path + " produced no tar stream");
+      co_return ArchiveGet{ArchiveStatus::Ok, std::move(r.body), r.cut};
+    }
+    const std::string message = message_of(r);
+    if (r.status == 404) {
+      if (contains_ci(message, "no such container"))
+        throw OSError("backend 'docker': container " + container + " is gone (cp " + path + ")");
+      co_return ArchiveGet{ArchiveStatus::Absent, {}, false};  // D-20: only the requested path
+    }
+    if (contains_ci(message, "not a directory"))
+      throw NotADirectoryError("backend 'docker': a component of guest path '" + path + "' is not a directory");
+    throw OSError(failure("cp " + container + ":" + path, r));
+  }
+
+  awaitable<PathStat> path_stat(std::string container, std::string path) override {
+    HttpRequest request;
+    request.method = "HEAD";
+    request.target = co_await versioned("/containers/" + url_escape(container) + "/archive?path=" + url_escape(path));
+    request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
+    auto r = co_await send(std::move(request), "stat " + container + ":" + path);
+    PathStat s;
+    if (r.status != 200 || r.path_stat.empty()) co_return s;  // the tar plane classifies
+    try {
+      auto j = json::parse(detail::base64_decode(r.path_stat));
+      s.mode = j.at("mode").get<std::uint32_t>();
+      s.size = j.at("size").get<std::int64_t>();
+      s.status = PathStatStatus::Ok;
+    } catch (const json::exception&) {
+    }
+    co_return s;
+  }
+
+  awaitable<void> archive_put(std::string container, std::string destination, std::string tar) override {
+    HttpRequest request;
+    request.method = "PUT";
+    // What `docker cp - C:/` sends: refuse to replace a directory with a non-directory and
+    // keep the tar headers' owners (no copyUIDGID).
+    request.target = co_await versioned("/containers/" + url_escape(container) + "/archive?path=" +
+                                        url_escape(destination) + "&noOverwriteDirNonDir=true");
+    request.body = std::move(tar);
+    request.content_type = "application/x-tar";
+    request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
+    auto r = co_await send(std::move(request), "cp - " + container + ":" + destination);
+    if (r.status == 200) co_return;
+    if (contains_ci(message_of(r), "not a directory"))
+      throw NotADirectoryError("backend 'docker': extracting into container " + container +
+                               " met a component that is not a directory");
+    throw OSError(failure("cp - " + container + ":" + destination, r));
+  }
+
+  awaitable<std::vector<LabelledResource>> list_containers(std::vector<std::string> label_filters,
+                                                           std::optional<std::string> name_regex) override {
+    auto r = co_await call("GET", "/containers/json?all=1&" + filters_query(label_filters, name_regex), "ps");
+    if (r.status != 200) throw OSError(failure("ps", r));
+    std::vector<LabelledResource> out;
+    std::vector<std::string> ids;
+    try {
+      for (const auto& c : json::parse(r.body)) ids.push_back(c.at("Id").get<std::string>());
+    } catch (const json::exception& e) {
+      throw OSError(std::string("backend 'docker': unreadable container list: ") + e.what());
+    }
+    // The list reports Created as Unix seconds; inspect gives the RFC 3339 text the CLI
+    // transport reports, so reap reads one format.
+    for (const auto& id : ids) {
+      auto doc = co_await inspect_json("/containers/" + id + "/json", "container inspect " + id);
+      if (!doc) continue;  // removed since the listing
+      out.push_back(resource_of(*doc, true));
+    }
+    co_return out;
+  }
+
+  awaitable<std::vector<LabelledResource>> list_networks(std::vector<std::string> label_filters) override {
+    auto r = co_await call("GET", "/networks?" + filters_query(label_filters, std::nullopt), "network ls");
+    if (r.status != 200) throw OSError(failure("network ls", r));
+    std::vector<LabelledResource> out;
+    try {
+      for (const auto& n : json::parse(r.body)) out.push_back(resource_of(n, false));
+    } catch (const json::exception& e) {
+      throw OSError(std::string("backend 'docker': unreadable network list: ") + e.what());
+    }
+    co_return out;
+  }
+
+  awaitable<std::optional<std::string>> inspect_network(std::string id_or_name) override {
+    auto r = co_await call("GET", "/networks/" + url_escape(id_or_name), "network inspect " + id_or_name);
+    if (r.status == 404) co_return std::nullopt;
+    if (r.status != 200) throw OSError(failure("network inspect " + id_or_name, r));
+    co_return std::move(r.body);
+  }
+
+  awaitable<RemoveResult> remove_network(std::string id_or_name) override {
+    auto r = co_await call("DELETE", "/networks/" + url_escape(id_or_name), "network rm " + id_or_name);
+    if (r.status == 204 || r.status == 200) co_return RemoveResult{RemoveOutcome::Removed, {}};
+    if (r.status == 404) co_return RemoveResult{RemoveOutcome::Absent, {}};
+    co_return RemoveResult{RemoveOutcome::Refused, message_of(r)};
+  }
+
+private:
+  std::string failure(const std::string& what, const HttpResponse& r) const {
+    return "backend 'docker': docker API " + what + " failed (HTTP " + std::to_string(r.status) +
+           "): " + message_of(r);
+  }
+
+  static LabelledResource resource_of(const json& j, bool container) {
+    LabelledResource res;
+    res.id = j.value("Id", "");
+    res.name = j.value("Name", "");
+    if (!res.name.empty() && res.name[0] == '/') res.name.erase(0, 1);
+    res.created = j.value("Created", "");
+    const json* labels = nullptr;
+    if (container) {
+      if (auto c = j.find("Config"); c != j.end() && c->is_object())
+        if (auto l = c->find("Labels"); l != c->end() && l->is_object()) labels = &*l;
+    } else if (auto l = j.find("Labels"); l != j.end() && l->is_object()) {
+      labels = &*l;
+    }
+    if (labels)
+      for (auto& [k, v] : labels->items())
+        if (v.is_string()) res.labels.emplace(k, v.get<std::string>());
+    return res;
+  }
+
+  /// Ask `/version` once: the API version to speak and the daemon's OS.
+  awaitable<void> negotiate() {
+    if (negotiated_) co_return;
+    co_await negotiate_lock_.lock();
+    detail::AsyncLockGuard guard(negotiate_lock_);
+    if (negotiated_) co_return;
+    HttpRequest request;
+    request.method = "GET";
+    request.target = "/version";
+    request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
+    auto r = co_await send(std::move(request), "version");
+    if (r.status != 200) throw OSError(failure("version", r));
+    std::string api;
+    try {
+      auto j = json::parse(r.body);
+      api = j.value("ApiVersion", "");
+      os_ = j.value("Os", "");
+    } catch (const json::exception& e) {
+      throw OSError(std::string("backend 'docker': unreadable /version answer: ") + e.what());
+    }
+    int major = 0, minor = 0;
+    if (std::sscanf(api.c_str(), "%d.%d", &major, &minor) != 2 || major != 1 || minor < 24)
+      throw OSError("backend 'docker': the engine at " + http_.endpoint().display + " speaks API '" + api +
+                    "'; the Engine-API transport needs 1.24 or later");
+    prefix_ = "/v1." + std::to_string(std::min(minor, kMaxMinor));
+    while (!os_.empty() && std::isspace(static_cast<unsigned char>(os_.back()))) os_.pop_back();
+    negotiated_ = true;
+  }
+
+  awaitable<std::string> versioned(std::string target) {
+    co_await negotiate();
+    co_return prefix_ + target;
+  }
+
+  /// One exchange under command_timeout; a missed deadline or a dead daemon is the
+  /// backend's own failure (OSError, C-40), never a caller's timeout.
+  awaitable<HttpResponse> send(HttpRequest request, const std::string& what) {
+    try {
+      co_return co_await http_.request(std::move(request));
+    } catch (const detail::HttpTimeout&) {
+      throw OSError("backend 'docker': docker API " + what + " did not answer within command_timeout_seconds=" +
+                    std::to_string(config_.command_timeout_seconds));
+    } catch (const detail::HttpFailure& e) {
+      throw OSError("backend 'docker': docker API " + what + " via " + http_.endpoint().display + ": " + e.what());
+    }
+  }
+
+  awaitable<HttpResponse> call(std::string method, std::string target, std::string what, std::string body = {}) {
+    HttpRequest request;
+    request.method = std::move(method);
+    request.target = co_await versioned(std::move(target));
+    if (!body.empty()) request.content_type = "application/json";
+    request.body = std::move(body);
+    request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
+    co_return co_await send(std::move(request), what);
+  }
+
+  awaitable<std::optional<json>> inspect_json(std::string target, std::string what) {
+    auto r = co_await call("GET", std::move(target), what);
+    if (r.status == 404) co_return std::nullopt;
+    if (r.status != 200) throw OSError(failure(what, r));
+    try {
+      co_return json::parse(r.body);
+    } catch (const json::exception& e) {
+      throw OSError("backend 'docker': unreadable " + what + " answer: " + e.what());
+    }
+  }
+
+  template <class TimedOut>
+  awaitable<int> exec_exit_code(const std::string& exec_id, const std::string& container,
+                                std::optional<std::chrono::steady_clock::time_point> deadline,
+                                const TimedOut& timed_out) {
+    // The stream ends when the process's output closes; the exit code can trail it by a
+    // moment, so a still-running answer is asked again.
+    for (int attempt = 0;; ++attempt) {
+      HttpRequest request;
+      request.method = "GET";
+      request.target = co_await versioned("/exec/" + exec_id + "/json");
+      request.deadline = deadline ? *deadline : std::chrono::steady_clock::now() + config_.command_timeout();
+      HttpResponse r;
+      try {
+        r = co_await http_.request(std::move(request));
+      } catch (const detail::HttpTimeout&) {
+        throw timed_out();
+      } catch (const detail::HttpFailure& e) {
+        throw OSError("backend 'docker': exec inspect in container " + container + ": " + e.what());
+      }
+      if (r.status != 200) throw OSError(failure("exec inspect in container " + container, r));
+      try {
+        auto j = json::parse(r.body);
+        if (!j.value("Running", false) && j.contains("ExitCode") && j["ExitCode"].is_number_integer())
+          co_return j["ExitCode"].get<int>();
+      } catch (const json::exception& e) {
+        throw OSError("backend 'docker': unreadable exec inspect answer: " + std::string(e.what()));
+      }
+      if (attempt >= 200)
+        throw OSError("backend 'docker': exec in container " + container + " ended its output but reports no exit code");
+      co_await sleep_briefly();
+    }
+  }
+
+  static awaitable<void> sleep_briefly() {
+    boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, std::chrono::milliseconds(2));
+    co_await timer.async_wait(boost::asio::use_awaitable);
+  }
+
+  DockerConfig config_;
+  detail::HttpClient http_;
+  detail::AsyncMutex negotiate_lock_;
+  std::atomic<bool> negotiated_{false};
+  std::string prefix_;
+  std::string os_;
+};
+
+}  // namespace
+
+std::shared_ptr<DockerTransport> make_api_transport(const DockerConfig& config) {
+  std::string host = "unix:///var/run/docker.sock";
+  bool tls_verify = false;
+  if (config.docker_host) {
+    host = *config.docker_host;
+  } else if (const char* env = std::getenv("DOCKER_HOST"); env && *env) {
+    host = env;
+  }
+  // Docker's client reads any non-empty DOCKER_TLS_VERIFY as "verify".
+  if (const char* env = std::getenv("DOCKER_TLS_VERIFY"); env && *env) tls_verify = true;
+  return std::make_shared<ApiTransport>(config, detail::parse_docker_host(host, tls_verify));
+}
+
+std::shared_ptr<DockerTransport> make_transport(const DockerConfig& config) {
+  return config.transport == DockerTransportKind::Api ? make_api_transport(config) : make_cli_transport(config);
+}
+
+}  // namespace maf::sandbox::docker

@@ -1,0 +1,268 @@
+// The Engine-API HTTP client (docker_http.hpp). The only translation unit of the Docker
+// backend that includes Beast.
+#include "docker_http.hpp"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <boost/asio/generic/stream_protocol.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/basic_stream.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <array>
+#include <cctype>
+
+#include "maf/sandbox/errors.hpp"
+
+namespace maf::sandbox::docker::detail {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using Protocol = asio::generic::stream_protocol;
+using Stream = beast::basic_stream<Protocol, asio::any_io_executor>;
+
+HttpEndpoint parse_docker_host(const std::string& docker_host, bool tls_verify) {
+  const auto refuse = [&](const std::string& why) -> HttpEndpoint {
+    throw ValueError("backend 'docker': the Engine-API transport cannot use DOCKER_HOST '" + docker_host + "': " +
+                     why + " (use \"transport\": \"cli\" for it)");
+  };
+  HttpEndpoint ep;
+  ep.display = docker_host;
+  if (docker_host.rfind("unix://", 0) == 0) {
+    ep.socket_path = docker_host.substr(7);
+    if (ep.socket_path.empty() || ep.socket_path[0] != '/') return refuse("a unix socket needs an absolute path");
+    return ep;
+  }
+  if (docker_host.rfind("https://", 0) == 0) return refuse("TLS is not implemented by this transport");
+  if (docker_host.rfind("tcp://", 0) == 0 || docker_host.rfind("http://", 0) == 0) {
+    if (tls_verify) return refuse("DOCKER_TLS_VERIFY asks for TLS, which this transport does not implement");
+    std::string rest = docker_host.substr(docker_host.find("://") + 3);
+    if (auto slash = rest.find('/'); slash != std::string::npos) {
+      if (rest.find_first_not_of('/', slash) != std::string::npos) return refuse("a path prefix is not supported");
+      rest.erase(slash);
+    }
+    ep.is_unix = false;
+    const auto colon = rest.rfind(':');
+    if (rest.empty() || rest[0] == '[') return refuse("IPv6 literals are not supported");
+    ep.host = colon == std::string::npos ? rest : rest.substr(0, colon);
+    ep.port = colon == std::string::npos ? "2375" : rest.substr(colon + 1);
+    if (ep.host.empty() || ep.port.empty()) return refuse("it names no host and port");
+    return ep;
+  }
+  return refuse("only unix:// and plain tcp:// endpoints are spoken");
+}
+
+HttpClient::HttpClient(HttpEndpoint endpoint, std::size_t max_idle)
+    : endpoint_(std::move(endpoint)), max_idle_(max_idle) {}
+
+HttpClient::~HttpClient() {
+  for (int fd : idle_) ::close(fd);
+}
+
+std::size_t HttpClient::idle_connections() const {
+  std::lock_guard lock(mutex_);
+  return idle_.size();
+}
+
+int HttpClient::take_idle() {
+  std::lock_guard lock(mutex_);
+  while (!idle_.empty()) {
+    const int fd = idle_.back();
+    idle_.pop_back();
+    // The daemon may have closed an idle connection: a readable EOF (or any pending byte,
+    // which a finished exchange never leaves) means it is not reusable.
+    char probe;
+    const ssize_t n = ::recv(fd, &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return fd;
+    ::close(fd);
+  }
+  return -1;
+}
+
+void HttpClient::give_back(int fd) {
+  std::lock_guard lock(mutex_);
+  if (idle_.size() < max_idle_) {
+    idle_.push_back(fd);
+    return;
+  }
+  ::close(fd);
+}
+
+namespace {
+
+http::verb verb_of(const std::string& method) {
+  const http::verb v = http::string_to_verb(method);
+  if (v == http::verb::unknown) throw HttpFailure("unknown HTTP method " + method);
+  return v;
+}
+
+void arm(Stream& stream, const std::optional<std::chrono::steady_clock::time_point>& deadline) {
+  if (deadline)
+    stream.expires_at(*deadline);
+  else
+    stream.expires_never();
+}
+
+void check(const boost::system::error_code& ec, const char* what) {
+  if (!ec) return;
+  if (ec == beast::error::timeout) throw HttpTimeout(std::string(what) + " timed out");
+  throw HttpFailure(std::string(what) + ": " + ec.message());
+}
+
+}  // namespace
+
+asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::function<bool(std::string_view)> sink) {
+  const auto executor = co_await asio::this_coro::executor;
+  Stream stream(executor);
+  boost::system::error_code ec;
+
+  if (const int fd = take_idle(); fd >= 0) {
+    const Protocol protocol = endpoint_.is_unix ? Protocol(AF_UNIX, 0) : Protocol(AF_INET, IPPROTO_TCP);
+    stream.socket().assign(protocol, fd, ec);
+    if (ec) {
+      ::close(fd);
+      check(ec, "adopting a pooled connection");
+    }
+  } else if (endpoint_.is_unix) {
+    const Protocol::endpoint target{asio::local::stream_protocol::endpoint(endpoint_.socket_path)};
+    arm(stream, request.deadline);
+    auto token = asio::redirect_error(asio::use_awaitable, ec);
+    co_await stream.async_connect(target, token);
+    check(ec, ("connecting to " + endpoint_.display).c_str());
+  } else {
+    asio::ip::tcp::resolver resolver(executor);
+    auto resolve_token = asio::redirect_error(asio::use_awaitable, ec);
+    auto results = co_await resolver.async_resolve(endpoint_.host, endpoint_.port, resolve_token);
+    check(ec, ("resolving " + endpoint_.display).c_str());
+    if (results.empty()) throw HttpFailure("resolving " + endpoint_.display + ": no address");
+    const Protocol::endpoint target{results.begin()->endpoint()};
+    arm(stream, request.deadline);
+    auto token = asio::redirect_error(asio::use_awaitable, ec);
+    co_await stream.async_connect(target, token);
+    check(ec, ("connecting to " + endpoint_.display).c_str());
+  }
+
+  http::request<http::string_body> req(verb_of(request.method), request.target, 11);
+  req.set(http::field::host, "docker");  // any name: the daemon does not route on it
+  req.set(http::field::user_agent, "maf-sandbox-docker");
+  if (!request.content_type.empty()) req.set(http::field::content_type, request.content_type);
+  const bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT";
+  req.body() = std::move(request.body);
+  if (has_body) req.prepare_payload();
+  req.keep_alive(true);
+
+  arm(stream, request.deadline);
+  {
+    auto token = asio::redirect_error(asio::use_awaitable, ec);
+    co_await http::async_write(stream, req, token);
+    check(ec, "sending the request");
+  }
+
+  beast::flat_buffer buffer;
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(boost::none);  // bounded below, by max_body or the sink
+  if (request.method == "HEAD") parser.skip(true);
+  arm(stream, request.deadline);
+  {
+    auto token = asio::redirect_error(asio::use_awaitable, ec);
+    co_await http::async_read_header(stream, buffer, parser, token);
+    check(ec, "reading the response header");
+  }
+
+  HttpResponse response;
+  response.status = static_cast<int>(parser.get().result_int());
+  if (auto it = parser.get().find("X-Docker-Container-Path-Stat"); it != parser.get().end())
+    response.path_stat = std::string(it->value());
+
+  std::array<char, 64 * 1024> chunk;
+  bool stopped = false;
+  while (!parser.is_done()) {
+    parser.get().body().data = chunk.data();
+    parser.get().body().size = chunk.size();
+    arm(stream, request.deadline);
+    auto token = asio::redirect_error(asio::use_awaitable, ec);
+    co_await http::async_read(stream, buffer, parser, token);
+    if (ec == http::error::need_buffer) ec = {};
+    check(ec, "reading the response body");
+    const std::size_t n = chunk.size() - parser.get().body().size;
+    const std::string_view got(chunk.data(), n);
+    if (sink) {
+      if (!sink(got)) {
+        stopped = true;
+        break;
+      }
+      continue;
+    }
+    const std::size_t room = request.max_body - response.body.size();
+    response.body.append(got.substr(0, room));
+    if (got.size() > room) {
+      stopped = true;
+      break;
+    }
+  }
+  response.cut = stopped;
+
+  // Reuse only a connection whose exchange ended cleanly at a message boundary.
+  if (!stopped && parser.is_done() && parser.keep_alive() && buffer.size() == 0 && stream.socket().is_open()) {
+    stream.expires_never();
+    boost::system::error_code release_ec;
+    const int fd = stream.socket().release(release_ec);
+    if (!release_ec && fd >= 0) give_back(fd);
+  }
+  co_return response;
+}
+
+std::string url_escape(std::string_view text, bool keep_slash) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || (keep_slash && c == '/')) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
+
+std::string base64_decode(std::string_view text) {
+  const auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;
+    if (c == '/' || c == '_') return 63;
+    return -1;
+  };
+  std::string out;
+  unsigned bits = 0;
+  int count = 0;
+  for (char c : text) {
+    if (c == '=') break;
+    const int v = value(c);
+    if (v < 0) return {};
+    bits = (bits << 6) | static_cast<unsigned>(v);
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      out.push_back(static_cast<char>((bits >> count) & 0xff));
+    }
+  }
+  return out;
+}
+
+}  // namespace maf::sandbox::docker::detail

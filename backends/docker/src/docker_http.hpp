@@ -1,0 +1,102 @@
+#pragma once
+// A small HTTP/1.1 client for the Docker Engine API (issue 9): one request at a time per
+// connection, keep-alive connections from a bounded idle pool, a wall-clock deadline on
+// every request, bodies bounded at the source. Beast lives only in docker_http.cpp (it is
+// slow to compile); this header carries no Asio beyond the awaitable.
+//
+// Why a pool of raw descriptors and not of sockets: a socket is tied to the io_context it
+// was opened on, and the blocking facade (sync.hpp) runs each call on its own io_context.
+// A pooled descriptor is re-wrapped on the calling coroutine's executor at each use, so a
+// connection can outlive the io_context that opened it.
+
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace maf::sandbox::docker::detail {
+
+/// Where the daemon listens: a unix socket path, or a plain-TCP host and port.
+struct HttpEndpoint {
+  bool is_unix = true;
+  std::string socket_path;  ///< when is_unix
+  std::string host;         ///< when !is_unix
+  std::string port;
+  std::string display;  ///< as configured, e.g. "unix:///var/run/docker.sock" (the freeze key)
+};
+
+/// Parse a DOCKER_HOST value. Refuses, by name, what this client cannot honour: TLS
+/// (`https://`, or `tcp://` with `tls_verify`), ssh://, npipe:// and anything else.
+HttpEndpoint parse_docker_host(const std::string& docker_host, bool tls_verify);
+
+struct HttpRequest {
+  std::string method;  ///< GET, HEAD, POST, PUT, DELETE
+  std::string target;  ///< path and query, already escaped
+  std::string body;
+  std::string content_type;  ///< empty: no body header
+  /// Absent: no deadline (an exec with no timeout).
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  /// Body bytes kept in HttpResponse::body; reading stops past it (the connection is dropped).
+  std::size_t max_body = std::size_t{16} << 20;
+};
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+  bool cut = false;        ///< the body was longer than max_body (or the sink said stop)
+  std::string path_stat;   ///< X-Docker-Container-Path-Stat, raw base64
+};
+
+/// The deadline passed; the connection was closed.
+class HttpTimeout : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+/// Connecting, writing or reading failed (daemon gone, malformed answer).
+class HttpFailure : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class HttpClient {
+public:
+  /// `max_idle`: how many idle keep-alive connections are kept. In-flight requests are not
+  /// bounded here — a long exec holds its connection for its whole run, and bounding those
+  /// would let N slow commands starve every lifecycle call.
+  explicit HttpClient(HttpEndpoint endpoint, std::size_t max_idle = 8);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  const HttpEndpoint& endpoint() const noexcept { return endpoint_; }
+
+  /// One request. With `sink`, body bytes go to it as they arrive (not to `body`) until it
+  /// returns false; a body that ends at EOF (a hijacked exec stream) is read to EOF.
+  boost::asio::awaitable<HttpResponse> request(HttpRequest request,
+                                               std::function<bool(std::string_view)> sink = {});
+
+  /// Idle connections currently pooled (tests and benchmarks).
+  std::size_t idle_connections() const;
+
+private:
+  int take_idle();
+  void give_back(int fd);
+
+  HttpEndpoint endpoint_;
+  std::size_t max_idle_;
+  mutable std::mutex mutex_;
+  std::vector<int> idle_;
+};
+
+/// Percent-encode everything but RFC 3986 unreserved characters (and '/' when `keep_slash`).
+std::string url_escape(std::string_view text, bool keep_slash = false);
+/// RFC 4648 base64 decoding (the path-stat header); invalid input yields "".
+std::string base64_decode(std::string_view text);
+
+}  // namespace maf::sandbox::docker::detail
