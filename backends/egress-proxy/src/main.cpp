@@ -1,0 +1,83 @@
+// maf-sandbox-egress-proxy: the allowlist-filtering CONNECT/HTTP proxy the Docker backend
+// runs next to an ALLOWLIST sandbox (docs/backends/egress-proxy.md).
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "decision_log.hpp"
+#include "options.hpp"
+#include "proxy_server.hpp"
+
+namespace asio = boost::asio;
+using namespace maf::sandbox::egress_proxy;
+
+int main(int argc, char** argv) {
+  ProxyOptions options;
+  try {
+    options = parse_options(
+        std::vector<std::string>(argv + 1, argv + argc),
+        [](const char* name) -> std::optional<std::string> {
+          const char* v = std::getenv(name);
+          return v ? std::optional<std::string>(v) : std::nullopt;
+        },
+        [](const std::string& path) {
+          std::ifstream in(path, std::ios::binary);
+          if (!in) throw std::invalid_argument("cannot read hosts file '" + path + "'");
+          std::ostringstream text;
+          text << in.rdbuf();
+          return text.str();
+        });
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "maf-sandbox-egress-proxy: " << e.what() << "\n" << usage();
+    return 2;
+  }
+  if (options.help) {
+    std::cout << usage();
+    return 0;
+  }
+  std::FILE* out = stdout;
+  if (options.log_path) {
+    out = std::fopen(options.log_path->c_str(), "a");
+    if (!out) {
+      std::cerr << "maf-sandbox-egress-proxy: cannot open log file '" << *options.log_path << "'\n";
+      return 2;
+    }
+  }
+  DecisionLog log(out);
+  try {
+    asio::io_context io(1);
+    const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(options.listen_address), options.listen_port);
+    asio::ip::tcp::acceptor acceptor(io, endpoint);  // SO_REUSEADDR by default
+    ProxyServer server(io, options, log);
+    asio::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](const boost::system::error_code&, int) {
+      boost::system::error_code ec;
+      acceptor.close(ec);
+      io.stop();
+    });
+    nlohmann::ordered_json ready;
+    ready["event"] = "listening";
+    ready["address"] = options.listen_address;
+    ready["port"] = options.listen_port;
+    ready["allowing"] = options.allow.describe();
+    log.line(ready.dump());
+    asio::co_spawn(io, server.run(std::move(acceptor)), asio::detached);
+    io.run();
+  } catch (const std::exception& e) {
+    std::cerr << "maf-sandbox-egress-proxy: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,299 @@
+// The proxy's network side (proxy_server.hpp).
+#include "proxy_server.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+#include <array>
+#include <functional>
+#include <memory>
+
+#include "request.hpp"
+
+namespace maf::sandbox::egress_proxy {
+
+namespace asio = boost::asio;
+using asio::awaitable;
+using asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+/// Fires `on_expire` once the deadline passes. Extending the deadline touches no timer:
+/// the handler re-arms itself when it wakes early, so a busy tunnel costs no cancellations.
+class Watchdog : public std::enable_shared_from_this<Watchdog> {
+public:
+  Watchdog(asio::io_context& io, std::function<void()> on_expire) : timer_(io), on_expire_(std::move(on_expire)) {}
+  void start(std::chrono::milliseconds after) {
+    deadline_ = Clock::now() + after;
+    arm();
+  }
+  void extend(std::chrono::milliseconds after) { deadline_ = Clock::now() + after; }
+  void stop() {
+    stopped_ = true;
+    timer_.cancel();
+  }
+  bool expired() const noexcept { return expired_; }
+
+private:
+  void arm() {
+    timer_.expires_at(deadline_);
+    timer_.async_wait([self = shared_from_this()](const boost::system::error_code&) {
+      if (self->stopped_) return;
+      if (Clock::now() < self->deadline_) return self->arm();
+      self->expired_ = true;
+      self->on_expire_();
+    });
+  }
+  asio::steady_timer timer_;
+  std::function<void()> on_expire_;
+  Clock::time_point deadline_{};
+  bool stopped_ = false;
+  bool expired_ = false;
+};
+
+const char* status_text(int status) {
+  switch (status) {
+    case 400: return "Bad Request";
+    case 403: return "Forbidden";
+    case 431: return "Request Header Fields Too Large";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+  }
+}
+
+awaitable<void> answer(tcp::socket& socket, int status) {
+  const std::string response = "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) +
+                               "\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+  boost::system::error_code ec;
+  co_await asio::async_write(socket, asio::buffer(response), asio::redirect_error(asio::use_awaitable, ec));
+  socket.shutdown(tcp::socket::shutdown_both, ec);
+  socket.close(ec);
+}
+
+/// Both legs of an open tunnel, shared by its two pumps.
+struct Link {
+  Link(tcp::socket c, tcp::socket u) : client(std::move(c)), upstream(std::move(u)) {}
+  tcp::socket client;
+  tcp::socket upstream;
+  std::uint64_t bytes_up = 0, bytes_down = 0;
+  void close_both() {
+    boost::system::error_code ec;
+    client.close(ec);
+    upstream.close(ec);
+  }
+};
+
+awaitable<void> pump(std::shared_ptr<Link> link, bool upward, std::shared_ptr<Watchdog> idle,
+                     std::chrono::milliseconds idle_after, bool close_on_end) {
+  tcp::socket& from = upward ? link->client : link->upstream;
+  tcp::socket& to = upward ? link->upstream : link->client;
+  std::uint64_t& counter = upward ? link->bytes_up : link->bytes_down;
+  std::array<char, 64 * 1024> buffer;
+  for (;;) {
+    boost::system::error_code ec;
+    const std::size_t n =
+        co_await from.async_read_some(asio::buffer(buffer), asio::redirect_error(asio::use_awaitable, ec));
+    if (n > 0) {
+      idle->extend(idle_after);
+      boost::system::error_code wec;
+      co_await asio::async_write(to, asio::buffer(buffer.data(), n), asio::redirect_error(asio::use_awaitable, wec));
+      if (wec) break;
+      counter += n;
+    }
+    if (ec == asio::error::eof && !close_on_end) {
+      // Half-close: the other direction may still be talking (TLS close_notify, a reply).
+      boost::system::error_code sec;
+      to.shutdown(tcp::socket::shutdown_send, sec);
+      co_return;
+    }
+    if (ec) break;
+  }
+  link->close_both();
+}
+
+}  // namespace
+
+awaitable<void> ProxyServer::run(tcp::acceptor acceptor) {
+  for (;;) {
+    boost::system::error_code ec;
+    tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+    if (ec) continue;  // e.g. EMFILE: keep serving the connections we have
+    if (active_ >= options_.max_connections) {
+      Decision d;
+      d.decision = "busy";
+      d.status = 503;
+      d.reason = "more than " + std::to_string(options_.max_connections) + " connections open";
+      log_.write(d);
+      co_await answer(socket, 503);
+      continue;
+    }
+    ++active_;
+    asio::co_spawn(io_, serve(std::move(socket)), [this](std::exception_ptr) { --active_; });
+  }
+}
+
+awaitable<void> ProxyServer::serve(tcp::socket client) {
+  Decision d;
+  // 1. One head, bounded in bytes and time.
+  std::string buffer;
+  std::size_t head_end = std::string::npos;
+  {
+    auto deadline = std::make_shared<Watchdog>(io_, [&client] {
+      boost::system::error_code ec;
+      client.cancel(ec);
+    });
+    deadline->start(options_.head_timeout);
+    std::array<char, 4096> chunk;
+    while (head_end == std::string::npos && buffer.size() <= options_.max_head_bytes) {
+      boost::system::error_code ec;
+      const std::size_t n =
+          co_await client.async_read_some(asio::buffer(chunk), asio::redirect_error(asio::use_awaitable, ec));
+      buffer.append(chunk.data(), n);
+      head_end = find_head_end(buffer);
+      if (ec) break;
+    }
+    deadline->stop();
+    if (head_end == std::string::npos) {
+      d.decision = "bad-request";
+      d.status = buffer.size() > options_.max_head_bytes ? 431 : 400;
+      d.reason = deadline->expired() ? "no complete request head within the head timeout"
+                 : d.status == 431   ? "request head too large"
+                                     : "connection ended before a complete request head";
+      log_.write(d);
+      co_await answer(client, d.status);
+      co_return;
+    }
+  }
+  const std::string head = buffer.substr(0, head_end);
+  std::string early = buffer.substr(head_end);  // bytes the client sent after the head
+
+  // 2. Parse and decide.
+  ParseResult parsed = parse_request_head(head, options_.max_head_bytes);
+  if (!parsed.request) {
+    d.decision = "bad-request";
+    d.status = parsed.status;
+    d.reason = parsed.reason;
+    log_.write(d);
+    co_await answer(client, d.status);
+    co_return;
+  }
+  const ProxyRequest& request = *parsed.request;
+  d.method = request.method;
+  d.host = request.target.host;
+  d.port = request.target.port;
+  if (!options_.allow.allows(request.kind, request.target)) {
+    d.decision = "deny";
+    d.status = 403;
+    d.reason = "not on the allowlist";
+    log_.write(d);
+    co_await answer(client, 403);
+    co_return;
+  }
+
+  // 3. Resolve here, never in the sandbox: a pin is trusted, anything else must be global.
+  std::vector<tcp::endpoint> endpoints;
+  const std::string port_text = std::to_string(request.target.port);
+  if (const auto* pinned = options_.pins.lookup(request.target.host)) {
+    for (const auto& ip : *pinned) endpoints.emplace_back(asio::ip::make_address(ip), request.target.port);
+  } else {
+    std::vector<std::string> found;
+    if (auto literal = canonical_ip(request.target.host)) {
+      found.push_back(*literal);
+    } else {
+      tcp::resolver resolver(io_);
+      auto deadline = std::make_shared<Watchdog>(io_, [&resolver] { resolver.cancel(); });
+      deadline->start(options_.connect_timeout);
+      boost::system::error_code ec;
+      auto results = co_await resolver.async_resolve(request.target.host, port_text,
+                                                     asio::redirect_error(asio::use_awaitable, ec));
+      deadline->stop();
+      if (!ec)
+        for (const auto& r : results) found.push_back(r.endpoint().address().to_string());
+      if (found.empty()) {
+        d.decision = "unreachable";
+        d.status = 502;
+        d.reason = "name did not resolve" + (ec ? ": " + ec.message() : std::string());
+        log_.write(d);
+        co_await answer(client, 502);
+        co_return;
+      }
+    }
+    for (const auto& ip : found) {
+      if (!is_globally_routable(ip)) {
+        // Refuse outright rather than skip the address: a mixed answer is a rebinding shape.
+        d.decision = "deny-nonglobal";
+        d.status = 403;
+        d.reason = "resolves to " + ip + ", which is not globally routable";
+        log_.write(d);
+        co_await answer(client, 403);
+        co_return;
+      }
+      endpoints.emplace_back(asio::ip::make_address(ip), request.target.port);
+    }
+  }
+
+  // 4. Dial the checked addresses, bounded.
+  tcp::socket upstream(io_);
+  {
+    auto deadline = std::make_shared<Watchdog>(io_, [&upstream] {
+      boost::system::error_code ec;
+      upstream.close(ec);
+    });
+    deadline->start(options_.connect_timeout);
+    boost::system::error_code ec;
+    co_await asio::async_connect(upstream, endpoints, asio::redirect_error(asio::use_awaitable, ec));
+    deadline->stop();
+    if (ec || !upstream.is_open()) {
+      d.decision = "unreachable";
+      d.status = 502;
+      d.reason = deadline->expired() ? "dial timed out" : "dial failed: " + ec.message();
+      log_.write(d);
+      co_await answer(client, 502);
+      co_return;
+    }
+  }
+
+  // 5. Open the link: 200 for a tunnel, the rewritten head for a forward.
+  boost::system::error_code ec;
+  if (request.kind == RequestKind::Connect) {
+    static constexpr std::string_view kEstablished = "HTTP/1.1 200 Connection Established\r\n\r\n";
+    co_await asio::async_write(client, asio::buffer(kEstablished), asio::redirect_error(asio::use_awaitable, ec));
+  } else {
+    early.insert(0, request.upstream_head);
+  }
+  if (!ec && !early.empty())
+    co_await asio::async_write(upstream, asio::buffer(early), asio::redirect_error(asio::use_awaitable, ec));
+  d.decision = "allow";
+  auto link = std::make_shared<Link>(std::move(client), std::move(upstream));
+  if (!ec) {
+    if (request.kind == RequestKind::Forward) link->bytes_up += early.size();
+    auto idle = std::make_shared<Watchdog>(io_, [link] { link->close_both(); });
+    idle->start(options_.idle_timeout);
+    // A forward is one exchange (Connection: close): the reply ending ends the link.
+    const bool forward = request.kind == RequestKind::Forward;
+    auto done = std::make_shared<asio::steady_timer>(io_, Clock::time_point::max());
+    auto remaining = std::make_shared<int>(2);
+    auto finish = [done, remaining](std::exception_ptr) {
+      if (--*remaining == 0) done->cancel();
+    };
+    asio::co_spawn(io_, pump(link, true, idle, options_.idle_timeout, false), finish);
+    asio::co_spawn(io_, pump(link, false, idle, options_.idle_timeout, forward), finish);
+    boost::system::error_code wait_ec;
+    co_await done->async_wait(asio::redirect_error(asio::use_awaitable, wait_ec));
+    idle->stop();
+  }
+  link->close_both();
+  d.bytes_up = link->bytes_up;
+  d.bytes_down = link->bytes_down;
+  log_.write(d);
+}
+
+}  // namespace maf::sandbox::egress_proxy
