@@ -1,5 +1,6 @@
-# install(EXPORT) of maf::sandbox, a version file, a config calling find_dependency, and a
-# pkg-config file, modelled on spdlog's packaging.
+# install(EXPORT) of maf::sandbox (and maf::sandbox-conformance), a version file, a config
+# calling find_dependency, and a pkg-config file, modelled on spdlog's packaging. The .deb is
+# cmake/Packaging.cmake.
 include(CMakePackageConfigHelpers)
 set(MAF_SANDBOX_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/maf-sandbox")
 
@@ -9,6 +10,20 @@ install(TARGETS maf-sandbox EXPORT maf-sandbox-targets
         ARCHIVE DESTINATION "${CMAKE_INSTALL_LIBDIR}"
         RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}"
         INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+# The conformance library goes into the same export set, so a backend author's own tests can
+# `target_link_libraries(my-tests PRIVATE maf::sandbox-conformance)`. conformance/ installs
+# the file itself; this rule adds the export (installing one target twice is harmless).
+if(TARGET maf-sandbox-conformance)
+  install(TARGETS maf-sandbox-conformance EXPORT maf-sandbox-targets
+          LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
+          INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+endif()
+# Installed commands find libmaf-sandbox.so beside their bin/, so an extracted package or a
+# relocated prefix runs without LD_LIBRARY_PATH (the CLI sets this itself).
+if(TARGET maf-sandbox-conformance-tool)
+  set_target_properties(maf-sandbox-conformance-tool PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+endif()
+
 install(EXPORT maf-sandbox-targets NAMESPACE maf:: DESTINATION "${MAF_SANDBOX_CMAKE_DIR}"
         FILE maf-sandbox-targets.cmake)
 
@@ -21,6 +36,10 @@ install(FILES "${CMAKE_CURRENT_BINARY_DIR}/maf-sandboxConfig.cmake"
               "${CMAKE_CURRENT_BINARY_DIR}/maf-sandboxConfigVersion.cmake"
         DESTINATION "${MAF_SANDBOX_CMAKE_DIR}")
 
+# The .pc file locates the prefix from its own directory, so `cmake --install --prefix X`
+# and an extracted .deb both give correct paths.
+file(RELATIVE_PATH MAF_SANDBOX_PC_PREFIX_FROM_PCFILEDIR "/root/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/root")
+string(REGEX REPLACE "/$" "" MAF_SANDBOX_PC_PREFIX_FROM_PCFILEDIR "${MAF_SANDBOX_PC_PREFIX_FROM_PCFILEDIR}")
 configure_file(cmake/maf-sandbox.pc.in "${CMAKE_CURRENT_BINARY_DIR}/maf-sandbox.pc" @ONLY)
 install(FILES "${CMAKE_CURRENT_BINARY_DIR}/maf-sandbox.pc"
         DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
