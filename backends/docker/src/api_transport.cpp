@@ -224,6 +224,10 @@ public:
   }
 
   awaitable<CreateResult> create_and_start(CreateRequest q) override {
+    // No egress plane here (has_egress_plane() is false), so only CLOSED requests arrive;
+    // anything else is refused rather than quietly run with no network.
+    if (q.network != "none" || !q.env.empty())
+      co_return CreateResult{CreateOutcome::Failed, "the Engine-API transport creates --network none containers only"};
     json host = {{"PidsLimit", q.pids_limit},
                  {"SecurityOpt", json::array({"no-new-privileges"})},
                  {"NetworkMode", "none"}};

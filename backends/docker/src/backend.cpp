@@ -17,6 +17,7 @@
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/paths.hpp"
 #include "maf/sandbox/support/labels.hpp"
+#include "egress_topology.hpp"
 #include "tar_plane.hpp"
 
 namespace maf::sandbox::docker {
@@ -100,7 +101,11 @@ std::string capability_names(CapabilitySet set) {
 DockerSandboxBackend::DockerSandboxBackend(DockerConfig config, std::shared_ptr<DockerTransport> transport)
     : config_(std::move(config)),
       transport_(transport ? std::move(transport) : make_transport(config_)),
-      declarations_(base_declarations()) {}
+      declarations_(base_declarations()) {
+  // docker.md §1: ALLOWLIST iff a proxy image is configured — and, in this port, the
+  // transport can build the topology (the Engine-API transport cannot yet).
+  if (config_.egress_proxy_image && transport_->has_egress_plane()) declarations_.egress_modes.insert(Egress::Allowlist);
+}
 
 awaitable<std::shared_ptr<DockerSandboxBackend>> DockerSandboxBackend::create(DockerConfig config,
                                                                               std::shared_ptr<DockerTransport> transport) {
@@ -119,7 +124,8 @@ awaitable<std::shared_ptr<DockerSandboxBackend>> DockerSandboxBackend::create(Do
 }
 
 std::string DockerSandboxBackend::container_name(const SandboxKey& key, const std::string& kind) {
-  // CLOSED egress only: the egress slot of the name is always empty (docker.md §4.1).
+  // The CLOSED name; an ALLOWLIST sandbox behind the proxy also folds its hosts in
+  // (docker.md §4.1, acquire).
   return support::sandbox_name(kContainerPrefix, key, kind);
 }
 
@@ -187,6 +193,11 @@ awaitable<void> DockerSandboxBackend::create_container(const std::string& contai
   request.cap_drop_all = config_.cap_drop_all;
   request.memory = config_.memory;
   request.cpus = config_.cpus_argument();
+  if (detail::behind_proxy(config_, *transport_, spec)) {
+    // Only N, and the proxy variables; enforcement is the topology, not the variables.
+    request.network = container + "-net";
+    request.env = detail::workload_proxy_env(container);
+  }
   CreateResult created = co_await transport_->create_and_start(request);
   if (created.outcome == CreateOutcome::Created) co_return;
   if (created.outcome == CreateOutcome::NameInUse) {
@@ -405,9 +416,15 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::acquire(SandboxKey key
   if (image.empty())
     throw ValueError("backend 'docker': workload kind '" + spec.kind() +
                      "' names no image (set spec.image or spec.image_id)");
-  if (spec.egress() == Egress::Unrestricted || (spec.egress() == Egress::Allowlist && !spec.egress_allow().empty()))
+  const bool proxied = detail::behind_proxy(config_, *transport_, spec);
+  if (spec.egress() == Egress::Unrestricted ||
+      (spec.egress() == Egress::Allowlist && !spec.egress_allow().empty() && !proxied))
     throw SandboxEgressNotEnforced("backend 'docker' cannot enforce the '" + std::string(to_string(spec.egress())) +
-                                   "' egress workload kind '" + spec.kind() + "' asks for (it enforces closed)");
+                                   "' egress workload kind '" + spec.kind() + "' asks for (" +
+                                   (declarations_.egress_modes.contains(Egress::Allowlist)
+                                        ? "it enforces closed and allowlist"
+                                        : "it enforces closed; allowlist needs egress_proxy_image") +
+                                   ")");
   std::string base = kDefaultWorkDir;
   if (spec.work_dir()) {
     base = *spec.work_dir();
@@ -415,7 +432,11 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::acquire(SandboxKey key
       throw ValueError("backend 'docker': spec.work_dir '" + base + "' of workload kind '" + spec.kind() +
                        "' must be a normalised absolute POSIX path");
   }
-  const std::string container = container_name(key, spec.kind());
+  // C-55: the allowlist is part of the identity, so a changed policy is another sandbox.
+  support::NameQualifiers qualifiers;
+  if (proxied)
+    for (const auto& entry : spec.egress_allow()) qualifiers.egress_allow.push_back(egress_entry_host(entry));
+  const std::string container = support::sandbox_name(kContainerPrefix, key, spec.kind(), qualifiers);
 
   // Serialise per identity inside this process; other processes are met by adoption.
   std::shared_ptr<detail::AsyncMutex> identity_lock;
@@ -436,10 +457,12 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::acquire(SandboxKey key
     state = co_await transport_->container_state(container);
   }
   const bool warm = state && state->running && !state->paused;
+  if (!warm) co_await check_os_family(spec);  // 4. cold: create or restart
+  // 5. Egress scaffolding, re-ensured on every acquire, warm reuse included.
+  if (proxied) co_await detail::ensure_egress_topology(*transport_, config_, container, key, spec, !state.has_value());
   if (warm) {
     logger()->info("backend 'docker': reusing running container {} for kind '{}'", container, spec.kind());
   } else {
-    co_await check_os_family(spec);  // 4. cold: create or restart
     co_await ensure_running(container, spec, image, key);
     state = co_await transport_->container_state(container);
     if (!state || !state->running || state->paused)

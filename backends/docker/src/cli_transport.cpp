@@ -24,6 +24,24 @@ DockerTransport::~DockerTransport() = default;
 boost::asio::awaitable<PathStat> DockerTransport::path_stat(std::string, std::string) { co_return PathStat{}; }
 
 namespace {
+[[noreturn]] void no_egress_plane(const char* what) {
+  throw OSError(std::string("backend 'docker': this transport has no egress plane (") + what +
+                "); ALLOWLIST egress is not declared with it");
+}
+}  // namespace
+
+boost::asio::awaitable<std::string> DockerTransport::server_version() { no_egress_plane("version"); }
+boost::asio::awaitable<CreateResult> DockerTransport::create_network(NetworkRequest) {
+  no_egress_plane("network create");
+}
+boost::asio::awaitable<void> DockerTransport::connect_network(std::string, std::string) {
+  no_egress_plane("network connect");
+}
+boost::asio::awaitable<std::string> DockerTransport::container_logs(std::string, std::size_t) {
+  no_egress_plane("logs");
+}
+
+namespace {
 
 using boost::asio::awaitable;
 using support::SubprocessOptions;
@@ -155,7 +173,8 @@ public:
     if (q.cap_drop_all) args.insert(args.end(), {"--cap-drop", "ALL"});
     if (q.memory) args.insert(args.end(), {"--memory", *q.memory});
     if (q.cpus) args.insert(args.end(), {"--cpus", *q.cpus});
-    args.insert(args.end(), {"--network", "none"});
+    args.insert(args.end(), {"--network", q.network});
+    for (const auto& [k, v] : q.env) args.insert(args.end(), {"-e", k + "=" + v});
     for (const auto& [k, v] : q.labels) args.insert(args.end(), {"--label", k + "=" + v});
     args.push_back(q.image);
     args.insert(args.end(), q.command.begin(), q.command.end());
@@ -299,6 +318,43 @@ public:
     if (contains_ci(r.stderr_bytes, "no such network") || contains_ci(r.stderr_bytes, "not found"))
       co_return RemoveResult{RemoveOutcome::Absent, {}};
     co_return RemoveResult{RemoveOutcome::Refused, trim(r.stderr_bytes)};
+  }
+
+  bool has_egress_plane() const noexcept override { return true; }
+
+  awaitable<std::string> server_version() override {
+    std::vector<std::string> args{"version", "--format", "{{.Server.Version}}"};
+    auto r = co_await run(std::move(args));
+    if (!r.ok()) throw OSError(failure("version", r));
+    co_return trim(r.stdout_bytes);
+  }
+
+  awaitable<CreateResult> create_network(NetworkRequest q) override {
+    std::vector<std::string> args{"network", "create"};
+    if (q.internal) args.push_back("--internal");
+    args.push_back(q.ipv6 ? "--ipv6=true" : "--ipv6=false");
+    for (const auto& [k, v] : q.options) args.insert(args.end(), {"-o", k + "=" + v});
+    for (const auto& [k, v] : q.labels) args.insert(args.end(), {"--label", k + "=" + v});
+    args.push_back(q.name);
+    auto r = co_await run(std::move(args));
+    if (r.ok()) co_return CreateResult{CreateOutcome::Created, {}};
+    if (contains_ci(r.stderr_bytes, "already exists")) co_return CreateResult{CreateOutcome::NameInUse, r.stderr_bytes};
+    co_return CreateResult{CreateOutcome::Failed, trim(r.stderr_bytes)};
+  }
+
+  awaitable<void> connect_network(std::string network, std::string container) override {
+    std::vector<std::string> args{"network", "connect", network, container};
+    auto r = co_await run(std::move(args));
+    if (!r.ok()) throw OSError(failure("network connect " + network + " " + container, r));
+  }
+
+  awaitable<std::string> container_logs(std::string container, std::size_t max_bytes) override {
+    std::vector<std::string> args{"logs", "--tail", "1000", container};
+    RunOptions ro;
+    ro.max_stdout = ro.max_stderr = max_bytes;
+    auto r = co_await run(std::move(args), std::move(ro));
+    if (!r.ok() && !r.stdout_overflowed && !r.stderr_overflowed) throw OSError(failure("logs " + container, r));
+    co_return r.stdout_bytes + r.stderr_bytes;
   }
 
 private:

@@ -50,7 +50,8 @@ DockerConfig parse_docker_config(const nlohmann::json& json) {
   require_known_keys(json,
                      {"docker_path", "egress_proxy_image", "outbound_network", "command_timeout_seconds",
                       "image_pull_timeout_seconds", "pids_limit", "memory", "cpus", "cap_drop_all",
-                      "max_exec_output_bytes", "declare_os_family", "transport", "docker_host"},
+                      "max_exec_output_bytes", "declare_os_family", "transport", "docker_host", "egress_proxy_args",
+                      "egress_inhibit_ipv4_fallback"},
                      "docker");
   DockerConfig c;
   if (json.is_null()) return c;
@@ -61,10 +62,15 @@ DockerConfig parse_docker_config(const nlohmann::json& json) {
   if (auto it = json.find("egress_proxy_image"); it != json.end() && !it->is_null()) {
     std::string image = get_string(*it, "egress_proxy_image");
     // "" is unset (upstream #407): declaration and behaviour agree on CLOSED.
-    if (!image.empty())
-      refuse("egress_proxy_image",
-             "names '" + image + "', but this port serves CLOSED egress only; ALLOWLIST egress through a "
-             "proxy is not implemented yet, so the backend refuses rather than declaring it");
+    if (!image.empty()) c.egress_proxy_image = std::move(image);
+  }
+  if (auto it = json.find("egress_proxy_args"); it != json.end()) {
+    if (!it->is_array()) refuse("egress_proxy_args", "must be an array of strings, got " + it->dump());
+    for (const auto& arg : *it) c.egress_proxy_args.push_back(get_string(arg, "egress_proxy_args"));
+  }
+  if (auto it = json.find("egress_inhibit_ipv4_fallback"); it != json.end()) {
+    if (!it->is_boolean()) refuse("egress_inhibit_ipv4_fallback", "must be true or false, got " + it->dump());
+    c.egress_inhibit_ipv4_fallback = it->get<bool>();
   }
   if (auto it = json.find("outbound_network"); it != json.end()) c.outbound_network = get_string(*it, "outbound_network");
   if (auto it = json.find("command_timeout_seconds"); it != json.end())
@@ -111,6 +117,11 @@ DockerConfig parse_docker_config(const nlohmann::json& json) {
     c.docker_host = get_string(*it, "docker_host");
     if (c.docker_host->empty()) refuse("docker_host", "must not be empty (omit it for DOCKER_HOST)");
   }
+  // The Engine-API transport has no egress plane: refuse the combination by name rather
+  // than declare an ALLOWLIST it could not build.
+  if (c.egress_proxy_image && c.transport == DockerTransportKind::Api)
+    refuse("egress_proxy_image", "names '" + *c.egress_proxy_image +
+                                     "', but ALLOWLIST egress is served by \"transport\": \"cli\" only");
   return c;
 }
 

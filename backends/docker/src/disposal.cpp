@@ -77,8 +77,8 @@ std::optional<std::int64_t> parse_rfc3339(const std::string& text) {
 awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::remove_workload(const std::string& container) {
   // Order (docker.md §8.1): the proxy, then the workload, then the network — attached
   // endpoints block a network's removal. A proxy is tried whatever the current config
-  // says: a sandbox another configuration created is still reclaimed. This port has no
-  // egress proxy of its own, so no egress events are drained or published.
+  // says: a sandbox another configuration created is still reclaimed. Egress events are
+  // not published yet: the proxy's JSON decision lines stay in its log until removal.
   try {
     auto proxy = co_await transport_->remove_container(container + "-proxy");
     if (proxy.outcome == RemoveOutcome::Refused)
@@ -125,6 +125,12 @@ awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::dispose(SandboxK
     for (const auto& [label, value] : support::key_selector(key, kind))
       if (labels[label] != value) co_return std::nullopt;
     try {
+      // The proxy goes first, as in every teardown (docker.md §8.1, D-27).
+      if (!name.empty()) {
+        auto proxy = co_await transport_->remove_container(name + "-proxy");
+        if (proxy.outcome == RemoveOutcome::Refused)
+          co_return DisposalFailure{kDisposalRefused, "proxy " + name + "-proxy: " + proxy.detail};
+      }
       auto removed = co_await transport_->remove_container(*instance_id);
       if (removed.outcome == RemoveOutcome::Refused)
         co_return DisposalFailure{kDisposalRefused, "container " + *instance_id + ": " + removed.detail};

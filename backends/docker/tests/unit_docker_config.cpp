@@ -34,10 +34,19 @@ TEST_CASE("D-3: --cpus is formatted like Python's str(float)") {
   CHECK(c.cpus_argument() == "2.25");
 }
 
-TEST_CASE("D-5: an empty egress_proxy_image is unset; a named one is refused until ALLOWLIST exists") {
-  CHECK_NOTHROW(parse_docker_config({{"egress_proxy_image", ""}}));
-  CHECK_THROWS_WITH(parse_docker_config({{"egress_proxy_image", "maf-egress-proxy:local"}}),
-                    Catch::Contains("maf-egress-proxy:local"));
+TEST_CASE("D-5: an empty egress_proxy_image is unset; a named one enables ALLOWLIST on the CLI transport") {
+  CHECK_FALSE(parse_docker_config({{"egress_proxy_image", ""}}).egress_proxy_image);
+  auto c = parse_docker_config({{"egress_proxy_image", "maf-sandbox-egress-proxy:local"},
+                                {"egress_proxy_args", {"--resolve", "allowed.test=172.30.0.2"}},
+                                {"egress_inhibit_ipv4_fallback", true}});
+  CHECK(c.egress_proxy_image == "maf-sandbox-egress-proxy:local");
+  CHECK(c.egress_proxy_args == std::vector<std::string>{"--resolve", "allowed.test=172.30.0.2"});
+  CHECK(c.egress_inhibit_ipv4_fallback);
+  CHECK(DockerSandboxBackend(c).declarations().egress_modes == EgressSet{Egress::Closed, Egress::Allowlist});
+  CHECK(DockerSandboxBackend(DockerConfig{}).declarations().egress_modes == EgressSet{Egress::Closed});
+  CHECK_THROWS_WITH(parse_docker_config({{"egress_proxy_image", "p:1"}, {"transport", "api"}}),
+                    Catch::Contains("p:1"));
+  CHECK_THROWS_WITH(parse_docker_config({{"egress_proxy_args", "--resolve"}}), Catch::Contains("egress_proxy_args"));
 }
 
 TEST_CASE("D-5 §10: the plain constructor declares constants and no os family, with no engine call") {

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -27,9 +28,18 @@ struct DockerConfig {
   /// client (e.g. /usr/local/bin/docker) negotiates down to a 20.10 engine's API 1.41.
   /// Both are supported. It must be Docker's CLI: binding needs `docker context inspect`.
   std::string docker_path = "docker";
-  /// A locally built egress proxy image; "" counts as unset (upstream issue #407). This
-  /// port serves CLOSED egress only so far, so a non-empty value is refused at parse time.
+  /// A locally built egress proxy image (scripts/egress-proxy-image); "" counts as unset
+  /// (upstream issue #407). Set, it enables ALLOWLIST (docker.md §11.2); the CLI transport
+  /// only, since the Engine-API transport has no egress plane yet.
   std::optional<std::string> egress_proxy_image;
+  /// [port decision] Extra arguments after the proxy image's entrypoint, e.g.
+  /// `["--resolve", "allowed.test=172.30.0.2"]` (docs/backends/egress-proxy.md).
+  std::vector<std::string> egress_proxy_args;
+  /// [port decision] D-32: below Engine 28, ALLOWLIST with hosts is refused unless this is
+  /// true; then N is `--internal --ipv6=false -o com.docker.network.bridge.inhibit_ipv4=true`
+  /// and the host-side bridge must be verified address-less (docker.md §11.4).
+  bool egress_inhibit_ipv4_fallback = false;
+  /// The proxy's way out; the EG stage points it at a local `--internal` server network.
   std::string outbound_network = "bridge";
   /// Bound on every lifecycle and file-plane client call, not on exec.
   double command_timeout_seconds = 60.0;

@@ -45,6 +45,18 @@ struct CreateRequest {
   std::optional<std::string> memory;
   std::optional<std::string> cpus;  ///< already formatted (Python's str(float))
   std::vector<std::string> command{"sleep", "infinity"};
+  /// `none` (CLOSED) or the sandbox's internal network N (ALLOWLIST, docker.md §11.2).
+  std::string network = "none";
+  std::vector<std::pair<std::string, std::string>> env;  ///< `-e NAME=value`, in order
+};
+
+/// `docker network create` for an ALLOWLIST sandbox's internal network (docker.md §11.2).
+struct NetworkRequest {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::vector<std::pair<std::string, std::string>> options;  ///< `-o key=value`
+  bool internal = true;
+  bool ipv6 = false;
 };
 
 enum class CreateOutcome { Created, NameInUse, Failed };
@@ -171,6 +183,18 @@ public:
   /// A network's inspect document as JSON text; absent when it does not exist.
   virtual boost::asio::awaitable<std::optional<std::string>> inspect_network(std::string id_or_name) = 0;
   virtual boost::asio::awaitable<RemoveResult> remove_network(std::string id_or_name) = 0;
+
+  // The egress plane (docker.md §11.2): what ALLOWLIST topology needs beyond the rest. A
+  // transport without it keeps the defaults, and the backend then declares CLOSED only.
+  virtual bool has_egress_plane() const noexcept { return false; }
+  /// `Server.Version`, e.g. "20.10.24+dfsg1" (the D-32 engine gate).
+  virtual boost::asio::awaitable<std::string> server_version();
+  /// Created, NameInUse (adopt, then verify) or Failed with the engine's text.
+  virtual boost::asio::awaitable<CreateResult> create_network(NetworkRequest request);
+  /// Attach a container to a further network; throws with the engine's text.
+  virtual boost::asio::awaitable<void> connect_network(std::string network, std::string container);
+  /// The container's combined log, at most `max_bytes` (the proxy's readiness line).
+  virtual boost::asio::awaitable<std::string> container_logs(std::string container, std::size_t max_bytes);
 };
 
 }  // namespace maf::sandbox::docker

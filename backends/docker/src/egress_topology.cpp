@@ -1,0 +1,240 @@
+// ALLOWLIST topology for one sandbox (egress_topology.hpp; docker.md §11.2, §11.4).
+#include "egress_topology.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <exception>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/logging.hpp"
+#include "maf/sandbox/support/labels.hpp"
+#include "maf/sandbox/support/subprocess.hpp"
+
+namespace maf::sandbox::docker::detail {
+
+using boost::asio::awaitable;
+
+namespace {
+
+constexpr const char* kGatewayV4 = "com.docker.network.bridge.gateway_mode_ipv4";
+constexpr const char* kGatewayV6 = "com.docker.network.bridge.gateway_mode_ipv6";
+constexpr const char* kInhibitV4 = "com.docker.network.bridge.inhibit_ipv4";
+constexpr const char* kBridgeName = "com.docker.network.bridge.name";
+constexpr int kFirstIsolatingEngine = 28;  // gateway_mode_*=isolated (docker.md §11.4)
+
+std::vector<std::string> allow_hosts(const SandboxSpec& spec) {
+  std::vector<std::string> hosts;
+  for (const auto& entry : spec.egress_allow()) hosts.push_back(egress_entry_host(entry));
+  return hosts;
+}
+
+std::string join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+[[noreturn]] void not_enforced(const std::string& container, const SandboxSpec& spec, const std::string& why) {
+  throw SandboxEgressNotEnforced("backend 'docker' cannot enforce the allowlist of workload kind '" + spec.kind() +
+                                 "' (sandbox " + container + "): " + why);
+}
+
+/// The host's view of a bridge device, by `ip -j addr show dev <bridge>`. Only a client on
+/// the engine's host can look, which is why a non-local endpoint cannot be verified.
+awaitable<std::vector<std::string>> bridge_addresses(const std::string& bridge) {
+  support::SubprocessOptions o;
+  o.argv = {"ip", "-j", "addr", "show", "dev", bridge};
+  o.timeout = std::chrono::seconds(10);
+  o.max_stdout = 1 << 20;
+  support::SubprocessResult r;
+  try {
+    r = co_await support::run_subprocess(std::move(o));
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const Error& e) {
+    throw OSError(std::string("could not run `ip -j addr show dev ") + bridge + "`: " + e.what());
+  }
+  if (r.exit_code != 0)
+    throw OSError("`ip -j addr show dev " + bridge + "` exited " + std::to_string(r.exit_code) + ": " + r.stderr_bytes);
+  co_return addresses_in_ip_json(r.stdout_bytes);
+}
+
+awaitable<void> pause_for(std::chrono::milliseconds d) {
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
+  timer.expires_after(d);
+  co_await timer.async_wait(boost::asio::use_awaitable);
+}
+
+}  // namespace
+
+bool behind_proxy(const DockerConfig& config, const DockerTransport& transport, const SandboxSpec& spec) {
+  return config.egress_proxy_image && transport.has_egress_plane() && spec.egress() == Egress::Allowlist &&
+         !spec.egress_allow().empty();
+}
+
+std::vector<std::pair<std::string, std::string>> workload_proxy_env(const std::string& container) {
+  const std::string url = "http://" + container + "-proxy:" + std::to_string(kProxyPort);
+  return {{"HTTP_PROXY", url}, {"HTTPS_PROXY", url}, {"http_proxy", url}, {"https_proxy", url}};
+}
+
+std::optional<int> engine_major(const std::string& version) {
+  std::size_t i = 0;
+  int major = 0;
+  while (i < version.size() && i < 4 && version[i] >= '0' && version[i] <= '9') major = major * 10 + (version[i++] - '0');
+  if (i == 0 || i >= version.size() || version[i] != '.') return std::nullopt;
+  return major;
+}
+
+std::vector<std::string> addresses_in_ip_json(const std::string& json_text) {
+  std::vector<std::string> out;
+  try {
+    const auto j = nlohmann::json::parse(json_text);
+    if (!j.is_array()) throw OSError("`ip -j addr` answered no array");
+    for (const auto& dev : j)
+      if (auto info = dev.find("addr_info"); info != dev.end() && info->is_array())
+        for (const auto& a : *info) out.push_back(a.value("family", "?") + " " + a.value("local", "?"));
+  } catch (const nlohmann::json::exception& e) {
+    throw OSError(std::string("unreadable `ip -j addr` answer: ") + e.what());
+  }
+  return out;
+}
+
+awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerConfig& config,
+                                       const std::string& container, const SandboxKey& key, const SandboxSpec& spec,
+                                       bool fresh) {
+  for (const auto& entry : spec.egress_allow())
+    if (!std::holds_alternative<std::string>(entry))
+      not_enforced(container, spec, "method and path rules need a TLS-intercepting proxy; this one filters hosts only");
+  const std::string network = container + "-net";
+  const std::string proxy = container + "-proxy";
+  const std::string endpoint = co_await transport.endpoint();
+  const bool local_engine = endpoint.rfind("unix://", 0) == 0;
+
+  // D-32: gate on the version *before* creating N; 20.10 silently ignores gateway_mode_*.
+  const std::string version = co_await transport.server_version();
+  const auto major = engine_major(version);
+  const bool isolating = major && *major >= kFirstIsolatingEngine;
+  NetworkRequest request;
+  request.name = network;
+  request.internal = true;
+  request.ipv6 = false;
+  if (isolating) {
+    request.options = {{kGatewayV4, "isolated"}, {kGatewayV6, "isolated"}};
+  } else if (config.egress_inhibit_ipv4_fallback && local_engine) {
+    request.options = {{kInhibitV4, "true"}};
+  } else {
+    not_enforced(container, spec,
+                 "Docker Engine " + version + " predates 28.0, whose gateway_mode_*=isolated keeps the internal "
+                 "bridge free of host addresses" +
+                     (config.egress_inhibit_ipv4_fallback
+                          ? std::string("; the inhibit_ipv4 fallback needs a local engine (unix://) to verify the "
+                                        "bridge, and this one is ") + endpoint
+                          : std::string("; set egress_inhibit_ipv4_fallback to use the verified inhibit_ipv4 network")));
+  }
+  for (const auto& [label, value] : support::sandbox_labels(key, spec.kind(), spec.labels()))
+    request.labels.emplace_back(label, value);
+
+  bool created_network = false;
+  auto cleanup = [&]() -> awaitable<void> {
+    // Proxy first, then the network: attached endpoints block a network's removal.
+    co_await transport.remove_container(proxy);
+    if (fresh || created_network) co_await transport.remove_network(network);
+  };
+
+  std::exception_ptr failure;
+  try {
+    CreateResult made = co_await transport.create_network(request);
+    if (made.outcome == CreateOutcome::Failed)
+      throw OSError("backend 'docker': creating network " + network + " failed: " + made.detail);
+    created_network = made.outcome == CreateOutcome::Created;
+
+    // Verify what the engine made (or what we adopt): never trust that options took.
+    auto doc = co_await transport.inspect_network(network);
+    if (!doc) throw OSError("backend 'docker': network " + network + " vanished after creation");
+    const auto j = nlohmann::json::parse(*doc);
+    const auto options = j.value("Options", nlohmann::json::object());
+    const auto labels = j.value("Labels", nlohmann::json::object());
+    if (!j.value("Internal", false) || j.value("EnableIPv6", true))
+      not_enforced(container, spec, "network " + network + " is not internal with IPv6 off");
+    for (const auto& [k, v] : request.options)
+      if (!options.is_object() || options.value(k, "") != v)
+        not_enforced(container, spec, "network " + network + " lacks option " + k + "=" + v +
+                                          " (created by another configuration?)");
+    for (const auto& [label, value] : support::key_selector(key, spec.kind()))
+      if (!labels.is_object() || labels.value(label, "") != value)
+        not_enforced(container, spec, "network " + network + " does not carry this sandbox's labels");
+    const std::string id = j.value("Id", "");
+    const std::string bridge = options.is_object() && options.contains(kBridgeName) ? options.value(kBridgeName, "")
+                                                                                     : "br-" + id.substr(0, 12);
+
+    // Host-side check: the bridge must hold no address the workload could reach.
+    auto verify_bridge = [&]() -> awaitable<void> {
+      if (!local_engine) co_return;  // an Engine >= 28 remote daemon: the gate is all we have
+      std::vector<std::string> addresses;
+      try {
+        addresses = co_await bridge_addresses(bridge);
+      } catch (const OSError& e) {
+        not_enforced(container, spec, "could not verify bridge " + bridge + " of " + network + ": " + e.what());
+      }
+      if (!addresses.empty())
+        not_enforced(container, spec, "bridge " + bridge + " of network " + network + " holds host address(es) " +
+                                          join(addresses, ", ") + "; the workload could reach the host");
+    };
+    co_await verify_bridge();
+
+    // Replace the proxy: recreated on every acquire, so its allowlist is this spec's.
+    auto removed = co_await transport.remove_container(proxy);
+    if (removed.outcome == RemoveOutcome::Refused)
+      throw OSError("backend 'docker': could not replace proxy " + proxy + ": " + removed.detail);
+    if (!co_await transport.image_present(*config.egress_proxy_image))
+      throw OSError("backend 'docker': egress proxy image '" + *config.egress_proxy_image +
+                    "' is not present; build it locally with scripts/egress-proxy-image " + *config.egress_proxy_image);
+    CreateRequest run;
+    run.name = proxy;
+    run.image = *config.egress_proxy_image;
+    run.network = network;
+    run.env = {{"MAF_SANDBOX_ALLOW", join(allow_hosts(spec), ",")}};
+    run.labels = request.labels;
+    run.labels.emplace_back(std::string(support::kLabelRole), "proxy");
+    run.pids_limit = config.pids_limit;
+    run.cap_drop_all = true;  // it binds 3128 as nobody and needs no capability
+    run.command = config.egress_proxy_args;
+    CreateResult started = co_await transport.create_and_start(run);
+    if (started.outcome != CreateOutcome::Created)
+      throw OSError("backend 'docker': starting proxy " + proxy + " from '" + *config.egress_proxy_image +
+                    "' failed: " + started.detail);
+    // Without the outbound leg ALLOWLIST would quietly become CLOSED: fail instead.
+    co_await transport.connect_network(config.outbound_network, proxy);
+
+    bool ready = false;
+    for (int attempt = 0; attempt < 20 && !ready; ++attempt) {
+      ready = (co_await transport.container_logs(proxy, 64 * 1024)).find("listening") != std::string::npos;
+      if (!ready) co_await pause_for(std::chrono::milliseconds(250));
+    }
+    if (!ready) throw OSError("backend 'docker': proxy " + proxy + " never reported `listening`");
+    co_await verify_bridge();  // again, now that endpoints are attached and the bridge is up
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const nlohmann::json::exception& e) {
+    failure = std::make_exception_ptr(OSError("backend 'docker': unreadable inspect of network " + network + ": " + e.what()));
+  } catch (const Error&) {
+    failure = std::current_exception();
+  }
+  if (failure) {
+    // No co_await inside a handler (C++20): clean up here, then re-raise the first failure.
+    try {
+      co_await cleanup();
+    } catch (const Error& e) {
+      logger()->warn("backend 'docker': cleaning up egress scaffolding of {} failed: {}", container, e.what());
+    }
+    std::rethrow_exception(failure);
+  }
+  logger()->info("backend 'docker': egress proxy {} ready on {} for {}", proxy, network, join(allow_hosts(spec), ","));
+}
+
+}  // namespace maf::sandbox::docker::detail

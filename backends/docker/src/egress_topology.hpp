@@ -1,0 +1,47 @@
+#pragma once
+// ALLOWLIST topology for one sandbox (docker.md §11.2, §11.4; D-4, D-31, D-32): the
+// internal network N whose bridge holds no host address, and the proxy P dual-homed on N
+// and the outbound network. The workload then joins N only, with the proxy variables set.
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/awaitable.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "maf/sandbox/docker/config.hpp"
+#include "maf/sandbox/docker/transport.hpp"
+#include "maf/sandbox/key.hpp"
+#include "maf/sandbox/spec.hpp"
+
+namespace maf::sandbox::docker::detail {
+
+/// docker.md §2: the proxy's fixed listen port.
+inline constexpr int kProxyPort = 3128;
+
+/// True when this spec runs behind the proxy: a proxy image is configured, the transport
+/// has an egress plane, the mode is ALLOWLIST and the list is non-empty. Otherwise the
+/// workload gets `--network none` (D-4).
+bool behind_proxy(const DockerConfig& config, const DockerTransport& transport, const SandboxSpec& spec);
+
+/// The workload's `-e` pairs: HTTP_PROXY, HTTPS_PROXY and their lowercase twins, all
+/// `http://<container>-proxy:3128` (curl reads only the lowercase http_proxy).
+std::vector<std::pair<std::string, std::string>> workload_proxy_env(const std::string& container);
+
+/// The engine major version from `Server.Version` ("20.10.24+dfsg1" -> 20); nullopt when
+/// unreadable (then the gate refuses, as for an old engine).
+std::optional<int> engine_major(const std::string& version);
+
+/// The IP addresses an `ip -j addr show` answer lists for the device, as "family addr".
+/// Throws OSError on an unreadable answer.
+std::vector<std::string> addresses_in_ip_json(const std::string& json_text);
+
+/// Ensure N (gated, created or adopted, then verified) and replace P (run, outbound leg,
+/// readiness). `fresh`: no workload exists yet, so a failure also removes N. Throws
+/// SandboxEgressNotEnforced when the isolation cannot be had or verified, OSError when an
+/// engine step fails.
+boost::asio::awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerConfig& config,
+                                                    const std::string& container, const SandboxKey& key,
+                                                    const SandboxSpec& spec, bool fresh);
+
+}  // namespace maf::sandbox::docker::detail
