@@ -23,7 +23,12 @@ d=$($B mktemp -d /.acas-emulator/run/e.XXXXXX) || exit 125
 $B mkfifo "$d/o" "$d/e" || exit 125
 $B cat "$d/o" & p1=$!
 $B cat "$d/e" >&2 & p2=$!
-( cd "$1" || exit 2; exec sh -c "$2" ) >"$d/o" 2>"$d/e"
+( cd "$1" || exit 2
+  # The image's own sh from its PATH, never the helper's applet: an image without sh
+  # must fail the way it does on the service.
+  s=; IFS=:; for p in $PATH; do [ -x "$p/sh" ] && { s="$p/sh"; break; }; done; unset IFS
+  [ -n "$s" ] || { echo "sh: not found" >&2; exit 127; }
+  exec "$s" -c "$2" ) >"$d/o" 2>"$d/e"
 rc=$?
 wait $p1; wait $p2
 $B rm -rf "$d"

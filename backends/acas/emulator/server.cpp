@@ -263,10 +263,16 @@ struct Emulator::Impl {
       res.keep_alive(req.keep_alive());
       res.body() = std::move(reply.body);
       res.prepare_payload();
-      co_await http::async_write(socket, res, asio::redirect_error(asio::use_awaitable, ec));
+      // Logged before the write: a client that has its answer may read the log at once.
       record["status"] = reply.status;
-      record["outcome"] = ec ? "client-gone-before-response" : "completed";
-      if (record.contains("route")) log.push_back(record);
+      record["outcome"] = "completed";
+      std::optional<std::size_t> index;
+      if (record.contains("route")) {
+        index = log.size();
+        log.push_back(record);
+      }
+      co_await http::async_write(socket, res, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec && index && *index < log.size()) log[*index]["outcome"] = "client-gone-before-response";
       if (ec || !req.keep_alive()) co_return;
     }
   }

@@ -135,16 +135,18 @@ void AcasSandboxBackend::State::leave() {
 boost::asio::awaitable<std::optional<DisposalFailure>> AcasSandboxBackend::State::delete_sandbox(std::string id) {
   const auto deadline = Clock::now() + ms_of(config.delete_timeout_seconds);
   try {
-    auto r = co_await service.call(ServiceCall{"DELETE", "/sandboxes/" + id, {}, std::nullopt, "application/json",
-                                               RetryClass::Read, deadline, 1 << 20, "delete"});
+    ServiceCall call_1{"DELETE", "/sandboxes/" + id, {}, std::nullopt, "application/json",
+                                               RetryClass::Read, deadline, 1 << 20, "delete"};
+    auto r = co_await service.call(std::move(call_1));
     // R-23 / E-14: 200 the first time, 204 while deleting or gone; the SDK's 404 is "gone" too.
     if (r.status != 200 && r.status != 202 && r.status != 204 && r.status != 404)
       co_return DisposalFailure{kDisposalRefused, "sandbox " + id + ": delete answered HTTP " +
                                                       std::to_string(r.status) + ": " + detail::problem_summary(r.body)};
     if (r.status == 404) co_return std::nullopt;
     for (;;) {
-      auto g = co_await service.call(ServiceCall{"GET", "/sandboxes/" + id, {}, std::nullopt, "application/json",
-                                                 RetryClass::Read, deadline, 1 << 20, "get"});
+      ServiceCall call_2{"GET", "/sandboxes/" + id, {}, std::nullopt, "application/json",
+                                                 RetryClass::Read, deadline, 1 << 20, "get"};
+      auto g = co_await service.call(std::move(call_2));
       if (g.status == 404) co_return std::nullopt;
       if (g.status != 200)
         co_return DisposalFailure{kDisposalRefused, "sandbox " + id + ": polling the deletion answered HTTP " +
@@ -193,11 +195,11 @@ namespace {
 // A-1…A-3: which disk image a spec names.
 boost::asio::awaitable<json> resolve_image(AcasSandboxBackend::State& s, const SandboxSpec& spec) {
   if (spec.image_id() && !spec.image_id()->empty()) co_return disk_by_id(*spec.image_id());
-  if (!spec.image() || spec.image()->empty())
+  const std::string image = spec.image() && !spec.image()->empty() ? *spec.image() : s.config.default_image;
+  if (image.empty())
     throw ValueError("acas: kind '" + spec.kind() +
                      "' names no image: give spec.image a prebuilt name without a tag (e.g. 'python-3.13') or an "
-                     "imported 'repository:tag', or spec.image_id");
-  const std::string image = *spec.image();
+                     "imported 'repository:tag', or spec.image_id (or configure default_image)");
   const auto deadline = Clock::now() + ms_of(s.config.request_timeout_seconds);
   if (image.find('/') == std::string::npos && image.find(':') == std::string::npos) {
     {
@@ -285,8 +287,9 @@ boost::asio::awaitable<bool> ensure_running(AcasSandboxBackend::State& s, Record
   const auto deadline = Clock::now() + ms_of(s.config.create_timeout_seconds);
   bool resumed = false;
   for (;;) {
-    auto r = co_await s.service.call(ServiceCall{"GET", "/sandboxes/" + record.id, {}, std::nullopt,
-                                                 "application/json", RetryClass::Read, deadline, 1 << 20, "get"});
+    ServiceCall call_3{"GET", "/sandboxes/" + record.id, {}, std::nullopt,
+                                                 "application/json", RetryClass::Read, deadline, 1 << 20, "get"};
+    auto r = co_await s.service.call(std::move(call_3));
     if (r.status == 401 || r.status == 403) detail::Service::expect(r, {200}, "get");
     if (r.status != 200) co_return false;
     auto doc = detail::parse_sandbox_document(std::string_view(r.body));
@@ -296,9 +299,10 @@ boost::asio::awaitable<bool> ensure_running(AcasSandboxBackend::State& s, Record
       if (!resumed) {
         resumed = true;
         // §2.1: always `{}`, a body-less resume may hang (CYRUS C7).
-        auto rr = co_await s.service.call(ServiceCall{"POST", "/sandboxes/" + record.id + "/resume", {}, "{}",
+        ServiceCall call_4{"POST", "/sandboxes/" + record.id + "/resume", {}, "{}",
                                                       "application/json", RetryClass::Idempotent, deadline, 1 << 20,
-                                                      "resume"});
+                                                      "resume"};
+        auto rr = co_await s.service.call(std::move(call_4));
         if (rr.status == 401 || rr.status == 403) detail::Service::expect(rr, {200}, "resume");
       }
     } else if (doc.state != "Resuming" || Clock::now() >= deadline) {
@@ -317,8 +321,9 @@ boost::asio::awaitable<std::shared_ptr<Record>> create_sandbox(AcasSandboxBacken
   detail::HttpResponse r;
   std::exception_ptr lost;
   try {
-    r = co_await s.service.call(ServiceCall{"PUT", "/sandboxes", {}, body.dump(), "application/json",
-                                            RetryClass::Create, deadline, 1 << 20, "create"});
+    ServiceCall call_5{"PUT", "/sandboxes", {}, body.dump(), "application/json",
+                                            RetryClass::Create, deadline, 1 << 20, "create"};
+    r = co_await s.service.call(std::move(call_5));
   } catch (const AcasTransportError& e) {
     if (!e.maybe_sent()) throw;
     lost = std::current_exception();
@@ -350,15 +355,17 @@ boost::asio::awaitable<std::shared_ptr<Record>> create_sandbox(AcasSandboxBacken
       throw RuntimeError("acas: sandbox " + record->id + " did not reach Running (state '" + state + "')");
     }
     co_await sleep_for(ms_of(s.config.poll_interval_seconds));
-    auto g = co_await s.service.call(ServiceCall{"GET", "/sandboxes/" + record->id, {}, std::nullopt,
-                                                 "application/json", RetryClass::Read, deadline, 1 << 20, "get"});
+    ServiceCall call_6{"GET", "/sandboxes/" + record->id, {}, std::nullopt,
+                                                 "application/json", RetryClass::Read, deadline, 1 << 20, "get"};
+    auto g = co_await s.service.call(std::move(call_6));
     if (g.status == 200) state = detail::parse_sandbox_document(std::string_view(g.body)).state;
   }
   // the lifecycle POST; a non-auth failure is a warning, 401/403 refuse.
-  auto lc = co_await s.service.call(ServiceCall{"POST", "/sandboxes/" + record->id + "/lifecycle", {}, lifecycle.dump(),
+  ServiceCall call_7{"POST", "/sandboxes/" + record->id + "/lifecycle", {}, lifecycle.dump(),
                                                 "application/json", RetryClass::Idempotent,
                                                 Clock::now() + ms_of(s.config.request_timeout_seconds), 1 << 20,
-                                                "lifecycle"});
+                                                "lifecycle"};
+  auto lc = co_await s.service.call(std::move(call_7));
   if (lc.status == 401 || lc.status == 403) {
     co_await s.invalidate(record, "lifecycle refused");
     detail::Service::expect(lc, {200}, "lifecycle");
@@ -377,13 +384,15 @@ boost::asio::awaitable<void> prepare_work_dir(AcasSandboxBackend::State& s, cons
   while (pos <= base.size()) {
     auto next = base.find('/', pos);
     prefix = base.substr(0, next);
-    auto r = co_await s.service.call(ServiceCall{"GET", "/sandboxes/" + record.id + "/files/stat",
+    ServiceCall call_8{"GET", "/sandboxes/" + record.id + "/files/stat",
                                                  detail::one_query("path", prefix), std::nullopt, "application/json",
-                                                 RetryClass::Read, deadline, 1 << 20, "files.stat"});
+                                                 RetryClass::Read, deadline, 1 << 20, "files.stat"};
+    auto r = co_await s.service.call(std::move(call_8));
     if (r.status == 404) {
-      auto mk = co_await s.service.call(ServiceCall{"POST", "/sandboxes/" + record.id + "/files/mkdir", {},
+      ServiceCall call_9{"POST", "/sandboxes/" + record.id + "/files/mkdir", {},
                                                     detail::json_path_body(prefix), "application/json",
-                                                    RetryClass::Idempotent, deadline, 1 << 20, "files.mkdir"});
+                                                    RetryClass::Idempotent, deadline, 1 << 20, "files.mkdir"};
+      auto mk = co_await s.service.call(std::move(call_9));
       detail::Service::expect(mk, {200, 201, 204}, "files.mkdir " + prefix);
     } else {
       detail::Service::expect(r, {200}, "files.stat " + prefix);

@@ -41,7 +41,7 @@ void read_positive_int(const nlohmann::json& j, const char* key, Int& out) {
 
 AcasConfig parse_acas_config(const nlohmann::json& j) {
   require_known_keys(j,
-                     {"endpoint", "subscription_id", "resource_group", "sandbox_group", "registry", "api_version",
+                     {"endpoint", "subscription_id", "resource_group", "sandbox_group", "registry", "default_image", "api_version",
                       "allow_insecure_loopback", "token", "token_command", "token_env", "scope",
                       "auto_suspend_seconds", "auto_delete_seconds", "read_timeout_seconds",
                       "exec_output_limit_bytes", "request_timeout_seconds", "create_timeout_seconds",
@@ -56,6 +56,7 @@ AcasConfig parse_acas_config(const nlohmann::json& j) {
   read_string(j, "sandbox_group", c.sandbox_group);
   read_string(j, "registry", c.registry);
   read_string(j, "api_version", c.api_version);
+  read_string(j, "default_image", c.default_image);
   read_string(j, "token", c.token);
   read_string(j, "token_env", c.token_env);
   read_string(j, "scope", c.scope);

@@ -163,10 +163,10 @@ boost::asio::awaitable<std::string> Service::token() {
 
 boost::asio::awaitable<HttpResponse> Service::call(ServiceCall c) {
   std::string u = url(c.path, c.query);
-  co_return co_await send_url(std::move(u), std::move(c));
+  co_return co_await send_url(u, c);
 }
 
-boost::asio::awaitable<HttpResponse> Service::send_url(std::string u, ServiceCall c) {
+boost::asio::awaitable<HttpResponse> Service::send_url(const std::string& u, const ServiceCall& c) {
   auto executor = co_await boost::asio::this_coro::executor;
   std::string bearer = co_await token();
   const auto cap = ms_of(config_.retry_after_cap_seconds);

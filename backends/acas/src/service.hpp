@@ -65,7 +65,7 @@ public:
 
 private:
   boost::asio::awaitable<std::string> token();
-  boost::asio::awaitable<HttpResponse> send_url(std::string url, ServiceCall call);
+  boost::asio::awaitable<HttpResponse> send_url(const std::string& url, const ServiceCall& call);
   std::string url(const std::string& path, const std::vector<std::pair<std::string, std::string>>& query) const;
 
   AcasConfig config_;

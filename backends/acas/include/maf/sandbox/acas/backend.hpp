@@ -35,6 +35,9 @@ struct AcasConfig {
   std::string sandbox_group;
   /// Qualifies imported `repository:tag` images; empty = unchanged.
   std::string registry;
+  /// Used when a spec names neither image nor image_id (e.g. the conformance runner's
+  /// subject); same namespace rule as spec.image. Empty = such a spec is refused.
+  std::string default_image;
   std::string api_version = "2026-02-01-preview";  ///< R-3, pinned by the client
   bool allow_insecure_loopback = false;
 

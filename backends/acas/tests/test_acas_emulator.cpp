@@ -1,0 +1,245 @@
+// The ACAS backend against its emulator (label `acas`): the first-milestone behaviours of
+// acas.md §5 and the fault cases of §4.5, each test with its own emulator.
+#include "acas_fixture.hpp"
+
+#include "maf/sandbox/errors.hpp"
+
+using namespace acas_test;
+using maf::sandbox::Capability;
+using maf::sandbox::Egress;
+using maf::sandbox::SandboxSpec;
+
+TEST_CASE("A-5/A-24: acquire serves exact exec bytes; a warm acquire reuses the sandbox without a create") {
+  Fixture f;
+  auto backend = f.backend();
+  auto sb = f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  auto r = f.run([&] { return sb->exec(std::string("printf 'ok\\377\\376'; printf err >&2; exit 3")); });
+  CHECK(r.stdout_bytes == std::string("ok\xff\xfe"));
+  CHECK(r.stderr_bytes == "err");
+  CHECK(r.exit_code == 3);
+  auto again = f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  CHECK(again->instance_id() == sb->instance_id());
+  CHECK(f.requests("create").size() == 1);
+  // reserved labels on the create body.
+  auto body = f.requests("create")[0]["body"];
+  CHECK(body["labels"]["scope"] == f.scope);
+  CHECK(body["labels"]["agent"] == "agent");
+  CHECK(body["egressPolicy"]["defaultAction"] == "Deny");
+  CHECK(body["egressPolicy"]["hostRules"].empty());
+  // the lifecycle POST follows the create.
+  CHECK(f.requests("lifecycle").size() == 1);
+}
+
+TEST_CASE("A-13: acquire makes the storage base with one file-plane mkdir per missing level") {
+  Fixture f;
+  auto backend = f.backend();
+  auto sb = f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  auto mkdirs = f.requests("files.mkdir");
+  REQUIRE(mkdirs.size() == 2);
+  CHECK(mkdirs[0]["body"]["path"] == "/maf-sandbox");
+  CHECK(mkdirs[1]["body"]["path"] == "/maf-sandbox/work");
+  // Repair after an out-of-band removal: only the missing level is made again.
+  f.guest(sb->instance_id(), "rm -rf /maf-sandbox/work");
+  auto since = f.last_seq();
+  f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  auto repaired = f.requests("files.mkdir", since);
+  REQUIRE(repaired.size() == 1);
+  CHECK(repaired[0]["body"]["path"] == "/maf-sandbox/work");
+}
+
+TEST_CASE("A-31: write_file runs over exec in 48 KiB chunks (2 + k commands) and lands exact bytes") {
+  Fixture f;
+  auto backend = f.backend();
+  auto sb = f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  for (auto [size, commands] : std::vector<std::pair<std::size_t, std::size_t>>{
+           {0, 2}, {1, 3}, {49152, 3}, {49153, 4}, {200000, 7}}) {
+    std::string content(size, '\0');
+    for (std::size_t i = 0; i < size; ++i) content[i] = static_cast<char>((i * 131 + 7) & 0xff);
+    auto since = f.last_seq();
+    f.run([&] { return sb->write_file("blob.bin", content); });
+    INFO("size " << size << ": " << f.requests("exec", since).dump());
+    CHECK(f.requests("exec", since).size() == commands);
+    CHECK(f.requests("files.put", since).empty());  // never the file plane
+    CHECK(f.run([&] { return sb->read_file("blob.bin", ".", 1 << 20); }) == content);
+  }
+}
+
+TEST_CASE("A-40/A-42/A-44: stat, list and the ancestor walk refuse a linked parent") {
+  Fixture f;
+  auto backend = f.backend();
+  auto sb = f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  CHECK_FALSE(f.run([&] { return sb->stat_file("missing.txt"); }).has_value());
+  f.run([&] { return sb->write_file("d/real.txt", std::string("hello world\n")); });
+  auto st = f.run([&] { return sb->stat_file("d/real.txt"); });
+  REQUIRE(st.has_value());
+  CHECK(st->kind == maf::sandbox::EntryKind::File);
+  CHECK(st->size_bytes == 12);
+  auto listing = f.run([&] { return sb->list_dir("d"); });
+  REQUIRE(listing.size() == 1);
+  CHECK(listing[0].path == "d/real.txt");
+  f.guest(sb->instance_id(), "ln -s /etc /maf-sandbox/work/out");
+  auto since = f.last_seq();
+  CHECK_THROWS_AS(f.run([&] { return sb->stat_file("out/hostname"); }), maf::sandbox::ValueError);
+  CHECK(f.requests("files.get", since).empty());
+  auto link = f.run([&] { return sb->stat_file("out"); });
+  REQUIRE(link.has_value());
+  CHECK(link->kind == maf::sandbox::EntryKind::Symlink);
+}
+
+TEST_CASE("A-43: reading a FIFO is bounded by read_timeout_seconds and keeps the sandbox") {
+  Fixture f;
+  auto config = f.config();
+  // Long enough for the acquire's file-plane calls on a loaded CI box; the FIFO read then
+  // takes this long to be refused.
+  config.read_timeout_seconds = 4;
+  auto backend = f.backend(config);
+  auto sb = f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  f.guest(sb->instance_id(), "mkfifo /maf-sandbox/work/pipe");
+  CHECK_THROWS_AS(f.run([&] { return sb->read_file("pipe", ".", 1024); }), maf::sandbox::TimeoutError);
+  CHECK(f.requests("delete").empty());
+  CHECK(f.run([&] { return sb->exec(std::string("echo still")); }).stdout_bytes == "still\n");
+}
+
+TEST_CASE("A-2: a bare image name the service lacks is refused before any create, catalogue in the message") {
+  Fixture f;
+  auto backend = f.backend();
+  try {
+    f.run([&] { return backend->acquire(f.key(), files_spec("python3.13")); });
+    FAIL("acquire should have refused");
+  } catch (const maf::sandbox::ValueError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("It provides: busybox, busybox-nonroot, busybox-nosh."));
+  }
+  INFO(f.emulator->control("GET", "/requests").dump());
+  CHECK(f.requests("images.public").size() == 1);
+  CHECK(f.requests("create").empty());
+}
+
+TEST_CASE("A-9: a warm sandbox with another egress policy raises AcasEgressPolicyConflict before any request") {
+  Fixture f;
+  auto backend = f.backend();
+  auto spec_for = [](std::string host) {
+    return SandboxSpec({.kind = "acas-test", .image = "busybox", .egress_allow = {std::move(host)},
+                        .requires_capabilities = {Capability::Exec}, .egress = Egress::Allowlist});
+  };
+  auto sb = f.run([&] { return backend->acquire(f.key(), spec_for("a.com")); });
+  CHECK(f.requests("create")[0]["body"]["egressPolicy"]["hostRules"][0]["pattern"] == "a.com");
+  auto since = f.last_seq();
+  CHECK_THROWS_AS(f.run([&] { return backend->acquire(f.key(), spec_for("B.com")); }),
+                  maf::sandbox::acas::AcasEgressPolicyConflict);
+  CHECK(f.last_seq() == since);
+  // Same policy, other spelling: reused.
+  CHECK(f.run([&] { return backend->acquire(f.key(), spec_for("A.com")); })->instance_id() == sb->instance_id());
+  CHECK(f.run([&] { return sb->exec(std::string("true")); }).exit_code == 0);
+}
+
+TEST_CASE("T-4/A-27: an exec answered 429 with Retry-After is retried after the wait and succeeds") {
+  Fixture f;
+  auto backend = f.backend();
+  auto sb = f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  auto since = f.last_seq();
+  f.fault({{"route", "exec"}, {"code", 429}, {"retryAfter", 1}, {"times", 1}});
+  auto r = f.run([&] { return sb->exec(std::string("echo hi")); });
+  CHECK(r.stdout_bytes == "hi\n");
+  auto execs = f.requests("exec", since);
+  REQUIRE(execs.size() >= 2);
+  CHECK(execs[0]["status"] == 429);
+  CHECK(execs[1]["status"] == 200);
+  CHECK(execs[1]["body"] == execs[0]["body"]);  // the identical request, re-sent
+  CHECK(f.requests("delete", since).empty());
+}
+
+TEST_CASE("A-26: a 429 whose Retry-After outlasts the deadline is a TimeoutError that keeps the sandbox") {
+  Fixture f;
+  auto backend = f.backend();
+  auto sb = f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  auto since = f.last_seq();
+  f.fault({{"route", "exec"}, {"code", 429}, {"retryAfter", 5}, {"times", 1}});
+  CHECK_THROWS_AS(f.run([&] { return sb->exec(std::string("echo hi"), ".", std::chrono::seconds(2)); }),
+                  maf::sandbox::TimeoutError);
+  CHECK(f.requests("delete", since).empty());
+  CHECK(f.live() == 1);
+}
+
+TEST_CASE("T-6: a 500 during create leaves no sandbox behind (reconciled by label, never replayed)") {
+  Fixture f;
+  auto backend = f.backend();
+  // afterEffect: the service made the sandbox, then answered 500.
+  f.fault({{"route", "create"}, {"code", 500}, {"afterEffect", true}});
+  CHECK_THROWS_AS(f.run([&] { return backend->acquire(f.key(), files_spec()); }),
+                  maf::sandbox::acas::AcasServiceError);
+  CHECK(f.requests("create").size() == 1);
+  CHECK(f.requests("list").size() == 1);
+  CHECK(f.live() == 0);
+  // A plain 500 (nothing made) also leaves nothing, and the next acquire works.
+  f.fault({{"route", "create"}, {"code", 500}});
+  CHECK_THROWS(f.run([&] { return backend->acquire(f.key(), files_spec()); }));
+  CHECK(f.live() == 0);
+  f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  CHECK(f.live() == 1);
+}
+
+TEST_CASE("A-26: a dropped connection during exec invalidates and deletes the sandbox") {
+  Fixture f;
+  auto backend = f.backend();
+  auto sb = f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  const std::string first = sb->instance_id();
+  f.fault({{"route", "exec"}, {"action", "drop"}, {"afterEffect", true}});
+  CHECK_THROWS_AS(f.run([&] { return sb->exec(std::string("echo hi")); }), maf::sandbox::acas::AcasTransportError);
+  CHECK(f.requests("delete").size() == 1);
+  CHECK(f.live() == 0);
+  auto next = f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  CHECK(next->instance_id() != first);
+}
+
+TEST_CASE("A-51: dispose_scope from a fresh backend instance finds and deletes what another created") {
+  Fixture f;
+  auto creator = f.backend();
+  f.run([&] { return creator->acquire(f.key("one"), files_spec()); });
+  f.run([&] { return creator->acquire(f.key("two"), files_spec()); });
+  REQUIRE(f.live() == 2);
+  auto other = f.backend();
+  auto purge = f.run([&] { return other->dispose_scope(f.scope, f.thread); });
+  CHECK(purge.disposed == 2);
+  CHECK_FALSE(purge.undisposed.has_value());
+  CHECK(f.live() == 0);
+  auto lists = f.requests("list");
+  REQUIRE_FALSE(lists.empty());
+  CHECK(lists.back()["query"].dump().find("scope=" + f.scope + ",thread=" + f.thread) != std::string::npos);
+}
+
+TEST_CASE("A-52/A-16: a failed delete is retained, blocks acquire, and the next dispose retries it") {
+  Fixture f;
+  auto backend = f.backend();
+  f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  f.fault({{"route", "delete"}, {"code", 500}, {"times", 6}});
+  auto failed = f.run([&] { return backend->dispose(f.key(), std::nullopt, std::nullopt); });
+  REQUIRE(failed.has_value());
+  CHECK(failed->code == maf::sandbox::kDisposalRefused);
+  CHECK_THROWS_AS(f.run([&] { return backend->acquire(f.key(), files_spec()); }), maf::sandbox::SandboxOutputError);
+  auto since = f.last_seq();
+  CHECK_FALSE(f.run([&] { return backend->dispose(f.key(), std::nullopt, std::nullopt); }).has_value());
+  CHECK(f.requests("delete", since).size() == 1);
+  CHECK(f.live() == 0);
+}
+
+TEST_CASE("A-15: an image without sh is refused by the sh probe, naming it") {
+  Fixture f;
+  auto backend = f.backend();
+  try {
+    f.run([&] { return backend->acquire(f.key(), files_spec("busybox-nosh")); });
+    FAIL("acquire should have refused");
+  } catch (const maf::sandbox::SandboxCapabilityNotSupported& e) {
+    CHECK_THAT(e.what(), Catch::Contains("'sh' probe"));
+  }
+}
+
+TEST_CASE("A-62: close() refuses new work and deletes nothing") {
+  Fixture f;
+  auto backend = f.backend();
+  f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  f.run([&] { return backend->close(); });
+  CHECK_THROWS_AS(f.run([&] { return backend->acquire(f.key(), files_spec()); }),
+                  maf::sandbox::acas::AcasCredentialError);
+  CHECK(f.requests("delete").empty());
+  CHECK(f.live() == 1);
+}
