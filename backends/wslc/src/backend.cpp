@@ -91,19 +91,20 @@ void WslcSandboxBackend::forget(const std::string& name) {
   }
 }
 
-awaitable<WslcOutcome> WslcSandboxBackend::lifecycle(std::vector<std::string> args,
-                                                     std::optional<std::string> stdin_bytes) {
+awaitable<WslcOutcome> WslcSandboxBackend::lifecycle(std::vector<std::string> args) {
   WslcCall call;
   const std::string verb = args.size() >= 2 ? args[0] + " " + args[1] : args.at(0);
   call.args = std::move(args);
-  call.stdin_bytes = std::move(stdin_bytes);
   call.timeout = config_.command_timeout();
   co_return co_await run_lifecycle(*runner_, std::move(call), verb);
 }
 
 awaitable<void> WslcSandboxBackend::check_version() {
   if (version_checked_) co_return;
-  WslcOutcome r = co_await lifecycle(version_args());
+  // GCC 12 mis-destroys temporaries built inside a co_await expression: every argument
+  // that crosses a co_await is a named local in this backend.
+  auto args = version_args();
+  WslcOutcome r = co_await lifecycle(std::move(args));
   const auto version = parse_wslc_version(r.stdout_bytes);
   if (r.exit_code != 0 || !version)
     throw WslcBackendUnavailable("backend 'wslc': '" + config_.wslc_path + " version' gave no version (exit " +
@@ -126,7 +127,8 @@ awaitable<std::vector<ListedContainer>> WslcSandboxBackend::list(const ListSelec
 }
 
 awaitable<bool> WslcSandboxBackend::start(const std::string& name) {
-  WslcOutcome r = co_await lifecycle(start_args(name));
+  auto args = start_args(name);
+  WslcOutcome r = co_await lifecycle(std::move(args));
   if (r.exit_code == 0) co_return true;
   logger()->warn("backend 'wslc': starting stopped container {} failed: {}", name, r.stderr_bytes);
   co_return false;
@@ -138,7 +140,8 @@ awaitable<void> WslcSandboxBackend::create(const std::string& name, const Sandbo
   for (auto& [label, value] : support::key_selector(key, spec.kind())) labels.emplace_back(label, value);
   for (auto& [label, value] : support::sandbox_labels(key, spec.kind(), spec.labels()))
     if (label.rfind(support::kLabelUserPrefix, 0) == 0) labels.emplace_back(label, value);
-  WslcOutcome r = co_await lifecycle(run_args(name, labels, image));
+  auto args = run_args(name, labels, image);
+  WslcOutcome r = co_await lifecycle(std::move(args));
   if (r.exit_code == 0) {
     logger()->info("backend 'wslc': created container {} for kind '{}' (thread '{}', agent '{}')", name, spec.kind(),
                    key.thread_id, key.agent_id);
@@ -147,8 +150,12 @@ awaitable<void> WslcSandboxBackend::create(const std::string& name, const Sandbo
   const std::string what = "wslc container run of " + name + " from image '" + image + "' for kind '" + spec.kind() + "'";
   if (find_symbol(r.stderr_bytes) != WslcSymbol::AlreadyExists) raise_wslc_failure(what, r.exit_code, r.stderr_bytes);
   // W-17: another process created it first — adopt once.
-  if (find_exact(co_await list({.name = name}), name)) co_return;
-  if (find_exact(co_await list({.all = true, .name = name}), name) && co_await start(name)) co_return;
+  const ListSelector running{.all = false, .name = name};
+  const ListSelector any{.all = true, .name = name};
+  auto now_running = co_await list(running);
+  if (find_exact(now_running, name)) co_return;
+  auto present = co_await list(any);
+  if (find_exact(present, name) && co_await start(name)) co_return;
   raise_wslc_failure(what + " (name taken, and adopting it failed)", r.exit_code, r.stderr_bytes);
 }
 
@@ -170,7 +177,8 @@ awaitable<void> WslcSandboxBackend::ensure_base(const std::string& name, const s
                                    .count();
       support::TarWriter tar;
       tar.add_directory(base.substr(1), {.mode = 0755, .uid = 0, .gid = 0, .mtime = now});
-      co_await detail::upload_tar(plane, std::move(tar).finish(), base);
+      std::string archive = std::move(tar).finish();
+      co_await detail::upload_tar(plane, std::move(archive), base);
       co_return;
     }
     if (st->kind == EntryKind::Symlink)
@@ -200,19 +208,22 @@ awaitable<std::shared_ptr<Sandbox>> WslcSandboxBackend::acquire(SandboxKey key, 
   support::sandbox_labels(key, spec.kind(), spec.labels());  // refuses a bad label key (W-11) now
   const std::string name = container_name(key, spec.kind(), base);
 
-  auto held = co_await lock_for(name)->acquire();
+  auto key_lock = lock_for(name);
+  auto held = co_await key_lock->acquire();
   co_await check_version();
 
   // W-14, W-15: running -> reuse; stopped -> start, else remove and create; missing -> create.
   const ListedContainer* entry = nullptr;
-  auto running = co_await list({.name = name});
+  const ListSelector running_probe{.all = false, .name = name};
+  const ListSelector any_probe{.all = true, .name = name};
+  auto running = co_await list(running_probe);
   entry = find_exact(running, name);
   std::vector<ListedContainer> listed;
   if (entry) {
     logger()->info("backend 'wslc': reusing container {} for kind '{}' (thread '{}', agent '{}')", name, spec.kind(),
                    key.thread_id, key.agent_id);
   } else {
-    listed = co_await list({.all = true, .name = name});
+    listed = co_await list(any_probe);
     if (find_exact(listed, name)) {
       if (co_await start(name)) {
         logger()->info("backend 'wslc': restarted container {} for kind '{}' (thread '{}', agent '{}')", name,
@@ -224,7 +235,7 @@ awaitable<std::shared_ptr<Sandbox>> WslcSandboxBackend::acquire(SandboxKey key, 
     } else {
       co_await create(name, key, spec, image);
     }
-    running = co_await list({.name = name});
+    running = co_await list(running_probe);
     entry = find_exact(running, name);
     if (!entry)
       throw WslcCommandFailed("backend 'wslc': container " + name + " for workload kind '" + spec.kind() +

@@ -41,7 +41,8 @@ bool same_instance(const std::string& listed_id, const std::string& wanted) {
 awaitable<WslcSandboxBackend::Removal> WslcSandboxBackend::remove(const std::string& name) {
   // W-38: exit 0 counts; CONTAINER_NOT_FOUND is already gone; anything else is kept.
   try {
-    WslcOutcome r = co_await lifecycle(remove_args(name));
+    auto args = remove_args(name);
+    WslcOutcome r = co_await lifecycle(std::move(args));
     if (r.exit_code == 0) {
       forget(name);
       co_return Removal{true, std::nullopt};
@@ -67,7 +68,8 @@ awaitable<std::vector<DisposalFailure>> WslcSandboxBackend::remove_all(const std
     if (is_proxy_name(name) && !r.failure) {
       const std::string network = name.substr(0, name.size() - kProxySuffix.size()) + "-net";
       try {
-        WslcOutcome n = co_await lifecycle(network_remove_args(network));
+        auto args = network_remove_args(network);
+        WslcOutcome n = co_await lifecycle(std::move(args));
         if (n.exit_code != 0) failures.push_back({kDisposalRefused, "network " + network + ": " + n.stderr_bytes});
       } catch (const Error& e) {
         failures.push_back({kDisposalUnreachable, "network " + network + ": " + e.what()});

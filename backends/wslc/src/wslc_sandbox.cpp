@@ -85,7 +85,8 @@ awaitable<void> WslcSandbox::do_write_file(const std::string& absolute_path, con
   // leaves existing ones alone (W-24). `/` is the only destination sure to exist.
   support::TarWriter tar;
   tar.add_file(absolute_path.substr(1), content, {.mode = 0644, .uid = 0, .gid = 0, .mtime = now});
-  co_await upload_tar(plane_, std::move(tar).finish(), absolute_path);
+  std::string archive = std::move(tar).finish();
+  co_await upload_tar(plane_, std::move(archive), absolute_path);
 }
 
 }  // namespace maf::sandbox::wslc::detail

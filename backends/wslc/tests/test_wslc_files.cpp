@@ -72,7 +72,7 @@ TEST_CASE("W-23/T-3: links planted in a parent or at the leaf are refused before
 TEST_CASE("W-18: an existing base is left exactly as it is; a link as the base refuses acquire") {
   Engine e;
   auto sb = e.acquire(spec_for(kCaps));
-  e.sh(*sb, "chmod 0700 /maf-sandbox/work && touch -d 2001-01-01 /maf-sandbox/work");
+  e.sh(*sb, "chmod 0700 /maf-sandbox/work && touch -t 200101010000 /maf-sandbox/work");
   auto again = e.acquire(spec_for(kCaps));
   CHECK(e.sh(*again, "stat -c '%a %Y' /maf-sandbox/work").stdout_text() == "700 978307200\n");
   e.sh(*sb, "rm -rf /maf-sandbox/work && mkdir -p /elsewhere && ln -s /elsewhere /maf-sandbox/work");

@@ -59,7 +59,7 @@ private:
     std::optional<DisposalFailure> failure;
   };
   boost::asio::awaitable<void> check_version();
-  boost::asio::awaitable<WslcOutcome> lifecycle(std::vector<std::string> args, std::optional<std::string> stdin_bytes = {});
+  boost::asio::awaitable<WslcOutcome> lifecycle(std::vector<std::string> args);
   boost::asio::awaitable<std::vector<ListedContainer>> list(const ListSelector& selector);
   boost::asio::awaitable<void> create(const std::string& name, const SandboxKey& key, const SandboxSpec& spec,
                                       const std::string& image);
