@@ -1,8 +1,6 @@
 // The shared conformance suites against the wslc backend through the shim (wslc.md T-1):
 // EXEC, FILES_IN and EGRESS_CLOSED pass; FILES_DELETE (and every files_out suite) is refused
 // because the backend does not declare it (W-2).
-#include <set>
-
 #include <maf/sandbox/conformance/conformance.hpp>
 
 #include "engine_fixture.hpp"
@@ -12,13 +10,6 @@ using namespace maf::sandbox::conformance;
 using namespace wslc_test;
 
 namespace {
-
-std::set<std::string> ids(const std::vector<ProbeResult>& results, Outcome outcome) {
-  std::set<std::string> out;
-  for (const auto& r : results)
-    if (r.outcome == outcome) out.insert(r.id);
-  return out;
-}
 
 void report(const std::vector<ProbeResult>& results) {
   for (const auto& r : results)
@@ -42,7 +33,7 @@ TEST_CASE("T-1: FILES_IN passes") {
   Subject s;
   auto results = run_files_in(*s.subject);
   report(results);
-  CHECK(ids(results, Outcome::Fail).empty());
+  CHECK(ids_with(results, Outcome::Fail).empty());
   CHECK(s.engine.unsupported_calls() == 0);
 }
 
@@ -50,7 +41,7 @@ TEST_CASE("T-1: EGRESS_CLOSED passes (--network none)") {
   Subject s;
   auto results = run_suite(Suite::EgressClosed, *s.subject);
   report(results);
-  CHECK(ids(results, Outcome::Fail).empty());
+  CHECK(ids_with(results, Outcome::Fail).empty());
 }
 
 TEST_CASE("T-1/W-2: FILES_DELETE and FILES_OUT are refused by their gates") {
@@ -63,7 +54,7 @@ TEST_CASE("T-1: EXEC on its own sandbox passes; the scope purge stays clean") {
   Subject s("agent-exec");
   auto results = run_suite(Suite::Exec, *s.subject);
   report(results);
-  CHECK(ids(results, Outcome::Fail).empty());
+  CHECK(ids_with(results, Outcome::Fail).empty());
   auto purge = s.engine.run([&] { return s.engine.backend->dispose_scope(s.engine.scope, s.engine.thread); });
   CHECK_FALSE(purge.undisposed.has_value());
   CHECK(s.engine.unsupported_calls() == 0);
