@@ -32,8 +32,9 @@ std::vector<std::pair<std::string, std::string>> workload_proxy_env(const std::s
 /// unreadable (then the gate refuses, as for an old engine).
 std::optional<int> engine_major(const std::string& version);
 
-/// The IP addresses an `ip -j addr show` answer lists for the device, as "family addr".
-/// Throws OSError on an unreadable answer.
+/// The addresses an `ip -j addr show` answer lists that a workload on N could use, as
+/// "family addr": every IPv4 address and every IPv6 address except link-local ones (N has
+/// IPv6 off, so no endpoint on it has IPv6). Throws OSError on an unreadable answer.
 std::vector<std::string> addresses_in_ip_json(const std::string& json_text);
 
 /// Ensure N (gated, created or adopted, then verified) and replace P (run, outbound leg,

@@ -3,7 +3,7 @@
 /// The shipped subject for a Linux guest (conformance.md §2.2): plants through the public
 /// file surface and `ln`, and makes its network attempts with whatever the guest has.
 ///
-/// Guest utilities it needs: `sh`, `ln` (planting); `curl` (EGRESS); for EGRESS_CLOSED one of
+/// Guest utilities it needs: `sh`, `ln` (planting); `curl`, else `nc` (EGRESS, http:// only); for EGRESS_CLOSED one of
 /// bash (its /dev/tcp and /dev/udp), busybox `nc`, or python3, tried in that order. A guest
 /// with none of them makes the EGRESS_CLOSED probes *fail* with that reason: a connection
 /// never attempted proves nothing.
