@@ -94,10 +94,11 @@ awaitable<std::optional<DisposalFailure>> WslcSandboxBackend::dispose(SandboxKey
   } catch (const Error& e) {
     failures.push_back({kDisposalUnlisted, std::string("listing by label failed: ") + e.what()});
   }
-  if (!listed && !instance_id) {
-    // W-19: the registry is a fallback only (and holds names whose removal failed).
-    for (const auto& n : remembered(key, std::nullopt))
-      if (!kind || n.find(kContainerPrefix) == 0) names.insert(n);
+  if (!listed && !instance_id && !kind) {
+    // W-19: the registry is a fallback only (and holds names whose removal failed). It
+    // records names, not kinds, so a one-kind disposal does not use it: the failed listing
+    // is reported instead of removing the key's other kinds.
+    for (const auto& n : remembered(key, std::nullopt)) names.insert(n);
   }
   // Workloads first, then proxies: a proxy's network goes last (W-37).
   std::vector<std::string> ordered;
