@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -122,6 +123,8 @@ struct Demux {
   }
 };
 
+// Arguments are built as named locals before each co_await (argN below): GCC 12 destroys
+// temporaries created inside a co_await expression twice.
 class ApiTransport final : public DockerTransport {
 public:
   ApiTransport(DockerConfig config, detail::HttpEndpoint endpoint)
@@ -135,7 +138,9 @@ public:
   }
 
   awaitable<std::optional<ContainerState>> container_state(std::string container) override {
-    auto doc = co_await inspect_json("/containers/" + url_escape(container) + "/json", "container inspect " + container);
+    std::string arg1 = "/containers/" + url_escape(container) + "/json";
+    std::string arg2 = "container inspect " + container;
+    auto doc = co_await inspect_json(std::move(arg1), std::move(arg2));
     if (!doc) co_return std::nullopt;
     try {
       ContainerState s;
@@ -151,7 +156,9 @@ public:
   }
 
   awaitable<std::string> config_user(std::string container) override {
-    auto doc = co_await inspect_json("/containers/" + url_escape(container) + "/json", "container inspect " + container);
+    std::string arg3 = "/containers/" + url_escape(container) + "/json";
+    std::string arg4 = "container inspect " + container;
+    auto doc = co_await inspect_json(std::move(arg3), std::move(arg4));
     if (!doc) throw OSError("backend 'docker': container inspect " + container + " failed: no such container");
     try {
       const json& cfg = doc->at("Config");
@@ -162,14 +169,20 @@ public:
   }
 
   awaitable<std::optional<std::string>> inspect_container(std::string id_or_name) override {
-    auto r = co_await call("GET", "/containers/" + url_escape(id_or_name) + "/json", "container inspect " + id_or_name);
+    std::string arg5 = "GET";
+    std::string arg6 = "/containers/" + url_escape(id_or_name) + "/json";
+    std::string arg7 = "container inspect " + id_or_name;
+    auto r = co_await call(std::move(arg5), std::move(arg6), std::move(arg7));
     if (r.status == 404) co_return std::nullopt;
     if (r.status != 200) throw OSError(failure("container inspect " + id_or_name, r));
     co_return std::move(r.body);
   }
 
   awaitable<bool> image_present(std::string image) override {
-    auto r = co_await call("GET", "/images/" + url_escape(image, true) + "/json", "image inspect " + image);
+    std::string arg8 = "GET";
+    std::string arg9 = "/images/" + url_escape(image, true) + "/json";
+    std::string arg10 = "image inspect " + image;
+    auto r = co_await call(std::move(arg8), std::move(arg9), std::move(arg10));
     co_return r.status == 200;
   }
 
@@ -211,7 +224,8 @@ public:
     };
     HttpResponse r;
     try {
-      r = co_await http_.request(std::move(request), sink);
+      std::function<bool(std::string_view)> progress = sink;
+      r = co_await http_.request(std::move(request), std::move(progress));
     } catch (const detail::HttpTimeout&) {
       throw OSError("backend 'docker': image pull " + image +
                     " did not finish within image_pull_timeout_seconds=" +
@@ -242,7 +256,11 @@ public:
     for (const auto& [k, v] : q.labels) labels[k] = v;
     json body = {{"Image", q.image}, {"Cmd", q.command}, {"Labels", labels}, {"HostConfig", host},
                  {"AttachStdout", false}, {"AttachStderr", false}, {"Tty", false}, {"OpenStdin", false}};
-    auto r = co_await call("POST", "/containers/create?name=" + url_escape(q.name), "create " + q.name, body.dump());
+    std::string arg11 = "POST";
+    std::string arg12 = "/containers/create?name=" + url_escape(q.name);
+    std::string arg13 = "create " + q.name;
+    std::string arg14 = body.dump();
+    auto r = co_await call(std::move(arg11), std::move(arg12), std::move(arg13), std::move(arg14));
     if (r.status == 409) co_return CreateResult{CreateOutcome::NameInUse, message_of(r)};
     if (r.status != 201) co_return CreateResult{CreateOutcome::Failed, message_of(r)};
     std::string detail;
@@ -252,26 +270,38 @@ public:
   }
 
   awaitable<bool> start(std::string container, std::string& detail) override {
-    auto r = co_await call("POST", "/containers/" + url_escape(container) + "/start", "start " + container);
+    std::string arg15 = "POST";
+    std::string arg16 = "/containers/" + url_escape(container) + "/start";
+    std::string arg17 = "start " + container;
+    auto r = co_await call(std::move(arg15), std::move(arg16), std::move(arg17));
     if (r.status == 204 || r.status == 304) co_return true;  // 304: already running
     detail = message_of(r);
     co_return false;
   }
 
   awaitable<RemoveResult> remove_container(std::string id_or_name) override {
-    auto r = co_await call("DELETE", "/containers/" + url_escape(id_or_name) + "?force=1", "rm -f " + id_or_name);
+    std::string arg18 = "DELETE";
+    std::string arg19 = "/containers/" + url_escape(id_or_name) + "?force=1";
+    std::string arg20 = "rm -f " + id_or_name;
+    auto r = co_await call(std::move(arg18), std::move(arg19), std::move(arg20));
     if (r.status == 204) co_return RemoveResult{RemoveOutcome::Removed, {}};
     if (r.status == 404) co_return RemoveResult{RemoveOutcome::Absent, {}};
     co_return RemoveResult{RemoveOutcome::Refused, message_of(r)};
   }
 
   awaitable<void> pause(std::string container) override {
-    auto r = co_await call("POST", "/containers/" + url_escape(container) + "/pause", "pause " + container);
+    std::string arg21 = "POST";
+    std::string arg22 = "/containers/" + url_escape(container) + "/pause";
+    std::string arg23 = "pause " + container;
+    auto r = co_await call(std::move(arg21), std::move(arg22), std::move(arg23));
     if (r.status != 204) throw OSError(failure("pause " + container, r));
   }
 
   awaitable<void> unpause(std::string container) override {
-    auto r = co_await call("POST", "/containers/" + url_escape(container) + "/unpause", "unpause " + container);
+    std::string arg24 = "POST";
+    std::string arg25 = "/containers/" + url_escape(container) + "/unpause";
+    std::string arg26 = "unpause " + container;
+    auto r = co_await call(std::move(arg24), std::move(arg25), std::move(arg26));
     if (r.status != 204) throw OSError(failure("unpause " + container, r));
   }
 
@@ -289,7 +319,8 @@ public:
     ExecOutcome o;
     HttpRequest request;
     request.method = "POST";
-    request.target = co_await versioned("/containers/" + url_escape(c.container) + "/exec");
+    std::string arg27 = "/containers/" + url_escape(c.container) + "/exec";
+    request.target = co_await versioned(std::move(arg27));
     request.body = create.dump();
     request.content_type = "application/json";
     request.deadline = deadline;
@@ -319,7 +350,8 @@ public:
 
     HttpRequest start_request;
     start_request.method = "POST";
-    start_request.target = co_await versioned("/exec/" + exec_id + "/start");
+    std::string arg28 = "/exec/" + exec_id + "/start";
+    start_request.target = co_await versioned(std::move(arg28));
     start_request.body = R"({"Detach":false,"Tty":false})";
     start_request.content_type = "application/json";
     start_request.deadline = deadline;
@@ -329,7 +361,8 @@ public:
     demux.max_stderr = c.max_stderr;
     HttpResponse started;
     try {
-      started = co_await http_.request(std::move(start_request), [&](std::string_view b) { return demux.feed(b); });
+      std::function<bool(std::string_view)> feed = [&](std::string_view b) { return demux.feed(b); };
+      started = co_await http_.request(std::move(start_request), std::move(feed));
     } catch (const detail::HttpTimeout&) {
       throw timed_out();
     } catch (const detail::HttpFailure& e) {
@@ -359,10 +392,12 @@ public:
   awaitable<ArchiveGet> archive_get(std::string container, std::string path, std::size_t read_limit) override {
     HttpRequest request;
     request.method = "GET";
-    request.target = co_await versioned("/containers/" + url_escape(container) + "/archive?path=" + url_escape(path));
+    std::string arg29 = "/containers/" + url_escape(container) + "/archive?path=" + url_escape(path);
+    request.target = co_await versioned(std::move(arg29));
     request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
     request.max_body = read_limit;
-    auto r = co_await send(std::move(request), "cp " + container + ":" + path);
+    std::string arg30 = "cp " + container + ":" + path;
+    auto r = co_await send(std::move(request), std::move(arg30));
     if (r.status == 200) {
       if (r.body.empty()) throw OSError("backend 'docker': cp " + container + ":" + path + " produced no tar stream");
       co_return ArchiveGet{ArchiveStatus::Ok, std::move(r.body), r.cut};
@@ -381,9 +416,11 @@ public:
   awaitable<PathStat> path_stat(std::string container, std::string path) override {
     HttpRequest request;
     request.method = "HEAD";
-    request.target = co_await versioned("/containers/" + url_escape(container) + "/archive?path=" + url_escape(path));
+    std::string arg31 = "/containers/" + url_escape(container) + "/archive?path=" + url_escape(path);
+    request.target = co_await versioned(std::move(arg31));
     request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
-    auto r = co_await send(std::move(request), "stat " + container + ":" + path);
+    std::string arg32 = "stat " + container + ":" + path;
+    auto r = co_await send(std::move(request), std::move(arg32));
     PathStat s;
     if (r.status != 200 || r.path_stat.empty()) co_return s;  // the tar plane classifies
     try {
@@ -401,12 +438,13 @@ public:
     request.method = "PUT";
     // What `docker cp - C:/` sends: refuse to replace a directory with a non-directory and
     // keep the tar headers' owners (no copyUIDGID).
-    request.target = co_await versioned("/containers/" + url_escape(container) + "/archive?path=" +
-                                        url_escape(destination) + "&noOverwriteDirNonDir=true");
+    std::string arg33 = "/containers/" + url_escape(container) + "/archive?path=" + url_escape(destination) + "&noOverwriteDirNonDir=true";
+    request.target = co_await versioned(std::move(arg33));
     request.body = std::move(tar);
     request.content_type = "application/x-tar";
     request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
-    auto r = co_await send(std::move(request), "cp - " + container + ":" + destination);
+    std::string arg34 = "cp - " + container + ":" + destination;
+    auto r = co_await send(std::move(request), std::move(arg34));
     if (r.status == 200) co_return;
     if (contains_ci(message_of(r), "not a directory"))
       throw NotADirectoryError("backend 'docker': extracting into container " + container +
@@ -416,7 +454,10 @@ public:
 
   awaitable<std::vector<LabelledResource>> list_containers(std::vector<std::string> label_filters,
                                                            std::optional<std::string> name_regex) override {
-    auto r = co_await call("GET", "/containers/json?all=1&" + filters_query(label_filters, name_regex), "ps");
+    std::string arg35 = "GET";
+    std::string arg36 = "/containers/json?all=1&" + filters_query(label_filters, name_regex);
+    std::string arg37 = "ps";
+    auto r = co_await call(std::move(arg35), std::move(arg36), std::move(arg37));
     if (r.status != 200) throw OSError(failure("ps", r));
     std::vector<LabelledResource> out;
     std::vector<std::string> ids;
@@ -428,7 +469,9 @@ public:
     // The list reports Created as Unix seconds; inspect gives the RFC 3339 text the CLI
     // transport reports, so reap reads one format.
     for (const auto& id : ids) {
-      auto doc = co_await inspect_json("/containers/" + id + "/json", "container inspect " + id);
+      std::string arg38 = "/containers/" + id + "/json";
+      std::string arg39 = "container inspect " + id;
+      auto doc = co_await inspect_json(std::move(arg38), std::move(arg39));
       if (!doc) continue;  // removed since the listing
       out.push_back(resource_of(*doc, true));
     }
@@ -436,7 +479,10 @@ public:
   }
 
   awaitable<std::vector<LabelledResource>> list_networks(std::vector<std::string> label_filters) override {
-    auto r = co_await call("GET", "/networks?" + filters_query(label_filters, std::nullopt), "network ls");
+    std::string arg40 = "GET";
+    std::string arg41 = "/networks?" + filters_query(label_filters, std::nullopt);
+    std::string arg42 = "network ls";
+    auto r = co_await call(std::move(arg40), std::move(arg41), std::move(arg42));
     if (r.status != 200) throw OSError(failure("network ls", r));
     std::vector<LabelledResource> out;
     try {
@@ -448,14 +494,20 @@ public:
   }
 
   awaitable<std::optional<std::string>> inspect_network(std::string id_or_name) override {
-    auto r = co_await call("GET", "/networks/" + url_escape(id_or_name), "network inspect " + id_or_name);
+    std::string arg43 = "GET";
+    std::string arg44 = "/networks/" + url_escape(id_or_name);
+    std::string arg45 = "network inspect " + id_or_name;
+    auto r = co_await call(std::move(arg43), std::move(arg44), std::move(arg45));
     if (r.status == 404) co_return std::nullopt;
     if (r.status != 200) throw OSError(failure("network inspect " + id_or_name, r));
     co_return std::move(r.body);
   }
 
   awaitable<RemoveResult> remove_network(std::string id_or_name) override {
-    auto r = co_await call("DELETE", "/networks/" + url_escape(id_or_name), "network rm " + id_or_name);
+    std::string arg46 = "DELETE";
+    std::string arg47 = "/networks/" + url_escape(id_or_name);
+    std::string arg48 = "network rm " + id_or_name;
+    auto r = co_await call(std::move(arg46), std::move(arg47), std::move(arg48));
     if (r.status == 204 || r.status == 200) co_return RemoveResult{RemoveOutcome::Removed, {}};
     if (r.status == 404) co_return RemoveResult{RemoveOutcome::Absent, {}};
     co_return RemoveResult{RemoveOutcome::Refused, message_of(r)};
@@ -496,7 +548,8 @@ private:
     request.method = "GET";
     request.target = "/version";
     request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
-    auto r = co_await send(std::move(request), "version");
+    std::string arg49 = "version";
+    auto r = co_await send(std::move(request), std::move(arg49));
     if (r.status != 200) throw OSError(failure("version", r));
     std::string api;
     try {
@@ -544,7 +597,8 @@ private:
   }
 
   awaitable<std::optional<json>> inspect_json(std::string target, std::string what) {
-    auto r = co_await call("GET", std::move(target), what);
+    std::string arg50 = "GET";
+    auto r = co_await call(std::move(arg50), std::move(target), what);
     if (r.status == 404) co_return std::nullopt;
     if (r.status != 200) throw OSError(failure(what, r));
     try {
@@ -563,7 +617,8 @@ private:
     for (int attempt = 0;; ++attempt) {
       HttpRequest request;
       request.method = "GET";
-      request.target = co_await versioned("/exec/" + exec_id + "/json");
+      std::string arg51 = "/exec/" + exec_id + "/json";
+      request.target = co_await versioned(std::move(arg51));
       request.deadline = deadline ? *deadline : std::chrono::steady_clock::now() + config_.command_timeout();
       HttpResponse r;
       try {

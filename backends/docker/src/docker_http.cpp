@@ -21,6 +21,8 @@
 
 #include <array>
 #include <cctype>
+#include <cstdint>
+#include <limits>
 
 #include "maf/sandbox/errors.hpp"
 
@@ -171,7 +173,7 @@ asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::func
 
   beast::flat_buffer buffer;
   http::response_parser<http::buffer_body> parser;
-  parser.body_limit(boost::none);  // bounded below, by max_body or the sink
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // bounded below, by max_body or the sink
   if (request.method == "HEAD") parser.skip(true);
   arm(stream, request.deadline);
   {

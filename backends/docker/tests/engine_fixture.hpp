@@ -53,9 +53,20 @@ inline std::string random_hex(int bytes = 8) {
   return s.str();
 }
 
+/// The transport under test: MAF_DOCKER_TRANSPORT = "cli" (also when unset) or "api". ctest
+/// registers every engine test once per transport (tests/CMakeLists.txt).
+inline std::string transport_name() {
+  const char* env = std::getenv("MAF_DOCKER_TRANSPORT");
+  const std::string name = env && *env ? env : "cli";
+  INFO("MAF_DOCKER_TRANSPORT must be cli or api");
+  REQUIRE((name == "cli" || name == "api"));
+  return name;
+}
+
 inline maf::sandbox::docker::DockerConfig test_config() {
   maf::sandbox::docker::DockerConfig c;
   c.docker_path = docker_path();
+  if (transport_name() == "api") c.transport = maf::sandbox::docker::DockerTransportKind::Api;
   return c;
 }
 

@@ -27,7 +27,7 @@ TEST_CASE("DX-11: outputs through the router, with the backend loaded as a plugi
   docker_cli({"version"}, &code);
   REQUIRE(code == 0);  // an engine must answer: never a skip
   PluginRegistry registry({MAF_DOCKER_TEST_PLUGIN_DIR});
-  auto backend = registry.create("docker", nlohmann::json{{"docker_path", docker_path()}});
+  auto backend = registry.create("docker", nlohmann::json{{"docker_path", docker_path()}, {"transport", transport_name()}});
   REQUIRE(backend);
   CHECK(backend->name() == "docker");
   // The factory binds and asks the daemon, like Python's create().
