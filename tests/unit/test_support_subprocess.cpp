@@ -175,6 +175,46 @@ TEST_CASE("subprocess: 100 MiB of stdout against a 1 MiB cap is stopped and repo
   CHECK(child_count() == 0);
 }
 
+/// `n` bytes of a 17-byte line repeated: 17 is coprime to the capture's 1 MiB head and
+/// chunk sizes, so a chunk lost, repeated or out of order changes the bytes.
+std::string pattern(std::size_t n) {
+  const std::string line = "0123456789abcdef\n";
+  std::string out;
+  while (out.size() < n) out += line;
+  out.resize(n);
+  return out;
+}
+
+SubprocessResult yes_pattern(std::size_t n, std::size_t cap) {
+  const std::string line = "yes 0123456789abcdef | head -c " + std::to_string(n);
+  return run({.argv = {"/bin/sh", "-c", line}, .max_stdout = cap});
+}
+
+// Past 1 MiB the capture moves from a growing string to 1 MiB mappings assembled once at
+// the end; the bytes must come out identical on both sides of each boundary.
+TEST_CASE("subprocess: large stdout is kept byte-exact across the capture's 1 MiB head and chunk boundaries",
+          "[subprocess]") {
+  const std::size_t mib = std::size_t{1} << 20;
+  for (const std::size_t n : {mib - 1, mib, mib + 1, 2 * mib, 2 * mib + 1, 3 * mib + 12345}) {
+    INFO("stdout of " << n << " bytes");
+    auto r = yes_pattern(n, std::size_t{16} << 20);
+    CHECK(r.ok());
+    CHECK(r.stdout_total == n);
+    REQUIRE(r.stdout_bytes.size() == n);
+    CHECK(r.stdout_bytes == pattern(n));
+  }
+}
+
+TEST_CASE("subprocess: a cap that falls inside a spilled chunk keeps exactly the first cap bytes", "[subprocess]") {
+  const std::size_t cap = (std::size_t{5} << 20) / 2;  // 2.5 MiB: mid-chunk
+  auto r = yes_pattern(std::size_t{4} << 20, cap);
+  CHECK(r.stdout_overflowed);
+  CHECK(r.stdout_total == cap);
+  REQUIRE(r.stdout_bytes.size() == cap);
+  CHECK(r.stdout_bytes == pattern(cap));
+  CHECK(child_count() == 0);
+}
+
 TEST_CASE("subprocess: stderr has its own cap", "[subprocess]") {
   auto r = run({.argv = {"/bin/sh", "-c", "head -c 100000 /dev/zero >&2"}, .max_stderr = 1000});
   CHECK(r.stderr_overflowed);
