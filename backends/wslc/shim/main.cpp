@@ -25,6 +25,7 @@ namespace {
 
 constexpr const char* kSessionLabel = "wslc-shim.session";
 constexpr const char* kMetadataLabel = "com.microsoft.wsl.container.metadata";
+constexpr const char* kInhibitIpv4 = "com.docker.network.bridge.inhibit_ipv4";
 constexpr const char* kMetadataValue = R"({"V1":{"Flags":0,"InitProcessFlags":0,"Ports":[],"Volumes":[]}})";
 
 std::vector<std::string> g_argv;
@@ -374,7 +375,12 @@ bool path_absent(const std::string& err) {
   const std::string& name = p.positional[0];
   if (name == "bridge" || name == "host" || name == "none") fail("The parameter is incorrect. ", "E_INVALIDARG");
   std::vector<std::string> args{"network", "create"};
-  if (p.has("--internal")) args.push_back("--internal");
+  // The shim stands in for the session VM's engine. There an internal network's gateway
+  // lives inside the utility VM; here it would be an address of this very host, reachable
+  // from the workload. inhibit_ipv4 keeps the bridge free of any host address (the
+  // Engine-20.10 form of gateway_mode_ipv4=isolated; docker.md §egress), IPv6 stays off, so
+  // the workload's only peer is its proxy — what wslc promises, not a Linux accident.
+  if (p.has("--internal")) args.insert(args.end(), {"--internal", "-o", std::string(kInhibitIpv4) + "=true"});
   for (const auto& l : p.options["-l"]) args.insert(args.end(), {"--label", l});
   args.insert(args.end(), {"--label", std::string(kSessionLabel) + "=" + session(), "--label",
                            "com.microsoft.wsl.network.managed=true", name});

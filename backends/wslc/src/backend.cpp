@@ -1,9 +1,12 @@
 // WslcSandboxBackend: declarations and acquire's get-or-create (wslc.md W-1…W-19, W-42).
-// Disposal lives in disposal.cpp.
+// The ALLOWLIST topology lives in egress.cpp, disposal in disposal.cpp.
 #include "maf/sandbox/wslc/backend.hpp"
+
+#include <exception>
 
 #include <spdlog/spdlog.h>
 
+#include "egress.hpp"
 #include "file_plane.hpp"
 #include "key_lock.hpp"
 #include "maf/sandbox/errors.hpp"
@@ -21,11 +24,12 @@ using boost::asio::awaitable;
 
 namespace {
 
-BackendDeclarations wslc_declarations() {
+BackendDeclarations wslc_declarations(bool proxy_configured) {
   BackendDeclarations d;
   d.capabilities = CapabilitySet{Capability::Exec, Capability::FilesIn};  // W-2, exactly
   d.os_families = OsFamilySet{OsFamily::Posix};                          // W-3
-  d.egress_modes = EgressSet{Egress::Closed};                            // W-4 (no proxy image)
+  // W-4: ALLOWLIST only with a proxy to enforce it; never UNRESTRICTED.
+  d.egress_modes = proxy_configured ? EgressSet{Egress::Closed, Egress::Allowlist} : EgressSet{Egress::Closed};
   d.isolation_scopes = IsolationScopeSet{IsolationScope::Conversation, IsolationScope::Call};  // W-5
   return d;  // limits undeclared: the core defaults apply (W-6)
 }
@@ -45,16 +49,24 @@ std::string version_text(const std::array<int, 4>& v) {
 WslcSandboxBackend::WslcSandboxBackend(WslcConfig config, std::shared_ptr<WslcRunner> runner)
     : config_(std::move(config)),
       runner_(runner ? std::move(runner) : make_process_runner(config_.wslc_path)),
-      declarations_(wslc_declarations()) {}
+      declarations_(wslc_declarations(config_.egress_proxy_image.has_value())) {}
 
 WslcSandboxBackend::~WslcSandboxBackend() = default;
 
 std::string WslcSandboxBackend::container_name(const SandboxKey& key, const std::string& kind,
-                                               const std::string& work_base) {
-  // Closed egress only: the allow: slot stays empty; the base joins only when not default.
+                                               const std::string& work_base,
+                                               const std::vector<std::string>& allow_hosts) {
+  // W-10, W-31: the allow: part only behind the proxy (sorted by sandbox_name), so a closed
+  // sandbox and an allowlisted one of the same key never share a container; the base
+  // joins only when not the default.
   support::NameQualifiers q;
+  q.egress_allow = allow_hosts;
   if (work_base != kDefaultWorkDir) q.work_base = work_base;
   return support::sandbox_name(kContainerPrefix, key, kind, q);
+}
+
+bool WslcSandboxBackend::behind_proxy(const SandboxSpec& spec) const {
+  return config_.egress_proxy_image && spec.egress() == Egress::Allowlist && !spec.egress_allow().empty();
 }
 
 std::shared_ptr<detail::KeyLock> WslcSandboxBackend::lock_for(const std::string& name) {
@@ -135,12 +147,12 @@ awaitable<bool> WslcSandboxBackend::start(const std::string& name) {
 }
 
 awaitable<void> WslcSandboxBackend::create(const std::string& name, const SandboxKey& key, const SandboxSpec& spec,
-                                           const std::string& image) {
-  std::vector<std::pair<std::string, std::string>> labels;
-  for (auto& [label, value] : support::key_selector(key, spec.kind())) labels.emplace_back(label, value);
-  for (auto& [label, value] : support::sandbox_labels(key, spec.kind(), spec.labels()))
-    if (label.rfind(support::kLabelUserPrefix, 0) == 0) labels.emplace_back(label, value);
-  auto args = run_args(name, labels, image);
+                                           const std::string& image, bool proxied) {
+  const LabelList labels = detail::resource_labels(key, spec);
+  // W-32 (5): behind the proxy the workload gets N-net and the proxy's address, nothing else.
+  const std::string network = proxied ? name + "-net" : "none";
+  const LabelList env = proxied ? detail::proxy_env(name) : LabelList{};
+  auto args = run_args(name, labels, image, network, env);
   WslcOutcome r = co_await lifecycle(std::move(args));
   if (r.exit_code == 0) {
     logger()->info("backend 'wslc': created container {} for kind '{}' (thread '{}', agent '{}')", name, spec.kind(),
@@ -196,17 +208,24 @@ awaitable<std::shared_ptr<Sandbox>> WslcSandboxBackend::acquire(SandboxKey key, 
   if (image.empty())
     throw ValueError("backend 'wslc': workload kind '" + spec.kind() +
                      "' names no image (set spec.image, spec.image_id or the backend's `image`)");
-  if (spec.egress() != Egress::Closed && !(spec.egress() == Egress::Allowlist && spec.egress_allow().empty()))
+  // W-4, W-31: CLOSED and an empty allowlist run closed; hosts need the proxy; never
+  // UNRESTRICTED. Refused rather than run closed.
+  const bool proxied = behind_proxy(spec);
+  if (spec.egress() != Egress::Closed && !(spec.egress() == Egress::Allowlist && spec.egress_allow().empty()) &&
+      !proxied)
     throw SandboxEgressNotEnforced("backend 'wslc' cannot enforce the '" + std::string(to_string(spec.egress())) +
-                                   "' egress workload kind '" + spec.kind() +
-                                   "' asks for (no egress proxy image; it enforces closed)");
+                                   "' egress workload kind '" + spec.kind() + "' asks for" +
+                                   (spec.egress() == Egress::Allowlist
+                                        ? std::string(" (no egress_proxy_image is configured; it enforces closed)")
+                                        : std::string(" (it enforces closed, or an allowlist through its proxy)")));
+  const std::vector<std::string> allow_hosts = proxied ? detail::allow_hosts(spec) : std::vector<std::string>{};
   const std::string base = spec.work_dir().value_or(kDefaultWorkDir);
   if (base.empty() || base[0] != '/' || base == "/" || normalize_guest_path(base) != base ||
       base.find('\\') != std::string::npos)
     throw ValueError("backend 'wslc': spec.work_dir '" + base + "' of workload kind '" + spec.kind() +
                      "' must be a normalised absolute POSIX path below /");
   support::sandbox_labels(key, spec.kind(), spec.labels());  // refuses a bad label key (W-11) now
-  const std::string name = container_name(key, spec.kind(), base);
+  const std::string name = container_name(key, spec.kind(), base, allow_hosts);
 
   auto key_lock = lock_for(name);
   auto held = co_await key_lock->acquire();
@@ -219,21 +238,36 @@ awaitable<std::shared_ptr<Sandbox>> WslcSandboxBackend::acquire(SandboxKey key, 
   auto running = co_await list(running_probe);
   entry = find_exact(running, name);
   std::vector<ListedContainer> listed;
+  bool stopped = false;
+  if (!entry) {
+    listed = co_await list(any_probe);
+    stopped = find_exact(listed, name) != nullptr;
+  }
+  // W-32: on every allowlisting acquire (create, restart and reuse) the proxy is replaced,
+  // so its allowlist is this spec's, before the workload is created or started.
+  const bool fresh = !entry && !stopped;
+  if (proxied) co_await ensure_egress(name, key, spec, fresh);
   if (entry) {
     logger()->info("backend 'wslc': reusing container {} for kind '{}' (thread '{}', agent '{}')", name, spec.kind(),
                    key.thread_id, key.agent_id);
   } else {
-    listed = co_await list(any_probe);
-    if (find_exact(listed, name)) {
-      if (co_await start(name)) {
-        logger()->info("backend 'wslc': restarted container {} for kind '{}' (thread '{}', agent '{}')", name,
-                       spec.kind(), key.thread_id, key.agent_id);
-      } else {
-        co_await remove(name);
-        co_await create(name, key, spec, image);
-      }
+    if (stopped && co_await start(name)) {
+      logger()->info("backend 'wslc': restarted container {} for kind '{}' (thread '{}', agent '{}')", name,
+                     spec.kind(), key.thread_id, key.agent_id);
     } else {
-      co_await create(name, key, spec, image);
+      if (stopped) co_await remove(name);
+      std::exception_ptr failure;
+      try {
+        co_await create(name, key, spec, image, proxied);
+      } catch (const Error&) {
+        failure = std::current_exception();
+      }
+      if (failure) {
+        // No co_await inside a handler (C++20): the fresh scaffolding goes here, then the
+        // create's own error leaves.
+        if (proxied && fresh) co_await remove_egress(name, /*with_network=*/true);
+        std::rethrow_exception(failure);
+      }
     }
     running = co_await list(running_probe);
     entry = find_exact(running, name);

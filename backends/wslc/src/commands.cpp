@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "maf/sandbox/support/labels.hpp"
 
 namespace maf::sandbox::wslc {
@@ -19,13 +21,28 @@ std::vector<std::string> list_args(const ListSelector& selector) {
   return args;
 }
 
-std::vector<std::string> run_args(const std::string& name, const std::vector<std::pair<std::string, std::string>>& labels,
-                                  const std::string& image) {
-  std::vector<std::string> args{"container", "run", "-d", "--name", name, "--network", "none"};
+std::vector<std::string> run_args(const std::string& name, const LabelList& labels, const std::string& image,
+                                  const std::string& network, const LabelList& env) {
+  std::vector<std::string> args{"container", "run", "-d", "--name", name, "--network", network};
+  for (const auto& [key, value] : env) args.insert(args.end(), {"-e", key + "=" + value});
   for (const auto& [label, value] : labels) args.insert(args.end(), {"-l", support::label_argument(label, value)});
   args.insert(args.end(), {image, "sleep", "infinity"});
   return args;
 }
+
+std::vector<std::string> proxy_run_args(const std::string& proxy, const std::string& network,
+                                        const std::vector<std::string>& allow_hosts, const LabelList& labels,
+                                        const std::string& image) {
+  std::string allow;
+  for (const auto& host : allow_hosts) allow += (allow.empty() ? "" : ",") + host;
+  std::vector<std::string> args{"container", "run", "-d", "--name", proxy, "--network", network,
+                                "-e", "MAF_SANDBOX_ALLOW=" + allow};
+  for (const auto& [label, value] : labels) args.insert(args.end(), {"-l", support::label_argument(label, value)});
+  args.insert(args.end(), {"-l", support::label_argument(support::kLabelRole, "proxy"), image});
+  return args;
+}
+
+std::vector<std::string> logs_args(const std::string& name) { return {"container", "logs", name}; }
 
 std::vector<std::string> start_args(const std::string& name) { return {"container", "start", name}; }
 
@@ -47,7 +64,39 @@ std::vector<std::string> copy_out_args(const std::string& name, const std::strin
 
 std::vector<std::string> remove_args(const std::string& name) { return {"container", "remove", "-f", name}; }
 
+std::vector<std::string> network_create_args(const std::string& network, const LabelList& labels) {
+  std::vector<std::string> args{"network", "create", "--internal"};
+  for (const auto& [label, value] : labels) args.insert(args.end(), {"-l", support::label_argument(label, value)});
+  args.push_back(network);
+  return args;
+}
+
+std::vector<std::string> network_connect_args(const std::string& container) {
+  return {"network", "connect", "bridge", container};
+}
+
 std::vector<std::string> network_remove_args(const std::string& name) { return {"network", "remove", "--force", name}; }
+
+bool proxy_reports_listening(std::string_view logs) {
+  const std::string spec_form = "listening on " + std::to_string(kProxyPort);
+  std::size_t start = 0;
+  while (start < logs.size()) {
+    std::size_t nl = logs.find('\n', start);
+    if (nl == std::string_view::npos) nl = logs.size();
+    std::string_view line = logs.substr(start, nl - start);
+    start = nl + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.substr(0, spec_form.size()) == spec_form) return true;
+    if (line.empty() || line.front() != '{') continue;
+    try {
+      const auto j = nlohmann::json::parse(line);
+      if (j.is_object() && j.value("event", "") == "listening" && j.value("port", 0) == kProxyPort) return true;
+    } catch (const nlohmann::json::exception&) {
+      // A partial line (the log read is capped) or another writer's text: not readiness.
+    }
+  }
+  return false;
+}
 
 std::optional<std::array<int, 4>> parse_wslc_version(std::string_view text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.remove_suffix(1);

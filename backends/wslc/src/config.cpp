@@ -44,12 +44,8 @@ WslcConfig parse_wslc_config(const nlohmann::json& json) {
     if (c.image->empty()) refuse("image", "must not be empty (omit it to require an image in every spec)");
   }
   if (auto it = json.find("egress_proxy_image"); it != json.end() && !it->is_null()) {
-    // "" is unset, as upstream reads it; a real image would promise ALLOWLIST, which this
-    // port does not implement yet (W-31…W-34), so it refuses instead of running closed.
-    if (std::string image = get_string(*it, "egress_proxy_image"); !image.empty())
-      refuse("egress_proxy_image", "names '" + image +
-                                       "', but this port serves CLOSED egress only; the allowlist proxy "
-                                       "(wslc.md W-31…W-34) is not implemented yet");
+    // "" is unset, as upstream reads it; a real image declares ALLOWLIST (W-4, W-31).
+    if (std::string image = get_string(*it, "egress_proxy_image"); !image.empty()) c.egress_proxy_image = image;
   }
   return c;
 }

@@ -36,7 +36,8 @@ ListedState from_word(const std::string& w) {
 bool read_entry(const nlohmann::json& j, ListedContainer& out) {
   if (!j.is_object()) return false;
   if (auto it = j.find("Name"); it != j.end() && it->is_string()) {  // array / compact lines
-    out.names.push_back(strip_slash(it->get<std::string>()));
+    // An empty name (`""` or `"/"`) names nothing real (found by fuzz_wslc_list).
+    if (std::string one = strip_slash(it->get<std::string>()); !one.empty()) out.names.push_back(std::move(one));
   } else if (auto it2 = j.find("Names"); it2 != j.end() && it2->is_string()) {  // Docker shape
     const std::string all = it2->get<std::string>();
     std::size_t start = 0;

@@ -36,6 +36,25 @@ bool same_instance(const std::string& listed_id, const std::string& wanted) {
   return listed_id.rfind(wanted, 0) == 0 || wanted.rfind(listed_id, 0) == 0;
 }
 
+/// Workloads first, then proxies, each followed by its network (W-37). With a proxy image
+/// configured every workload's proxy is visited too, listed or not: a proxy whose listing
+/// was missed, or whose network outlived it, is still reached by name (removing an absent
+/// proxy is "already gone", an absent network exit 0).
+std::vector<std::string> removal_order(const std::set<std::string>& names, bool proxy_configured) {
+  std::vector<std::string> ordered;
+  std::set<std::string> proxies;
+  for (const auto& n : names) {
+    if (is_proxy_name(n)) {
+      proxies.insert(n);
+    } else {
+      ordered.push_back(n);
+      if (proxy_configured) proxies.insert(n + std::string(kProxySuffix));
+    }
+  }
+  ordered.insert(ordered.end(), proxies.begin(), proxies.end());
+  return ordered;
+}
+
 }  // namespace
 
 awaitable<WslcSandboxBackend::Removal> WslcSandboxBackend::remove(const std::string& name) {
@@ -57,6 +76,18 @@ awaitable<WslcSandboxBackend::Removal> WslcSandboxBackend::remove(const std::str
   }
 }
 
+awaitable<void> WslcSandboxBackend::remove_network(const std::string& network,
+                                                   std::vector<DisposalFailure>& failures) {
+  // W-37: `--force` makes an absent network exit 0 in every locale (C-19).
+  try {
+    auto args = network_remove_args(network);
+    WslcOutcome n = co_await lifecycle(std::move(args));
+    if (n.exit_code != 0) failures.push_back({kDisposalRefused, "network " + network + ": " + n.stderr_bytes});
+  } catch (const Error& e) {
+    failures.push_back({kDisposalUnreachable, "network " + network + ": " + e.what()});
+  }
+}
+
 awaitable<std::vector<DisposalFailure>> WslcSandboxBackend::remove_all(const std::vector<std::string>& names,
                                                                        int* removed) {
   std::vector<DisposalFailure> failures;
@@ -67,13 +98,7 @@ awaitable<std::vector<DisposalFailure>> WslcSandboxBackend::remove_all(const std
     // W-37: a listed proxy's network goes after it; `--force` makes absence exit 0.
     if (is_proxy_name(name) && !r.failure) {
       const std::string network = name.substr(0, name.size() - kProxySuffix.size()) + "-net";
-      try {
-        auto args = network_remove_args(network);
-        WslcOutcome n = co_await lifecycle(std::move(args));
-        if (n.exit_code != 0) failures.push_back({kDisposalRefused, "network " + network + ": " + n.stderr_bytes});
-      } catch (const Error& e) {
-        failures.push_back({kDisposalUnreachable, "network " + network + ": " + e.what()});
-      }
+      co_await remove_network(network, failures);
     }
   }
   co_return failures;
@@ -100,12 +125,7 @@ awaitable<std::optional<DisposalFailure>> WslcSandboxBackend::dispose(SandboxKey
     // is reported instead of removing the key's other kinds.
     for (const auto& n : remembered(key, std::nullopt)) names.insert(n);
   }
-  // Workloads first, then proxies: a proxy's network goes last (W-37).
-  std::vector<std::string> ordered;
-  for (const auto& n : names)
-    if (!is_proxy_name(n)) ordered.push_back(n);
-  for (const auto& n : names)
-    if (is_proxy_name(n)) ordered.push_back(n);
+  auto ordered = removal_order(names, config_.egress_proxy_image.has_value());
   auto more = co_await remove_all(ordered, nullptr);
   failures.insert(failures.end(), more.begin(), more.end());
   co_return fold(failures);
@@ -127,11 +147,7 @@ awaitable<ScopePurge> WslcSandboxBackend::dispose_scope(std::string scope, std::
     for (const auto& n : remembered(SandboxKey{scope, thread_id, {}, {}}, std::string("scope+thread")))
       names.insert(n);
   }
-  std::vector<std::string> ordered;
-  for (const auto& n : names)
-    if (!is_proxy_name(n)) ordered.push_back(n);
-  for (const auto& n : names)
-    if (is_proxy_name(n)) ordered.push_back(n);
+  auto ordered = removal_order(names, config_.egress_proxy_image.has_value());
   auto more = co_await remove_all(ordered, &purge.disposed);
   failures.insert(failures.end(), more.begin(), more.end());
   purge.undisposed = fold(failures);

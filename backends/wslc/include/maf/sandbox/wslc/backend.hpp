@@ -4,8 +4,11 @@
 /// CLI (WSL 2.9.4 and later) as a subprocess (wslc.md §2).
 ///
 /// Declarations (W-1…W-6): isolation `container`; capabilities exactly {EXEC, FILES_IN};
-/// os_families {POSIX}; egress_modes {CLOSED}; isolation_scopes {CONVERSATION, CALL}; limits
-/// undeclared (the core defaults: 8 MiB per file). Cleanup is disposal only — no `stop`.
+/// os_families {POSIX}; egress_modes {CLOSED}, plus ALLOWLIST when `egress_proxy_image` is
+/// configured (W-4); isolation_scopes {CONVERSATION, CALL}; limits undeclared (the core
+/// defaults: 8 MiB per file). Cleanup is disposal only — no `stop`.
+/// ALLOWLIST runs the workload on an internal network `N-net` whose only way out is the
+/// per-sandbox proxy `N-proxy`, dual-homed on wslc's `bridge` (W-31…W-34, egress.cpp).
 /// Names and labels come from support/labels.hpp, so acquire and every disposal agree.
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
@@ -50,8 +53,10 @@ public:
   boost::asio::awaitable<ScopePurge> dispose_scope(std::string scope, std::string thread_id) override;
 
   const WslcConfig& config() const noexcept { return config_; }
-  /// W-10: the container name for (key, kind, work base); derived, never stored.
-  static std::string container_name(const SandboxKey& key, const std::string& kind, const std::string& work_base);
+  /// W-10: the container name for (key, kind, work base, allowlist hosts when the sandbox
+  /// runs behind the proxy — W-31); derived, never stored.
+  static std::string container_name(const SandboxKey& key, const std::string& kind, const std::string& work_base,
+                                    const std::vector<std::string>& allow_hosts = {});
 
 private:
   struct Removal {
@@ -62,7 +67,17 @@ private:
   boost::asio::awaitable<WslcOutcome> lifecycle(std::vector<std::string> args);
   boost::asio::awaitable<std::vector<ListedContainer>> list(const ListSelector& selector);
   boost::asio::awaitable<void> create(const std::string& name, const SandboxKey& key, const SandboxSpec& spec,
-                                      const std::string& image);
+                                      const std::string& image, bool behind_proxy);
+  /// W-31: ALLOWLIST with hosts and a proxy image configured.
+  bool behind_proxy(const SandboxSpec& spec) const;
+  /// W-32, W-33 (egress.cpp): network, proxy, outbound leg, readiness; `fresh` = the
+  /// workload is about to be created, so a failure also removes the network.
+  boost::asio::awaitable<void> ensure_egress(const std::string& name, const SandboxKey& key, const SandboxSpec& spec,
+                                             bool fresh);
+  /// Removes `N-proxy`, then (when asked) `N-net`, logging what fails: an acquire's
+  /// cleanup, whose own error is the one raised.
+  boost::asio::awaitable<void> remove_egress(const std::string& name, bool with_network);
+  boost::asio::awaitable<void> remove_network(const std::string& network, std::vector<DisposalFailure>& failures);
   boost::asio::awaitable<bool> start(const std::string& name);
   boost::asio::awaitable<void> ensure_base(const std::string& name, const std::string& kind, const std::string& base);
   boost::asio::awaitable<Removal> remove(const std::string& name);

@@ -22,9 +22,19 @@ struct ListSelector {
 
 std::vector<std::string> version_args();
 std::vector<std::string> list_args(const ListSelector& selector);
-/// C-10, closed egress: `--network none`, the labels, the image, `sleep infinity`.
-std::vector<std::string> run_args(const std::string& name, const std::vector<std::pair<std::string, std::string>>& labels,
-                                  const std::string& image);
+using LabelList = std::vector<std::pair<std::string, std::string>>;
+
+/// C-10, a workload: `--network` (`none` for closed egress, `N-net` behind the proxy), the
+/// environment, the labels, the image, `sleep infinity`.
+std::vector<std::string> run_args(const std::string& name, const LabelList& labels, const std::string& image,
+                                  const std::string& network = "none", const LabelList& env = {});
+/// C-10, W-32 (2): the egress proxy `N-proxy` on `N-net`, allowing `allow_hosts` (joined
+/// by `,`), with the labels plus `maf-sandbox.role=proxy`; the image's own entrypoint runs.
+std::vector<std::string> proxy_run_args(const std::string& proxy, const std::string& network,
+                                        const std::vector<std::string>& allow_hosts, const LabelList& labels,
+                                        const std::string& image);
+/// C-17, W-32 (4): the proxy's output, read for its readiness line.
+std::vector<std::string> logs_args(const std::string& name);
 std::vector<std::string> start_args(const std::string& name);
 /// C-12: `--user` only when given; `-w` always.
 std::vector<std::string> exec_args(const std::string& name, const std::string& working_directory,
@@ -34,7 +44,19 @@ std::vector<std::string> copy_in_args(const std::string& name);
 /// C-14: the one regular file's bytes land in a local file named `-` in wslc's cwd.
 std::vector<std::string> copy_out_args(const std::string& name, const std::string& guest_path);
 std::vector<std::string> remove_args(const std::string& name);
+/// C-18, W-32 (1): the per-sandbox internal network.
+std::vector<std::string> network_create_args(const std::string& network, const LabelList& labels);
+/// C-20, W-32 (3): the proxy's outbound leg on wslc's default `bridge` network.
+std::vector<std::string> network_connect_args(const std::string& container);
+/// C-19: `--force`, so an absent network is exit 0 in every locale (W-37).
 std::vector<std::string> network_remove_args(const std::string& name);
+
+/// W-32 (4): whether the proxy's output holds its readiness line. wslc.md words it as a
+/// line starting `listening on 3128`; backends/egress-proxy writes it as the JSON decision
+/// line `{"event":"listening",...,"port":3128,...}`. Either form counts; nothing else does.
+bool proxy_reports_listening(std::string_view logs);
+/// W-34: the port the proxy listens on inside the sandbox's network.
+inline constexpr int kProxyPort = 3128;
 
 /// `wslc 2.9.4.0` (CRLF or LF, C-22) -> {2,9,4,0}; absent when the line is not that shape.
 std::optional<std::array<int, 4>> parse_wslc_version(std::string_view text);

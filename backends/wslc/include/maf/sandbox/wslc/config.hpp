@@ -18,8 +18,8 @@ struct WslcConfig {
   double command_timeout_seconds = 60.0;
   /// Used when a spec names neither `image` nor `image_id`; absent = such a spec is refused.
   std::optional<std::string> image;
-  /// The egress proxy image (W-4, W-31). This port serves CLOSED egress only, so a
-  /// non-empty value is refused at parse time rather than declaring ALLOWLIST it cannot keep.
+  /// The egress proxy image (backends/egress-proxy, W-34). Set: egress_modes gains ALLOWLIST
+  /// and a spec with hosts runs behind a per-sandbox proxy (W-4, W-31…W-33). "" reads as unset.
   std::optional<std::string> egress_proxy_image;
 
   std::chrono::milliseconds command_timeout() const;

@@ -1,0 +1,154 @@
+// ALLOWLIST topology for one wslc sandbox (wslc.md W-31…W-34): an internal network N-net,
+// the filtering proxy N-proxy on it, dual-homed onto wslc's `bridge` for its outbound leg,
+// and the workload on N-net only. Rebuilt around the workload on every allowlisting acquire.
+#include "egress.hpp"
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <exception>
+
+#include <spdlog/spdlog.h>
+
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/logging.hpp"
+#include "maf/sandbox/support/labels.hpp"
+#include "maf/sandbox/wslc/backend.hpp"
+#include "maf/sandbox/wslc/error_codes.hpp"
+#include "maf/sandbox/wslc/errors.hpp"
+
+namespace maf::sandbox::wslc {
+
+using boost::asio::awaitable;
+
+namespace detail {
+
+LabelList resource_labels(const SandboxKey& key, const SandboxSpec& spec) {
+  LabelList labels;
+  for (auto& [label, value] : support::key_selector(key, spec.kind())) labels.emplace_back(label, value);
+  for (auto& [label, value] : support::sandbox_labels(key, spec.kind(), spec.labels()))
+    if (label.rfind(support::kLabelUserPrefix, 0) == 0) labels.emplace_back(label, value);
+  return labels;
+}
+
+std::vector<std::string> allow_hosts(const SandboxSpec& spec) {
+  std::vector<std::string> hosts;
+  for (const auto& entry : spec.egress_allow()) {
+    if (!std::holds_alternative<std::string>(entry))
+      throw SandboxEgressNotEnforced("backend 'wslc' cannot enforce the allowlist of workload kind '" + spec.kind() +
+                                     "': the rule for host '" + egress_entry_host(entry) +
+                                     "' names methods or paths, and its proxy filters hosts only (no TLS "
+                                     "interception)");
+    hosts.push_back(egress_entry_host(entry));
+  }
+  return hosts;
+}
+
+LabelList proxy_env(const std::string& container) {
+  const std::string url = "http://" + container + "-proxy:" + std::to_string(kProxyPort);
+  return {{"HTTP_PROXY", url}, {"HTTPS_PROXY", url}, {"http_proxy", url}, {"https_proxy", url}};
+}
+
+}  // namespace detail
+
+namespace {
+
+constexpr int kReadinessPolls = 20;                                  // W-32 (4)
+constexpr std::chrono::milliseconds kReadinessInterval{250};         // W-32 (4)
+constexpr std::size_t kLogReadCap = 64 * 1024;                       // W-32 (4)
+
+awaitable<void> pause_for(std::chrono::milliseconds d) {
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
+  timer.expires_after(d);
+  co_await timer.async_wait(boost::asio::use_awaitable);
+}
+
+std::string tail(const std::string& text, std::size_t n = 2000) {
+  return text.size() <= n ? text : "…" + text.substr(text.size() - n);
+}
+
+}  // namespace
+
+awaitable<void> WslcSandboxBackend::ensure_egress(const std::string& name, const SandboxKey& key,
+                                                  const SandboxSpec& spec, bool fresh) {
+  const std::string network = name + "-net";
+  const std::string proxy = name + "-proxy";
+  const std::string& image = *config_.egress_proxy_image;
+  const std::vector<std::string> hosts = detail::allow_hosts(spec);
+  const LabelList labels = detail::resource_labels(key, spec);
+  const std::string for_kind = " for kind '" + spec.kind() + "'";
+
+  // (1) The internal network; one that exists (an earlier acquire, another process) is adopted.
+  auto create_args = network_create_args(network, labels);
+  WslcOutcome made = co_await lifecycle(std::move(create_args));
+  if (made.exit_code != 0 && find_symbol(made.stderr_bytes) != WslcSymbol::AlreadyExists)
+    raise_wslc_failure("wslc network create --internal of " + network + for_kind, made.exit_code, made.stderr_bytes);
+
+  std::exception_ptr failure;
+  try {
+    // (2) Replace the proxy, so its allowlist is this spec's.
+    Removal old = co_await remove(proxy);
+    if (old.failure)
+      throw WslcCommandFailed("backend 'wslc': could not replace egress proxy " + proxy + for_kind + ": " +
+                                  old.failure->detail,
+                              "", "");
+    auto run = proxy_run_args(proxy, network, hosts, labels, image);
+    WslcOutcome started = co_await lifecycle(std::move(run));
+    if (started.exit_code != 0)
+      raise_wslc_failure("wslc container run of egress proxy " + proxy + " from egress_proxy_image '" + image + "'" +
+                             for_kind + " (build the image with `wslc build -t " + image +
+                             " <context>`, the context holding the proxy's Dockerfile and static binary; "
+                             "scripts/egress-proxy-image prepares one in build/egress-proxy-image)",
+                         started.exit_code, started.stderr_bytes);
+    // (3) The outbound leg. Without it ALLOWLIST would silently become CLOSED: fail instead.
+    auto connect = network_connect_args(proxy);
+    WslcOutcome connected = co_await lifecycle(std::move(connect));
+    if (connected.exit_code != 0)
+      raise_wslc_failure("wslc network connect bridge " + proxy + for_kind +
+                             " (without its outbound leg the allowlist would silently be closed)",
+                         connected.exit_code, connected.stderr_bytes);
+    // (4) Readiness: the workload is created or started only once the proxy listens.
+    bool ready = false;
+    WslcOutcome logs;
+    const std::string verb = "container logs";  // a named local: nothing temporary crosses co_await
+    for (int attempt = 0; attempt < kReadinessPolls && !ready; ++attempt) {
+      WslcCall call;
+      call.args = logs_args(proxy);
+      call.timeout = config_.command_timeout();
+      call.max_stdout = call.max_stderr = kLogReadCap;
+      logs = co_await run_lifecycle(*runner_, std::move(call), verb);
+      ready = logs.exit_code == 0 && proxy_reports_listening(logs.stdout_bytes);
+      if (!ready && attempt + 1 < kReadinessPolls) co_await pause_for(kReadinessInterval);
+    }
+    if (!ready)
+      throw WslcCommandFailed("backend 'wslc': egress proxy " + proxy + " from '" + image + "'" + for_kind +
+                                  " never reported `listening on " + std::to_string(kProxyPort) + "` in " +
+                                  std::to_string(kReadinessPolls) + " polls of its log; last output: " +
+                                  tail(logs.stdout_bytes + logs.stderr_bytes),
+                              "", logs.stderr_bytes);
+  } catch (const Error&) {
+    failure = std::current_exception();
+  }
+  if (failure) {
+    // No co_await inside a handler (C++20). W-33: a fresh create also loses its network.
+    co_await remove_egress(name, fresh);
+    std::rethrow_exception(failure);
+  }
+  logger()->info("backend 'wslc': egress proxy {} ready on {} for {} host(s)", proxy, network, hosts.size());
+}
+
+awaitable<void> WslcSandboxBackend::remove_egress(const std::string& name, bool with_network) {
+  const std::string proxy = name + "-proxy";
+  Removal r = co_await remove(proxy);
+  if (r.failure) {
+    logger()->warn("backend 'wslc': cleaning up egress proxy {} failed: {}", proxy, r.failure->detail);
+    co_return;  // its endpoint would block the network's removal anyway
+  }
+  if (!with_network) co_return;
+  std::vector<DisposalFailure> failures;
+  co_await remove_network(name + "-net", failures);
+  for (const auto& f : failures) logger()->warn("backend 'wslc': cleaning up egress scaffolding failed: {}", f.to_string());
+}
+
+}  // namespace maf::sandbox::wslc

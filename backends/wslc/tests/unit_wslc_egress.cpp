@@ -1,0 +1,324 @@
+// The ALLOWLIST topology's argv, order and failure handling against a scripted runner — no
+// engine (wslc.md W-4, W-31…W-37; T-9 for the new verbs, T-5's failure paths offline).
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <catch2/catch.hpp>
+
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/support/labels.hpp"
+#include "maf/sandbox/sync.hpp"
+#include "maf/sandbox/wslc/backend.hpp"
+#include "maf/sandbox/wslc/commands.hpp"
+#include "maf/sandbox/wslc/errors.hpp"
+
+using namespace maf::sandbox;
+using namespace maf::sandbox::wslc;
+using V = std::vector<std::string>;
+
+namespace {
+
+std::string joined(const V& argv) {
+  std::string out;
+  for (const auto& a : argv) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+
+/// Answers each call by the first rule whose prefix its joined argv starts with; records
+/// every argv. Unmatched calls succeed with no output.
+class ScriptedRunner final : public WslcRunner {
+public:
+  using Answer = std::function<WslcOutcome(const V&)>;
+  void on(std::string prefix, WslcOutcome outcome) {
+    rules_.emplace_back(std::move(prefix), [outcome](const V&) { return outcome; });
+  }
+  void on(std::string prefix, Answer answer) { rules_.emplace_back(std::move(prefix), std::move(answer)); }
+  boost::asio::awaitable<WslcOutcome> run(WslcCall call) override {
+    calls.push_back(call.args);
+    const std::string line = joined(call.args);
+    for (const auto& [prefix, answer] : rules_)
+      if (starts_with(line, prefix)) co_return answer(call.args);
+    co_return WslcOutcome{};
+  }
+  /// The joined argv of every call after `version` and the two name probes.
+  V verbs() const {
+    V out;
+    for (const auto& c : calls) out.push_back(joined(c));
+    return out;
+  }
+  std::size_t count(const std::string& prefix) const {
+    std::size_t n = 0;
+    for (const auto& c : calls) n += starts_with(joined(c), prefix) ? 1 : 0;
+    return n;
+  }
+  std::vector<V> calls;
+
+private:
+  std::vector<std::pair<std::string, Answer>> rules_;
+};
+
+WslcOutcome failure(const std::string& symbol) { return WslcOutcome{1, "", "injected\r\nError code: " + symbol + "\r\n"}; }
+
+const std::string kReady = R"({"event":"listening","address":"0.0.0.0","port":3128,"allowing":["allowed.test"]})"
+                           "\n";
+
+WslcConfig proxy_config() {
+  WslcConfig c;
+  c.egress_proxy_image = "proxy:1";
+  return c;
+}
+
+SandboxSpec allowlist(std::vector<EgressEntry> hosts) {
+  SandboxSpec::Fields f;
+  f.kind = "k";
+  f.image = "img:1";
+  f.requires_capabilities = CapabilitySet{};  // no work base walk: the topology alone
+  f.egress = Egress::Allowlist;
+  f.egress_allow = std::move(hosts);
+  return SandboxSpec(std::move(f));
+}
+
+const SandboxKey kKey{"s", "t", "a", ""};
+
+/// A runner that plays a fresh create behind the proxy: nothing listed until the workload
+/// was run, then the workload running.
+std::shared_ptr<ScriptedRunner> fresh_engine(const std::string& name) {
+  auto r = std::make_shared<ScriptedRunner>();
+  r->on("version", WslcOutcome{0, "wslc 2.9.4.0\r\n", ""});
+  auto created = std::make_shared<bool>(false);
+  r->on("container run -d --name " + name + " ", [created](const V&) {
+    *created = true;
+    return WslcOutcome{0, std::string(64, 'a') + "\r\n", ""};
+  });
+  r->on("container list", [created, name](const V&) {
+    return WslcOutcome{0, *created ? R"([{"Id":")" + std::string(64, 'a') + R"(","Name":")" + name + R"(","State":2}])" : "[]",
+                       ""};
+  });
+  r->on("container remove -f " + name + "-proxy", failure("WSLC_E_CONTAINER_NOT_FOUND"));
+  r->on("container logs", WslcOutcome{0, kReady, ""});
+  return r;
+}
+
+std::vector<std::pair<std::string, std::string>> key_labels() {
+  std::vector<std::pair<std::string, std::string>> l;
+  for (auto& [k, v] : support::key_selector(kKey, std::string_view("k"))) l.emplace_back(k, v);
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("T-9/W-32: golden argv of the topology verbs (C-10, C-17, C-18, C-20)") {
+  const LabelList labels{{"maf-sandbox.scope", "s"}, {"maf-sandbox.kind", "k"}};
+  CHECK(network_create_args("N-net", labels) ==
+        V{"network", "create", "--internal", "-l", "maf-sandbox.scope=s", "-l", "maf-sandbox.kind=k", "N-net"});
+  CHECK(proxy_run_args("N-proxy", "N-net", {"a.test", "*.b.test"}, labels, "proxy:1") ==
+        V{"container", "run", "-d", "--name", "N-proxy", "--network", "N-net", "-e", "MAF_SANDBOX_ALLOW=a.test,*.b.test",
+          "-l", "maf-sandbox.scope=s", "-l", "maf-sandbox.kind=k", "-l", "maf-sandbox.role=proxy", "proxy:1"});
+  CHECK(network_connect_args("N-proxy") == V{"network", "connect", "bridge", "N-proxy"});
+  CHECK(logs_args("N-proxy") == V{"container", "logs", "N-proxy"});
+  CHECK(run_args("N", labels, "img:1", "N-net", {{"HTTP_PROXY", "http://N-proxy:3128"}}) ==
+        V{"container", "run", "-d", "--name", "N", "--network", "N-net", "-e", "HTTP_PROXY=http://N-proxy:3128", "-l",
+          "maf-sandbox.scope=s", "-l", "maf-sandbox.kind=k", "img:1", "sleep", "infinity"});
+}
+
+TEST_CASE("W-32: readiness is the proxy's listening line on 3128, in wslc.md's words or the proxy's JSON") {
+  CHECK(proxy_reports_listening(kReady));
+  CHECK(proxy_reports_listening("listening on 3128\r\n"));
+  CHECK(proxy_reports_listening("noise\n" + kReady));
+  CHECK_FALSE(proxy_reports_listening(""));
+  CHECK_FALSE(proxy_reports_listening("not listening on 3128\n"));
+  CHECK_FALSE(proxy_reports_listening(R"({"event":"listening","port":8080})"));
+  CHECK_FALSE(proxy_reports_listening(R"({"event":"listening","port":"3128"})"));
+  CHECK_FALSE(proxy_reports_listening(R"({"event":"listening","port":31)"));  // a capped read's partial line
+  CHECK_FALSE(proxy_reports_listening(R"({"event":["listening"],"port":3128})"));
+}
+
+TEST_CASE("W-4/W-8: a proxy image declares ALLOWLIST; without one, or with \"\", CLOSED only") {
+  CHECK(WslcSandboxBackend(proxy_config()).declarations().egress_modes == EgressSet{Egress::Closed, Egress::Allowlist});
+  CHECK(WslcSandboxBackend(WslcConfig{}).declarations().egress_modes == EgressSet{Egress::Closed});
+  CHECK(parse_wslc_config({{"egress_proxy_image", "proxy:1"}}).egress_proxy_image == "proxy:1");
+  CHECK_FALSE(parse_wslc_config({{"egress_proxy_image", ""}}).egress_proxy_image);
+  CHECK_FALSE(parse_wslc_config({{"egress_proxy_image", nullptr}}).egress_proxy_image);
+  CHECK_THROWS_WITH(parse_wslc_config({{"egress_proxy_image", 3}}), Catch::Contains("egress_proxy_image"));
+}
+
+TEST_CASE("W-10/W-31/T-10: the sorted allowlist is part of the name; closed and allowlisted never share one") {
+  const std::string closed = WslcSandboxBackend::container_name(kKey, "k", kDefaultWorkDir);
+  const std::string ab = WslcSandboxBackend::container_name(kKey, "k", kDefaultWorkDir, {"a.test", "b.test"});
+  CHECK(ab != closed);
+  CHECK(WslcSandboxBackend::container_name(kKey, "k", kDefaultWorkDir, {"b.test", "a.test"}) == ab);
+  CHECK(WslcSandboxBackend::container_name(kKey, "k", kDefaultWorkDir, {"a.test"}) != ab);
+  support::NameQualifiers q;
+  q.egress_allow = {"a.test", "b.test"};
+  CHECK(ab == support::sandbox_name(kContainerPrefix, kKey, "k", q));
+}
+
+TEST_CASE("W-32: a fresh allowlisted acquire builds network, proxy, outbound leg, readiness, then the workload") {
+  const std::string name = WslcSandboxBackend::container_name(kKey, "k", kDefaultWorkDir, {"allowed.test"});
+  auto runner = fresh_engine(name);
+  auto backend = std::make_shared<WslcSandboxBackend>(proxy_config(), runner);
+  BlockingRunner run;
+  auto sandbox = run([&] { return backend->acquire(kKey, allowlist({"allowed.test"})); });
+  REQUIRE(sandbox);
+
+  LabelList labels = key_labels();
+  V net{"network", "create", "--internal"};
+  for (auto& [k, v] : labels) net.insert(net.end(), {"-l", k + "=" + v});
+  net.push_back(name + "-net");
+  V proxy{"container", "run", "-d", "--name", name + "-proxy", "--network", name + "-net", "-e",
+          "MAF_SANDBOX_ALLOW=allowed.test"};
+  for (auto& [k, v] : labels) proxy.insert(proxy.end(), {"-l", k + "=" + v});
+  proxy.insert(proxy.end(), {"-l", "maf-sandbox.role=proxy", "proxy:1"});
+  const std::string url = "http://" + name + "-proxy:3128";
+  V workload{"container", "run", "-d", "--name", name, "--network", name + "-net", "-e", "HTTP_PROXY=" + url,
+             "-e", "HTTPS_PROXY=" + url, "-e", "http_proxy=" + url, "-e", "https_proxy=" + url};
+  for (auto& [k, v] : labels) workload.insert(workload.end(), {"-l", k + "=" + v});
+  workload.insert(workload.end(), {"img:1", "sleep", "infinity"});
+
+  const V expected{joined(version_args()),
+                   "container list --format json --filter name=" + name,
+                   "container list -a --format json --filter name=" + name,
+                   joined(net),
+                   "container remove -f " + name + "-proxy",
+                   joined(proxy),
+                   "network connect bridge " + name + "-proxy",
+                   "container logs " + name + "-proxy",
+                   joined(workload),
+                   "container list --format json --filter name=" + name};
+  CHECK(runner->verbs() == expected);
+}
+
+TEST_CASE("W-32: reuse replaces the proxy and adopts an existing network (ERROR_ALREADY_EXISTS)") {
+  const std::string name = WslcSandboxBackend::container_name(kKey, "k", kDefaultWorkDir, {"allowed.test"});
+  auto runner = std::make_shared<ScriptedRunner>();
+  runner->on("version", WslcOutcome{0, "wslc 2.9.4.0\r\n", ""});
+  runner->on("container list", WslcOutcome{0, R"([{"Id":"ab","Name":")" + name + R"(","State":2}])", ""});
+  runner->on("network create", failure("ERROR_ALREADY_EXISTS"));
+  runner->on("container logs", WslcOutcome{0, "listening on 3128\r\n", ""});
+  auto backend = std::make_shared<WslcSandboxBackend>(proxy_config(), runner);
+  BlockingRunner run;
+  REQUIRE(run([&] { return backend->acquire(kKey, allowlist({"allowed.test"})); }));
+  CHECK(runner->count("container remove -f " + name + "-proxy") == 1);
+  CHECK(runner->count("container run -d --name " + name + "-proxy ") == 1);
+  CHECK(runner->count("network connect bridge " + name + "-proxy") == 1);
+  CHECK(runner->count("container run -d --name " + name + " ") == 0);  // the workload is reused
+  CHECK(runner->count("network remove") == 0);
+}
+
+TEST_CASE("W-33: a proxy run failure raises with the build hint and removes the fresh network") {
+  const std::string name = WslcSandboxBackend::container_name(kKey, "k", kDefaultWorkDir, {"allowed.test"});
+  auto runner = fresh_engine(name);
+  runner->on("container run -d --name " + name + "-proxy", failure("WSLC_E_IMAGE_NOT_FOUND"));
+  auto backend = std::make_shared<WslcSandboxBackend>(proxy_config(), runner);
+  BlockingRunner run;
+  CHECK_THROWS_MATCHES(run([&] { return backend->acquire(kKey, allowlist({"allowed.test"})); }), WslcImageNotFound,
+                       Catch::Matchers::Predicate<WslcImageNotFound>([](const WslcImageNotFound& e) {
+                         return std::string(e.what()).find("wslc build -t proxy:1 <context>") != std::string::npos;
+                       }));
+  const V verbs = runner->verbs();
+  REQUIRE(verbs.size() >= 2);
+  CHECK(verbs[verbs.size() - 2] == "container remove -f " + name + "-proxy");
+  CHECK(verbs.back() == "network remove --force " + name + "-net");
+  CHECK(runner->count("container run -d --name " + name + " ") == 0);  // no workload
+}
+
+TEST_CASE("W-33: a failed outbound leg raises rather than running closed; the fresh network goes") {
+  const std::string name = WslcSandboxBackend::container_name(kKey, "k", kDefaultWorkDir, {"allowed.test"});
+  auto runner = fresh_engine(name);
+  runner->on("network connect", failure("E_INVALIDARG"));
+  auto backend = std::make_shared<WslcSandboxBackend>(proxy_config(), runner);
+  BlockingRunner run;
+  CHECK_THROWS_WITH(run([&] { return backend->acquire(kKey, allowlist({"allowed.test"})); }),
+                    Catch::Contains("network connect bridge") && Catch::Contains("E_INVALIDARG"));
+  CHECK(runner->verbs().back() == "network remove --force " + name + "-net");
+  CHECK(runner->count("container logs") == 0);
+  CHECK(runner->count("container run -d --name " + name + " ") == 0);
+}
+
+TEST_CASE("W-32/W-33: a proxy that never reports readiness is polled 20 times, then raises; a reused sandbox keeps "
+          "its network") {
+  const std::string name = WslcSandboxBackend::container_name(kKey, "k", kDefaultWorkDir, {"allowed.test"});
+  auto runner = std::make_shared<ScriptedRunner>();
+  runner->on("version", WslcOutcome{0, "wslc 2.9.4.0\r\n", ""});
+  runner->on("container list", WslcOutcome{0, R"([{"Id":"ab","Name":")" + name + R"(","State":2}])", ""});
+  runner->on("container logs", WslcOutcome{0, "starting\n", ""});
+  auto backend = std::make_shared<WslcSandboxBackend>(proxy_config(), runner);
+  BlockingRunner run;
+  CHECK_THROWS_WITH(run([&] { return backend->acquire(kKey, allowlist({"allowed.test"})); }),
+                    Catch::Contains("never reported `listening on 3128`") && Catch::Contains("starting"));
+  CHECK(runner->count("container logs " + name + "-proxy") == 20);
+  CHECK(runner->verbs().back() == "container remove -f " + name + "-proxy");  // the useless proxy goes
+  CHECK(runner->count("network remove") == 0);  // the running workload still needs N-net
+}
+
+TEST_CASE("W-31: with a proxy image, an empty allowlist is --network none and builds nothing") {
+  const std::string name = WslcSandboxBackend::container_name(kKey, "k", kDefaultWorkDir);
+  auto runner = fresh_engine(name);
+  auto backend = std::make_shared<WslcSandboxBackend>(proxy_config(), runner);
+  BlockingRunner run;
+  REQUIRE(run([&] { return backend->acquire(kKey, allowlist({})); }));
+  CHECK(runner->count("network") == 0);
+  CHECK(runner->count("container run -d --name " + name + " --network none ") == 1);
+  CHECK(runner->count("container logs") == 0);
+}
+
+TEST_CASE("W-4/W-34: refused before any call — hosts without a proxy image, method rules, UNRESTRICTED") {
+  auto runner = std::make_shared<ScriptedRunner>();
+  BlockingRunner run;
+  auto closed_only = std::make_shared<WslcSandboxBackend>(WslcConfig{}, runner);
+  CHECK_THROWS_AS(run([&] { return closed_only->acquire(kKey, allowlist({"a.test"})); }), SandboxEgressNotEnforced);
+  auto proxied = std::make_shared<WslcSandboxBackend>(proxy_config(), runner);
+  CHECK_THROWS_WITH(run([&] { return proxied->acquire(kKey, allowlist({EgressRule("a.test", V{"GET"})})); }),
+                    Catch::Contains("a.test") && Catch::Contains("hosts only"));
+  SandboxSpec::Fields f;
+  f.kind = "k";
+  f.image = "img:1";
+  f.egress = Egress::Unrestricted;
+  CHECK_THROWS_AS(run([&] { return proxied->acquire(kKey, SandboxSpec(f)); }), SandboxEgressNotEnforced);
+  CHECK(runner->calls.empty());
+}
+
+TEST_CASE("W-35/W-37: disposal removes workloads, then proxies, each followed by its network") {
+  const std::string a = "maf-sandbox-wslc-aaaaaaaaaaaa";
+  const std::string b = "maf-sandbox-wslc-bbbbbbbbbbbb";
+  BlockingRunner run;
+  SECTION("without a proxy image: only listed proxies, each then its network") {
+    auto runner = std::make_shared<ScriptedRunner>();
+    runner->on("container list", WslcOutcome{0, "{\"Name\":\"" + a + "\",\"State\":2}\n{\"Name\":\"" + b +
+                                                    "-proxy\",\"State\":2}\n{\"Name\":\"" + b + "\",\"State\":3}\n",
+                                             ""});
+    auto backend = std::make_shared<WslcSandboxBackend>(WslcConfig{}, runner);
+    auto purge = run([&] { return backend->dispose_scope("s", "t"); });
+    CHECK(purge.disposed == 2);  // the proxy is not counted
+    CHECK_FALSE(purge.undisposed);
+    const V verbs = runner->verbs();
+    CHECK(V(verbs.begin() + 1, verbs.end()) == V{"container remove -f " + a, "container remove -f " + b,
+                                                 "container remove -f " + b + "-proxy",
+                                                 "network remove --force " + b + "-net"});
+  }
+  SECTION("with a proxy image: every workload's proxy and network too, listed or not") {
+    auto runner = std::make_shared<ScriptedRunner>();
+    runner->on("container list", WslcOutcome{0, "{\"Name\":\"" + a + "\",\"State\":2}\n", ""});
+    runner->on("container remove -f " + a + "-proxy", failure("WSLC_E_CONTAINER_NOT_FOUND"));
+    auto backend = std::make_shared<WslcSandboxBackend>(proxy_config(), runner);
+    auto failure_seen = run([&] { return backend->dispose(kKey, std::nullopt, std::nullopt); });
+    CHECK_FALSE(failure_seen);  // an absent proxy is already gone, an absent network exit 0
+    const V verbs = runner->verbs();
+    CHECK(V(verbs.begin() + 1, verbs.end()) == V{"container remove -f " + a, "container remove -f " + a + "-proxy",
+                                                 "network remove --force " + a + "-net"});
+  }
+  SECTION("a network that refuses removal is reported, not thrown") {
+    auto runner = std::make_shared<ScriptedRunner>();
+    runner->on("container list", WslcOutcome{0, "{\"Name\":\"" + a + "-proxy\",\"State\":2}\n", ""});
+    runner->on("network remove", failure("E_FAIL"));
+    auto backend = std::make_shared<WslcSandboxBackend>(WslcConfig{}, runner);
+    auto purge = run([&] { return backend->dispose_scope("s", "t"); });
+    CHECK(purge.disposed == 0);
+    REQUIRE(purge.undisposed);
+    CHECK(purge.undisposed->detail.find(a + "-net") != std::string::npos);
+  }
+}
