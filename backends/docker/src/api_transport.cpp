@@ -238,13 +238,9 @@ public:
   }
 
   awaitable<CreateResult> create_and_start(CreateRequest q) override {
-    // No egress plane here (has_egress_plane() is false), so only CLOSED requests arrive;
-    // anything else is refused rather than quietly run with no network.
-    if (q.network != "none" || !q.env.empty())
-      co_return CreateResult{CreateOutcome::Failed, "the Engine-API transport creates --network none containers only"};
     json host = {{"PidsLimit", q.pids_limit},
                  {"SecurityOpt", json::array({"no-new-privileges"})},
-                 {"NetworkMode", "none"}};
+                 {"NetworkMode", q.network}};
     if (q.cap_drop_all) host["CapDrop"] = json::array({"ALL"});
     if (q.memory) {
       auto bytes = memory_bytes(*q.memory);
@@ -254,8 +250,12 @@ public:
     if (q.cpus) host["NanoCpus"] = static_cast<std::int64_t>(std::llround(std::stod(*q.cpus) * 1e9));
     json labels = json::object();
     for (const auto& [k, v] : q.labels) labels[k] = v;
-    json body = {{"Image", q.image}, {"Cmd", q.command}, {"Labels", labels}, {"HostConfig", host},
+    json env = json::array();
+    for (const auto& [k, v] : q.env) env.push_back(k + "=" + v);
+    json body = {{"Image", q.image}, {"Env", env}, {"Labels", labels}, {"HostConfig", host},
                  {"AttachStdout", false}, {"AttachStderr", false}, {"Tty", false}, {"OpenStdin", false}};
+    // Like `docker run IMAGE` with no arguments: the image's own command (the proxy's case).
+    if (!q.command.empty()) body["Cmd"] = q.command;
     std::string arg11 = "POST";
     std::string arg12 = "/containers/create?name=" + url_escape(q.name);
     std::string arg13 = "create " + q.name;
@@ -511,6 +511,79 @@ public:
     if (r.status == 204 || r.status == 200) co_return RemoveResult{RemoveOutcome::Removed, {}};
     if (r.status == 404) co_return RemoveResult{RemoveOutcome::Absent, {}};
     co_return RemoveResult{RemoveOutcome::Refused, message_of(r)};
+  }
+
+  // The egress plane (docker.md §11.2): the same operations the CLI transport runs as
+  // `docker version|network create|network connect|logs|stop`.
+  bool has_egress_plane() const noexcept override { return true; }
+
+  awaitable<std::string> server_version() override {
+    // Asked afresh each time, like the CLI: the D-32 gate must see the engine as it is now.
+    std::string arg52 = "/version";
+    std::string arg53 = "version";
+    auto doc = co_await inspect_json(std::move(arg52), std::move(arg53));
+    const std::string version = doc && doc->is_object() ? doc->value("Version", "") : "";
+    if (version.empty()) throw OSError("backend 'docker': docker API version answered no Server.Version");
+    co_return version;
+  }
+
+  awaitable<CreateResult> create_network(NetworkRequest q) override {
+    json options = json::object();
+    for (const auto& [k, v] : q.options) options[k] = v;
+    json labels = json::object();
+    for (const auto& [k, v] : q.labels) labels[k] = v;
+    // CheckDuplicate: without it 20.10 creates a second network of the same name.
+    json body = {{"Name", q.name},       {"CheckDuplicate", true}, {"Driver", "bridge"}, {"Internal", q.internal},
+                 {"EnableIPv6", q.ipv6}, {"Options", options},     {"Labels", labels}};
+    std::string arg54 = "POST";
+    std::string arg55 = "/networks/create";
+    std::string arg56 = "network create " + q.name;
+    std::string arg57 = body.dump();
+    auto r = co_await call(std::move(arg54), std::move(arg55), std::move(arg56), std::move(arg57));
+    if (r.status == 201 || r.status == 200) co_return CreateResult{CreateOutcome::Created, {}};
+    if (r.status == 409) co_return CreateResult{CreateOutcome::NameInUse, message_of(r)};
+    co_return CreateResult{CreateOutcome::Failed, message_of(r)};
+  }
+
+  awaitable<void> connect_network(std::string network, std::string container) override {
+    json body = {{"Container", container}};
+    std::string arg58 = "POST";
+    std::string arg59 = "/networks/" + url_escape(network) + "/connect";
+    std::string arg60 = "network connect " + network + " " + container;
+    std::string arg61 = body.dump();
+    auto r = co_await call(std::move(arg58), std::move(arg59), std::string(arg60), std::move(arg61));
+    if (r.status != 200) throw OSError(failure(arg60, r));
+  }
+
+  awaitable<std::string> container_logs(std::string container, std::size_t max_bytes) override {
+    HttpRequest request;
+    request.method = "GET";
+    std::string arg62 = "/containers/" + url_escape(container) + "/logs?stdout=1&stderr=1&tail=" +
+                        std::to_string(kLogTailLines);
+    request.target = co_await versioned(std::move(arg62));
+    request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
+    // Both streams' caps plus every frame header of the tail (8 bytes per line).
+    request.max_body = 2 * max_bytes + 8 * (static_cast<std::size_t>(kLogTailLines) + 1);
+    std::string arg63 = "logs " + container;
+    auto r = co_await send(std::move(request), std::move(arg63));
+    if (r.status != 200) throw OSError(failure("logs " + container, r));
+    // Containers made here never have a TTY, so the log is always the multiplexed stream
+    // (8-byte frame headers), the same framing as an exec's.
+    ExecOutcome split;
+    Demux demux;
+    demux.out = &split;
+    demux.max_stdout = demux.max_stderr = max_bytes;
+    demux.feed(r.body);
+    co_return split.stdout_bytes + split.stderr_bytes;
+  }
+
+  awaitable<void> stop_container(std::string id_or_name, std::chrono::seconds grace) override {
+    std::string arg64 = "POST";
+    std::string arg65 = "/containers/" + url_escape(id_or_name) + "/stop?t=" + std::to_string(grace.count());
+    std::string arg66 = "stop " + id_or_name;
+    auto r = co_await call(std::move(arg64), std::move(arg65), std::string(arg66));
+    // 304: already stopped; 404: nothing to stop.
+    if (r.status != 204 && r.status != 304 && r.status != 404) throw OSError(failure(arg66, r));
   }
 
 private:

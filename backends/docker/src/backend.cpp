@@ -102,8 +102,8 @@ DockerSandboxBackend::DockerSandboxBackend(DockerConfig config, std::shared_ptr<
     : config_(std::move(config)),
       transport_(transport ? std::move(transport) : make_transport(config_)),
       declarations_(base_declarations()) {
-  // docker.md §1: ALLOWLIST iff a proxy image is configured — and, in this port, the
-  // transport can build the topology (the Engine-API transport cannot yet).
+  // docker.md §1: ALLOWLIST iff a proxy image is configured — and the transport can build
+  // the topology (both shipped transports can; a test double may not).
   if (config_.egress_proxy_image && transport_->has_egress_plane()) declarations_.egress_modes.insert(Egress::Allowlist);
 }
 

@@ -40,6 +40,9 @@ boost::asio::awaitable<void> DockerTransport::connect_network(std::string, std::
 boost::asio::awaitable<std::string> DockerTransport::container_logs(std::string, std::size_t) {
   no_egress_plane("logs");
 }
+boost::asio::awaitable<void> DockerTransport::stop_container(std::string, std::chrono::seconds) {
+  no_egress_plane("stop");
+}
 
 namespace {
 
@@ -349,12 +352,18 @@ public:
   }
 
   awaitable<std::string> container_logs(std::string container, std::size_t max_bytes) override {
-    std::vector<std::string> args{"logs", "--tail", "1000", container};
+    std::vector<std::string> args{"logs", "--tail", std::to_string(kLogTailLines), container};
     RunOptions ro;
     ro.max_stdout = ro.max_stderr = max_bytes;
     auto r = co_await run(std::move(args), std::move(ro));
     if (!r.ok() && !r.stdout_overflowed && !r.stderr_overflowed) throw OSError(failure("logs " + container, r));
     co_return r.stdout_bytes + r.stderr_bytes;
+  }
+
+  awaitable<void> stop_container(std::string id_or_name, std::chrono::seconds grace) override {
+    std::vector<std::string> args{"stop", "-t", std::to_string(grace.count()), id_or_name};
+    auto r = co_await run(std::move(args));
+    if (!r.ok() && !contains_ci(r.stderr_bytes, "no such container")) throw OSError(failure("stop " + id_or_name, r));
   }
 
 private:

@@ -117,11 +117,6 @@ DockerConfig parse_docker_config(const nlohmann::json& json) {
     c.docker_host = get_string(*it, "docker_host");
     if (c.docker_host->empty()) refuse("docker_host", "must not be empty (omit it for DOCKER_HOST)");
   }
-  // The Engine-API transport has no egress plane: refuse the combination by name rather
-  // than declare an ALLOWLIST it could not build.
-  if (c.egress_proxy_image && c.transport == DockerTransportKind::Api)
-    refuse("egress_proxy_image", "names '" + *c.egress_proxy_image +
-                                     "', but ALLOWLIST egress is served by \"transport\": \"cli\" only");
   return c;
 }
 

@@ -13,6 +13,7 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/labels.hpp"
+#include "proxy_drain.hpp"
 
 namespace maf::sandbox::docker {
 
@@ -74,19 +75,22 @@ std::optional<std::int64_t> parse_rfc3339(const std::string& text) {
 
 }  // namespace
 
-awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::remove_workload(const std::string& container) {
-  // Order (docker.md §8.1): the proxy, then the workload, then the network — attached
-  // endpoints block a network's removal. A proxy is tried whatever the current config
-  // says: a sandbox another configuration created is still reclaimed. Egress events are
-  // not published yet: the proxy's JSON decision lines stay in its log until removal.
+awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::remove_workload(std::string container,
+                                                                               std::optional<SandboxKey> caller) {
+  // Order (docker.md §8.1, D-27): the proxy drained and removed, then the workload, then
+  // the network — attached endpoints block a network's removal. A proxy is tried whatever
+  // the current config says: a sandbox another configuration created is still reclaimed.
+  // A proxy the engine keeps leaves the workload and the network in place.
   try {
-    auto proxy = co_await transport_->remove_container(container + "-proxy");
+    std::string proxy_name = container + "-proxy";
+    auto proxy = co_await detail::drain_and_remove_proxy(*transport_, config_, std::move(proxy_name), std::move(caller));
     if (proxy.outcome == RemoveOutcome::Refused)
       co_return DisposalFailure{kDisposalRefused, "proxy " + container + "-proxy: " + proxy.detail};
     auto workload = co_await transport_->remove_container(container);
     if (workload.outcome == RemoveOutcome::Refused)
       co_return DisposalFailure{kDisposalRefused, "container " + container + ": " + workload.detail};
-    auto network = co_await transport_->remove_network(container + "-net");
+    std::string network_name = container + "-net";
+    auto network = co_await transport_->remove_network(std::move(network_name));
     if (network.outcome == RemoveOutcome::Refused)
       logger()->warn("backend 'docker': network {}-net remains: {}", container, network.detail);
   } catch (const Error& e) {
@@ -127,7 +131,9 @@ awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::dispose(SandboxK
     try {
       // The proxy goes first, as in every teardown (docker.md §8.1, D-27).
       if (!name.empty()) {
-        auto proxy = co_await transport_->remove_container(name + "-proxy");
+        std::string proxy_name = name + "-proxy";
+        std::optional<SandboxKey> caller = key;
+        auto proxy = co_await detail::drain_and_remove_proxy(*transport_, config_, std::move(proxy_name), std::move(caller));
         if (proxy.outcome == RemoveOutcome::Refused)
           co_return DisposalFailure{kDisposalRefused, "proxy " + name + "-proxy: " + proxy.detail};
       }
@@ -154,8 +160,10 @@ awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::dispose(SandboxK
   const std::string exact = kind ? container_name(key, *kind) : std::string();
   for (auto& name : remembered(key, /*forget=*/!kind))
     if (!kind || name == exact) names.insert(name);
-  for (const auto& name : names)
-    if (auto failure = co_await remove_workload(name)) failures.push_back(*failure);
+  for (const auto& name : names) {
+    std::optional<SandboxKey> caller = key;
+    if (auto failure = co_await remove_workload(name, std::move(caller))) failures.push_back(*failure);
+  }
   co_return fold(failures);
 }
 
@@ -177,7 +185,9 @@ awaitable<ScopePurge> DockerSandboxBackend::dispose_scope(std::string scope, std
       existed = (co_await transport_->container_state(w.name)).has_value();
     } catch (const Error&) {
     }
-    if (auto failure = co_await remove_workload(w.name))
+    std::string workload = w.name;  // named: no temporaries inside co_await (GCC 12)
+    std::optional<SandboxKey> no_caller;  // dispose_scope has no key to stand in (§4.4)
+    if (auto failure = co_await remove_workload(std::move(workload), std::move(no_caller)))
       failures.push_back(*failure);
     else if (existed)
       ++purge.disposed;
@@ -281,7 +291,10 @@ awaitable<DockerReapResult> DockerSandboxBackend::reap_detailed(std::chrono::sec
   for (Group* g : confirmed) {
     try {
       if (g->proxy) {
-        auto r = co_await transport_->remove_container(g->proxy->id);
+        // Drained like every proxy teardown; no caller key: only its label attributes it.
+        std::string proxy_id = g->proxy->id;
+        std::optional<SandboxKey> no_caller;
+        auto r = co_await detail::drain_and_remove_proxy(*transport_, config_, std::move(proxy_id), std::move(no_caller));
         if (r.outcome != RemoveOutcome::Removed) {
           if (r.outcome == RemoveOutcome::Refused)
             result.failures.push_back({kDisposalRefused, "proxy " + g->proxy->name + ": " + r.detail});

@@ -14,6 +14,8 @@
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/labels.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
+#include "key_attribution.hpp"
+#include "proxy_drain.hpp"
 
 namespace maf::sandbox::docker::detail {
 
@@ -193,8 +195,11 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
     };
     co_await verify_bridge();
 
-    // Replace the proxy: recreated on every acquire, so its allowlist is this spec's.
-    auto removed = co_await transport.remove_container(proxy);
+    // Replace the proxy: recreated on every acquire, so its allowlist is this spec's and
+    // its log holds only this run. The old one is drained first (D-27), like any teardown.
+    std::string old_proxy = proxy;
+    std::optional<SandboxKey> caller = key;
+    auto removed = co_await drain_and_remove_proxy(transport, config, std::move(old_proxy), std::move(caller));
     if (removed.outcome == RemoveOutcome::Refused)
       throw OSError("backend 'docker': could not replace proxy " + proxy + ": " + removed.detail);
     if (!co_await transport.image_present(*config.egress_proxy_image))
@@ -207,6 +212,7 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
     run.env = {{"MAF_SANDBOX_ALLOW", join(allow_hosts(spec), ",")}};
     run.labels = request.labels;
     run.labels.emplace_back(std::string(support::kLabelRole), "proxy");
+    run.labels.emplace_back(std::string(kLabelKeyV1), encode_key_v1(key));  // D-8: lossless attribution
     run.pids_limit = config.pids_limit;
     run.cap_drop_all = true;  // it binds 3128 as nobody and needs no capability
     run.command = config.egress_proxy_args;

@@ -34,7 +34,7 @@ TEST_CASE("D-3: --cpus is formatted like Python's str(float)") {
   CHECK(c.cpus_argument() == "2.25");
 }
 
-TEST_CASE("D-5: an empty egress_proxy_image is unset; a named one enables ALLOWLIST on the CLI transport") {
+TEST_CASE("D-5: an empty egress_proxy_image is unset; a named one enables ALLOWLIST on either transport") {
   CHECK_FALSE(parse_docker_config({{"egress_proxy_image", ""}}).egress_proxy_image);
   auto c = parse_docker_config({{"egress_proxy_image", "maf-sandbox-egress-proxy:local"},
                                 {"egress_proxy_args", {"--resolve", "allowed.test=172.30.0.2"}},
@@ -44,8 +44,9 @@ TEST_CASE("D-5: an empty egress_proxy_image is unset; a named one enables ALLOWL
   CHECK(c.egress_inhibit_ipv4_fallback);
   CHECK(DockerSandboxBackend(c).declarations().egress_modes == EgressSet{Egress::Closed, Egress::Allowlist});
   CHECK(DockerSandboxBackend(DockerConfig{}).declarations().egress_modes == EgressSet{Egress::Closed});
-  CHECK_THROWS_WITH(parse_docker_config({{"egress_proxy_image", "p:1"}, {"transport", "api"}}),
-                    Catch::Contains("p:1"));
+  // Both transports carry the egress plane: the Engine-API one declares ALLOWLIST too.
+  auto api = parse_docker_config({{"egress_proxy_image", "p:1"}, {"transport", "api"}});
+  CHECK(DockerSandboxBackend(api).declarations().egress_modes == EgressSet{Egress::Closed, Egress::Allowlist});
   CHECK_THROWS_WITH(parse_docker_config({{"egress_proxy_args", "--resolve"}}), Catch::Contains("egress_proxy_args"));
 }
 

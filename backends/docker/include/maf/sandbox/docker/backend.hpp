@@ -5,8 +5,8 @@
 ///
 /// Declarations (docker.md §1): isolation `container`, always; capabilities
 /// {exec, files_in, files_out, files_delete, host_tools} — never files_list, never run_code;
-/// egress_modes {closed} (this port does not implement the allowlist proxy yet, so it never
-/// declares allowlist); isolation_scopes {conversation, call}; limits 64 MiB per file,
+/// egress_modes {closed}, plus allowlist when `egress_proxy_image` is set (docker.md §11.2);
+/// isolation_scopes {conversation, call}; limits 64 MiB per file,
 /// 256 MiB total, 256 files per direction; os_families {posix} when the bound daemon says
 /// `linux` — filled only by `create()` (and the plugin factory, which calls it), empty from
 /// the plain constructor.
@@ -96,7 +96,10 @@ private:
                                                 const Identity& identity);
   boost::asio::awaitable<std::optional<std::string>> read_account_file(const std::string& container,
                                                                        const std::string& path);
-  boost::asio::awaitable<std::optional<DisposalFailure>> remove_workload(const std::string& container);
+  /// D-27: the drained proxy, then the workload, then the network. `caller` may stand in
+  /// for the proxy's attribution label (docker.md §4.4).
+  boost::asio::awaitable<std::optional<DisposalFailure>> remove_workload(std::string container,
+                                                                         std::optional<SandboxKey> caller);
   void remember(const SandboxKey& key, const std::string& container);
   std::vector<std::string> remembered(const SandboxKey& key, bool forget);
 

@@ -13,6 +13,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "maf/sandbox/docker/egress_events.hpp"
+
 namespace maf::sandbox::docker {
 
 /// How the backend reaches the engine (issue 9): the docker CLI, or the Engine HTTP API.
@@ -29,8 +31,7 @@ struct DockerConfig {
   /// Both are supported. It must be Docker's CLI: binding needs `docker context inspect`.
   std::string docker_path = "docker";
   /// A locally built egress proxy image (scripts/egress-proxy-image); "" counts as unset
-  /// (upstream issue #407). Set, it enables ALLOWLIST (docker.md §11.2); the CLI transport
-  /// only, since the Engine-API transport has no egress plane yet.
+  /// (upstream issue #407). Set, it enables ALLOWLIST (docker.md §11.2) on either transport.
   std::optional<std::string> egress_proxy_image;
   /// [port decision] Extra arguments after the proxy image's entrypoint, e.g.
   /// `["--resolve", "allowed.test=172.30.0.2"]` (docs/backends/egress-proxy.md).
@@ -56,6 +57,9 @@ struct DockerConfig {
   /// for its OS family, like the Python `create()`; false gives the plain constructor's
   /// behaviour (no engine call, no os_families declared).
   bool declare_os_family = true;
+  /// Receives the proxy's decisions at each proxy teardown (egress_events.hpp, D-27). Not
+  /// a JSON key: a host that builds the backend itself sets it. Empty: nothing published.
+  EgressObserver egress_observer;
 
   std::chrono::milliseconds command_timeout() const;
   std::chrono::milliseconds image_pull_timeout() const;

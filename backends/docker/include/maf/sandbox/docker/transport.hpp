@@ -59,6 +59,9 @@ struct NetworkRequest {
   bool ipv6 = false;
 };
 
+/// How many log lines container_logs reads ([port decision] docker.md §8.1 `--tail 1000`).
+inline constexpr int kLogTailLines = 1000;
+
 enum class CreateOutcome { Created, NameInUse, Failed };
 
 struct CreateResult {
@@ -193,8 +196,12 @@ public:
   virtual boost::asio::awaitable<CreateResult> create_network(NetworkRequest request);
   /// Attach a container to a further network; throws with the engine's text.
   virtual boost::asio::awaitable<void> connect_network(std::string network, std::string container);
-  /// The container's combined log, at most `max_bytes` (the proxy's readiness line).
+  /// The last kLogTailLines lines of the container's log, stdout then stderr, at most
+  /// `max_bytes` of each (the proxy's readiness line; its decisions at teardown).
   virtual boost::asio::awaitable<std::string> container_logs(std::string container, std::size_t max_bytes);
+  /// `docker stop -t <grace>`: an absent or already stopped container is no error; any other
+  /// failure throws with the engine's text (the proxy drain, docker.md §8.1).
+  virtual boost::asio::awaitable<void> stop_container(std::string id_or_name, std::chrono::seconds grace);
 };
 
 }  // namespace maf::sandbox::docker

@@ -1,0 +1,58 @@
+#pragma once
+/// @file docker/egress_events.hpp
+/// Egress events (docker.md §8.1, §11.3, D-27): what an ALLOWLIST sandbox's proxy decided,
+/// published when the proxy is torn down.
+///
+/// The core has no observer seam yet (core.md §9.4 `SandboxObserver` is phase 2), so this
+/// backend offers the smallest one: `DockerConfig::egress_observer`, a callback set by a
+/// host that builds the backend itself (the plugin's JSON config cannot carry it). When the
+/// core gains its observer, these events map onto its "network decisions".
+///
+/// When: every proxy teardown — dispose, dispose_scope, reap, and the replacement of a
+/// warm sandbox's proxy at re-acquire — stops the proxy, reads the tail of its log
+/// (`logs --tail 1000`, at most 1 MiB), removes it, and only after the removal succeeded
+/// (or found it already gone) publishes one event, if the log held any decision. A failed
+/// removal publishes nothing. Delivery is synchronous, on the disposing coroutine's
+/// thread; keep the callback short. An exception from it is logged and never changes a
+/// disposal's result. Not a durable audit trail: a proxy removed by someone else, or a
+/// failed drain, loses its decisions.
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "maf/sandbox/key.hpp"
+
+namespace maf::sandbox::docker {
+
+/// One decision line of the proxy (docker.md §11.3): `decision` is ALLOW, DENY,
+/// DENY-NONGLOBAL or UNREACHABLE; other lines (readiness, malformed requests, a full
+/// proxy) are not decisions about a destination and are left out.
+struct EgressDecision {
+  std::string decision;
+  std::string host;
+  int port = 0;
+
+  friend bool operator==(const EgressDecision&, const EgressDecision&) = default;
+};
+
+/// At most this many decisions per event; more set `truncated`.
+inline constexpr std::size_t kMaxEgressDecisions = 1000;
+
+struct EgressEvent {
+  /// From the proxy's `maf-sandbox.key.v1` label (docker.md §4.4), or the disposing
+  /// caller's key when the label is absent or empty and every selector label matches it;
+  /// absent when neither attributes the proxy.
+  std::optional<SandboxKey> key;
+  std::string proxy;  ///< the proxy's container name
+  std::vector<EgressDecision> decisions;  ///< in log order
+  /// The log held more than was read (the tail or byte bound was reached), or more than
+  /// kMaxEgressDecisions decisions: earlier decisions are missing.
+  bool truncated = false;
+};
+
+using EgressObserver = std::function<void(const EgressEvent&)>;
+
+}  // namespace maf::sandbox::docker

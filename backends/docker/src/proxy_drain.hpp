@@ -1,0 +1,48 @@
+#pragma once
+// The proxy drain (docker.md §8.1 step 1, D-27): stop the proxy, read the tail of its log,
+// remove it, and only once it is gone publish its decisions as an egress event
+// (egress_events.hpp). Shared by every teardown: dispose, dispose_scope, reap and the
+// proxy's replacement at re-acquire.
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "maf/sandbox/docker/config.hpp"
+#include "maf/sandbox/docker/egress_events.hpp"
+#include "maf/sandbox/docker/transport.hpp"
+#include "maf/sandbox/key.hpp"
+
+namespace maf::sandbox::docker::detail {
+
+/// [port decision] docker.md §8.1 / §13.2: `stop -t 1`, and at most this much of the log.
+inline constexpr std::chrono::seconds kProxyStopGrace{1};
+inline constexpr std::size_t kProxyLogBytes = std::size_t{1} << 20;
+
+struct ParsedDecisions {
+  std::vector<EgressDecision> decisions;
+  bool truncated = false;
+};
+
+/// The decisions in a proxy's log (docker.md §11.3): the JSON lines of this port's proxy
+/// (`{"event":"decision","decision":"deny","host":…,"port":…}`) and the text lines of the
+/// Python one (`DENY host:port`); ALLOW, DENY, DENY-NONGLOBAL and UNREACHABLE only.
+/// `read_cut`: the reader stopped early. A log of kLogTailLines lines or more may have
+/// lost its head to the tail bound; both set `truncated`, as do decisions beyond
+/// kMaxEgressDecisions.
+ParsedDecisions parse_decisions(std::string_view log, bool read_cut);
+
+/// Drain and remove the proxy `proxy` (a name or ID). Removed or Absent: gone, and the
+/// event (attributed per key_attribution.hpp, `caller` standing in as §4.4 allows) was
+/// published if the log held decisions. Refused: the engine kept it; nothing published.
+/// A failed stop or log read is logged and the removal still happens (the decisions are
+/// lost, never the teardown). Throws what the inspect or removal throws.
+boost::asio::awaitable<RemoveResult> drain_and_remove_proxy(DockerTransport& transport, const DockerConfig& config,
+                                                            std::string proxy, std::optional<SandboxKey> caller);
+
+}  // namespace maf::sandbox::docker::detail
