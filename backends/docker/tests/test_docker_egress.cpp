@@ -1,12 +1,15 @@
-// ALLOWLIST egress on a real engine, with local servers only (D-4, D-31, D-32, C-55; DX-12
-// adapted: no traffic leaves the machine). Two busybox httpd servers answer 200 on an
-// `--internal` network that the proxy uses as its outbound network; the proxy knows them as
-// allowed.test and denied.test through --resolve pins. Needs the proxy image
-// (scripts/egress-proxy-image; MAF_SANDBOX_EGRESS_PROXY_IMAGE overrides the tag); a
-// missing image fails, it never skips.
+// ALLOWLIST egress on a real engine, on both transports, with local servers only (D-4,
+// D-8, D-27, D-31, D-32, C-55; DX-12 adapted: no traffic leaves the machine). Two busybox
+// httpd servers answer 200 on an `--internal` network that the proxy uses as its outbound
+// network; the proxy knows them as allowed.test and denied.test through --resolve pins.
+// Needs the proxy image (scripts/egress-proxy-image; MAF_SANDBOX_EGRESS_PROXY_IMAGE
+// overrides the tag); a missing image fails, it never skips.
 #include <maf/sandbox/conformance/conformance.hpp>
 
+#include <algorithm>
+
 #include "engine_fixture.hpp"
+#include "key_attribution.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/labels.hpp"
 
@@ -87,17 +90,13 @@ std::vector<std::string> failed(const std::vector<ProbeResult>& results) {
 
 }  // namespace
 
-TEST_CASE("D-31 D-5: ALLOWLIST through the proxy — EG passes, direct paths stay severed, teardown by label") {
+TEST_CASE("D-31 D-5 D-27 D-8: ALLOWLIST through the proxy — EG passes, direct paths stay severed, teardown by "
+          "label publishes the proxy's decisions") {
+  // Runs on both transports: each builds the same topology (MAF_DOCKER_TRANSPORT).
   LocalServers servers;
   auto config = servers.config();
-  if (config.transport == docker::DockerTransportKind::Api) {
-    // The Engine-API transport has no egress plane: it must not declare ALLOWLIST, and an
-    // ALLOWLIST spec with hosts is refused rather than run closed.
-    Scope scope(config);
-    CHECK(scope.backend->declarations().egress_modes == EgressSet{Egress::Closed});
-    CHECK_THROWS_AS(scope.acquire(allowlist_spec({"allowed.test"})), SandboxEgressNotEnforced);
-    return;
-  }
+  std::vector<docker::EgressEvent> events;  // outlives the scope, whose teardown may publish
+  config.egress_observer = [&events](const docker::EgressEvent& e) { events.push_back(e); };
   Scope scope(config);
   REQUIRE(scope.backend->declarations().egress_modes == EgressSet{Egress::Closed, Egress::Allowlist});
   auto sandbox = scope.acquire(allowlist_spec({"allowed.test"}));
@@ -111,6 +110,9 @@ TEST_CASE("D-31 D-5: ALLOWLIST through the proxy — EG passes, direct paths sta
   CHECK(docker_cli({"network", "inspect", "-f", "{{.Internal}} {{.EnableIPv6}}", name + "-net"}) == "true false");
   CHECK(docker_cli({"inspect", "-f", "{{index .Config.Labels \"maf-sandbox.role\"}}", name + "-proxy"}) == "proxy");
   CHECK(docker_cli({"inspect", "-f", "{{.HostConfig.NetworkMode}}", name}) == name + "-net");
+  // D-8: the proxy carries the lossless attribution of this key.
+  CHECK(docker_cli({"inspect", "-f", "{{index .Config.Labels \"maf-sandbox.key.v1\"}}", name + "-proxy"}) ==
+        docker::detail::encode_key_v1(scope.key()));
 
   // EG-1 / EG-2 through the proxy, by name.
   PosixGuestSubject subject(scope.run, sandbox, scope.backend->declarations().capabilities, Egress::Allowlist);
@@ -137,9 +139,24 @@ TEST_CASE("D-31 D-5: ALLOWLIST through the proxy — EG passes, direct paths sta
   CHECK(failed(ec).empty());
 
   // Teardown by label: one workload counted; proxy and network go with it.
+  REQUIRE(events.empty());  // nothing is published before the proxy is removed
   auto purge = scope.run([&] { return scope.backend->dispose_scope(scope.scope, scope.thread); });
   CHECK(purge.disposed == 1);
   CHECK_FALSE(purge.undisposed.has_value());
+
+  // D-27: the drained proxy's decisions, attributed by its key.v1 label (dispose_scope has
+  // no key of its own to offer).
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].key == scope.key());
+  CHECK(events[0].proxy == name + "-proxy");
+  CHECK_FALSE(events[0].truncated);
+  const auto saw = [&](const std::string& decision, const std::string& host) {
+    return std::any_of(events[0].decisions.begin(), events[0].decisions.end(),
+                       [&](const docker::EgressDecision& d) { return d.decision == decision && d.host == host; });
+  };
+  CHECK(saw("ALLOW", "allowed.test"));
+  CHECK(saw("DENY", "denied.test"));
+  CHECK_FALSE(saw("ALLOW", "denied.test"));
   int code = -1;
   docker_cli({"network", "inspect", name + "-net"}, &code);
   CHECK(code != 0);
