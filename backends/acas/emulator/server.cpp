@@ -118,6 +118,7 @@ struct Fault {
   int id = 0;
   std::string route, method, sandbox;
   std::optional<std::regex> command;
+  std::optional<std::regex> path;  // E-40: on the guest path of a files.* route, else the URL path
   std::string command_text;
   int skip = 0, times = 1, seen = 0, fired = 0;
   std::string action = "status";  // status | delay | drop
@@ -355,7 +356,8 @@ struct Emulator::Impl {
       ~Leave() { --n; }
     } leave{in_flight[route]};
 
-    Fault* fault = match_fault(route, m, id, command);
+    const std::string fault_path = route.rfind("files.", 0) == 0 ? in.param("path") : in.path;
+    Fault* fault = match_fault(route, m, id, command, fault_path);
     if (fault) record["fault"] = fault->id;
     if (fault && fault->delay_ms > 0) {
       asio::steady_timer t(io, std::chrono::milliseconds(fault->delay_ms));
@@ -376,13 +378,14 @@ struct Emulator::Impl {
   }
 
   Fault* match_fault(const std::string& route, const std::string& method, const std::string& id,
-                     const std::string& command) {
+                     const std::string& command, const std::string& path) {
     for (auto& f : faults) {
       if (f.times > 0 && f.fired >= f.times) continue;
       if (!f.route.empty() && f.route != route) continue;
       if (!f.method.empty() && f.method != method) continue;
       if (!f.sandbox.empty() && f.sandbox != id) continue;
       if (f.command && !std::regex_search(command, *f.command)) continue;
+      if (f.path && !std::regex_search(path, *f.path)) continue;
       if (f.seen++ < f.skip) continue;
       ++f.fired;
       return &f;
@@ -636,6 +639,7 @@ struct Emulator::Impl {
       f.method = body.value("method", "");
       f.sandbox = body.value("sandbox", "");
       if (body.contains("command")) f.command = std::regex(body["command"].get<std::string>());
+      if (body.contains("path")) f.path = std::regex(body["path"].get<std::string>());
       f.skip = body.value("skip", 0);
       f.times = body.value("times", 1);
       f.action = body.value("action", "status");

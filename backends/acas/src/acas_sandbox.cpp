@@ -32,7 +32,7 @@ std::string files_path(const std::string& id, const char* sub = "") {
   if (last.find("Not a directory") != std::string::npos || last.find("File exists") != std::string::npos)
     throw NotADirectoryError(msg);
   if (last.find("No such file or directory") != std::string::npos) throw FileNotFoundError(msg);
-  throw OSError(msg);
+  throw SandboxShellTransferFailed(msg);
 }
 
 }  // namespace
@@ -55,7 +55,8 @@ boost::asio::awaitable<ExecAnswer> AcasSandbox::control_exec(AcasSandboxBackend:
                 RetryClass::Exec, deadline, budget, "exec", true};
   auto r = co_await state.service.call(std::move(c));
   if (r.overflowed)
-    throw SandboxOutputError("acas: exec answer exceeded the control budget of " + std::to_string(budget) + " bytes");
+    throw SandboxExecOutputLimitExceeded("acas: exec answer exceeded the control budget of " + std::to_string(budget) +
+                                         " bytes");
   Service::expect(r, {200}, "exec");
   // only identity encoding; a compressed body is never guessed at.
   if (!r.content_encoding.empty() && r.content_encoding != "identity")
@@ -193,7 +194,7 @@ boost::asio::awaitable<void> AcasSandbox::do_write_file(const std::string& absol
   const auto deadline = read_deadline();
   std::optional<ExecAnswer> refused;
   std::exception_ptr failure;
-  bool timed_out = false;
+  bool between = false;  // the deadline passed with no command in flight
   try {
     std::vector<std::string> steps{write_begin_script(parent, absolute_path, staged)};
     for (std::size_t off = 0; off < content.size(); off += kChunkBytes)
@@ -206,13 +207,14 @@ boost::asio::awaitable<void> AcasSandbox::do_write_file(const std::string& absol
         break;
       }
     }
-  } catch (const TimeoutError&) {
-    timed_out = true;
-    failure = std::current_exception();
+  } catch (const AcasThrottledPastDeadline&) {
+    between = true;  // answered 429 and never re-sent: nothing ran
+  } catch (const DeadlineBeforeSend&) {
+    between = true;
   } catch (...) {
     failure = std::current_exception();
   }
-  if (refused || timed_out) {
+  if (refused || between) {
     // take the staged file back (own 10 s bound); the sandbox stays whole.
     bool cleaned = false;
     try {
@@ -223,15 +225,29 @@ boost::asio::awaitable<void> AcasSandbox::do_write_file(const std::string& absol
     }
     if (!cleaned) {
       co_await state_->invalidate(record_, "write_file left a staged file behind");
-      throw OSError("acas: write_file '" + absolute_path + "' could not remove its staged file " + staged);
+      throw SandboxShellTransferUnfinished("acas: write_file '" + absolute_path + "' could not remove its staged file " +
+                                          staged + "; the sandbox was invalidated");
     }
     if (refused) raise_guest_refusal(absolute_path, refused->stderr_text);
-    std::rethrow_exception(failure);
+    throw SandboxShellTransferFailed("acas: write_file '" + absolute_path + "' ran out of read_timeout_seconds=" +
+                                     std::to_string(state_->config.read_timeout_seconds) +
+                                     " between commands; the staged file was removed and the sandbox kept");
   }
   if (failure) {
     // a command that failed in flight leaves the guest's state unknown.
+    std::string cause;
+    bool cancelled = false;
+    try {
+      std::rethrow_exception(failure);
+    } catch (const Cancelled&) {
+      cancelled = true;  // not a failure (C-106): it stays a cancellation
+    } catch (const std::exception& e) {
+      cause = e.what();
+    }
     co_await state_->invalidate(record_, "write_file failed in flight");
-    std::rethrow_exception(failure);
+    if (cancelled) std::rethrow_exception(failure);
+    throw SandboxShellTransferUnfinished("acas: write_file '" + absolute_path + "' failed in flight (" + cause +
+                                         "); the sandbox was invalidated");
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "acas_sandbox.hpp"
 #include "guest_scripts.hpp"
+#include "probes.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/labels.hpp"
 #include "response.hpp"
@@ -24,6 +25,9 @@ using detail::Record;
 using detail::RetryClass;
 using detail::ServiceCall;
 using nlohmann::json;
+
+// how long a completed removal verdict refuses cold acquires of the same image.
+constexpr auto kRemovalHintWindow = std::chrono::seconds(60);
 
 std::chrono::milliseconds ms_of(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
@@ -365,7 +369,17 @@ boost::asio::awaitable<std::shared_ptr<Record>> create_sandbox(AcasSandboxBacken
                                                 "application/json", RetryClass::Idempotent,
                                                 Clock::now() + ms_of(s.config.request_timeout_seconds), 1 << 20,
                                                 "lifecycle"};
-  auto lc = co_await s.service.call(std::move(call_7));
+  detail::HttpResponse lc;
+  try {
+    lc = co_await s.service.call(std::move(call_7));
+  } catch (const AcasTransportError& e) {
+    // any non-auth failure is a warning; the create body carries the policy as well.
+    logger()->warn("acas: lifecycle policy for sandbox {} got no answer: {}", record->id, e.what());
+    co_return record;
+  } catch (const TimeoutError& e) {
+    logger()->warn("acas: lifecycle policy for sandbox {} timed out: {}", record->id, e.what());
+    co_return record;
+  }
   if (lc.status == 401 || lc.status == 403) {
     co_await s.invalidate(record, "lifecycle refused");
     detail::Service::expect(lc, {200}, "lifecycle");
@@ -405,38 +419,6 @@ boost::asio::awaitable<void> prepare_work_dir(AcasSandboxBackend::State& s, cons
     if (next == std::string::npos) break;
     pos = next + 1;
   }
-}
-
-// `sh`, then `exec-capture` (the capture protocol around `printf x`).
-boost::asio::awaitable<void> run_probes(std::shared_ptr<AcasSandboxBackend::State> s, std::shared_ptr<Record> record,
-                                        const SandboxSpec& spec) {
-  const auto deadline =
-      Clock::now() + std::min(ms_of(10), ms_of(s->config.read_timeout_seconds));
-  auto refuse = [&](const std::string& probe, const std::string& why) {
-    return SandboxCapabilityNotSupported("acas: the '" + probe + "' probe failed for kind '" + spec.kind() +
-                                         "' on image '" + spec.image().value_or(spec.image_id().value_or("")) +
-                                         "': " + why);
-  };
-  std::string why;
-  try {
-    auto sh = co_await detail::AcasSandbox::control_exec(*s, record->id, "sh -c 'exit 0'", "/", deadline, 4096);
-    if (sh.exit_code != 0) why = "exit status " + std::to_string(sh.exit_code);
-  } catch (const std::exception& e) {
-    why = e.what();
-  }
-  if (!why.empty()) throw refuse("sh", why);
-  try {
-    auto r = co_await detail::AcasSandbox::captured_exec(*s, record->id, "printf x", "/", deadline);
-    if (r.exit_code != 0 || r.stdout_bytes != "x" || !r.stderr_bytes.empty()) why = "unexpected result";
-  } catch (const std::exception& e) {
-    why = e.what();
-  }
-  if (!why.empty()) {
-    // a failed capture probe invalidates and deletes the sandbox.
-    co_await s->invalidate(record, "exec-capture probe failed");
-    throw refuse("exec-capture", why);
-  }
-  record->probes_passed = true;
 }
 
 }  // namespace
@@ -500,18 +482,66 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::acquire(San
     if (auto it = s->registry.find(rk); it != s->registry.end() && it->second == record) s->registry.erase(it);
     record.reset();
   }
-  if (!record) record = co_await create_sandbox(*s, key, spec, hosts);
+  const CapabilitySet needs = spec.requires_capabilities();
+  // A-14's hint is keyed by what the spec names, before any resolution.
+  const std::string image = spec.image().value_or(spec.image_id() ? std::string() : s->config.default_image);
+  const std::string image_key = spec.image_id().value_or("") + '\n' + image;
+  const std::string image_name = spec.image_id().value_or(image);
+  const bool fresh = !record;
+  if (fresh) {
+    // a verdict taken on this image within 60 s refuses, before any create, what it
+    // would refuse on the new sandbox. A refusal does not extend the window.
+    std::lock_guard g(s->m);
+    if (auto it = s->removal_hints.find(image_key);
+        it != s->removal_hints.end() && Clock::now() - it->second.second < kRemovalHintWindow) {
+      const CapabilitySet refused = needs.intersection(detail::refused_by(it->second.first));
+      if (!refused.empty())
+        throw SandboxCapabilityNotSupported(
+            "acas: kind '" + spec.kind() + "' needs " + refused.to_string() + ", which image '" + image_name +
+            "' does not serve: its removal-compatibility probe was '" + detail::to_string(it->second.first) +
+            "' less than 60 s ago (the guest cannot remove what the file plane writes)");
+    }
+  }
+  if (fresh) record = co_await create_sandbox(*s, key, spec, hosts);
 
   std::string base = spec.work_dir().value_or(kDefaultWorkDir);
   if (base.empty() || base[0] != '/') base = std::string(kDefaultWorkDir) + "/" + base;
-  const CapabilitySet needs = spec.requires_capabilities();
   const bool needs_dir = needs.contains(Capability::Exec) || needs.contains(Capability::FilesIn) ||
                          needs.contains(Capability::FilesOut) || needs.contains(Capability::FilesList) ||
                          needs.contains(Capability::FilesDelete) || needs.contains(Capability::HostTools);
   if (needs_dir) co_await prepare_work_dir(*s, *record, base);
-  if ((needs.contains(Capability::Exec) || needs.contains(Capability::HostTools)) && !record->probes_passed)
-    co_await run_probes(s, record, spec);
-  co_return std::make_shared<detail::AcasSandbox>(s, record, kAcasDeclarations.capabilities, base);
+  const bool needs_removal = needs.contains(Capability::Exec) || needs.contains(Capability::FilesOut) ||
+                             needs.contains(Capability::HostTools) || needs.contains(Capability::FilesDelete);
+  if (needs_removal && !record->removal) {
+    const auto verdict = co_await detail::removal_probe(s, record->id);
+    record->removal = verdict;
+    std::lock_guard g(s->m);
+    s->removal_hints[image_key] = {verdict, Clock::now()};
+  }
+  if (record->removal) {
+    const CapabilitySet refused = needs.intersection(detail::refused_by(*record->removal));
+    if (!refused.empty()) {
+      const std::string why = "acas: kind '" + spec.kind() + "' needs " + refused.to_string() + ", which sandbox " +
+                              record->id + " of image '" + image_name + "' does not serve: its removal-compatibility "
+                              "probe was '" + detail::to_string(*record->removal) +
+                              "' (the guest cannot remove what the file plane writes, e.g. a non-root user)";
+      // a sandbox made for this acquire and refused is not kept.
+      if (fresh) co_await s->invalidate(record, "removal-compatibility probe refused the spec");
+      throw SandboxCapabilityNotSupported(why);
+    }
+    bool warn = false;
+    if (*record->removal == detail::RemovalVerdict::Fail && needs.contains(Capability::Exec)) {
+      std::lock_guard g(s->m);
+      warn = s->removal_warned.insert(image_name + '\n' + spec.kind()).second;
+    }
+    if (warn)
+      logger()->warn("acas: image '{}' (kind '{}') failed the removal-compatibility probe; EXEC is served, files "
+                     "the file plane writes cannot be removed by the guest",
+                     image_name, spec.kind());
+  }
+  co_await detail::run_command_probes(s, record, spec, image_name);
+  co_return std::make_shared<detail::AcasSandbox>(
+      s, record, detail::served_capabilities(kAcasDeclarations.capabilities, record->removal), base);
 }
 
 boost::asio::awaitable<std::optional<DisposalFailure>> AcasSandboxBackend::dispose(SandboxKey key,

@@ -78,6 +78,16 @@ std::string write_commit_script(std::string_view target, std::string_view staged
 
 std::string write_abort_script(std::string_view staged) { return "export LC_ALL=C; rm -f -- " + q(staged); }
 
+std::string removal_probe_script(std::string_view file) { return "rm -- " + q(file); }
+
+std::string host_tools_probe_script(std::string_view missing) {
+  // mv must report the missing source as status 1 (not 127: the tool is there); nohup
+  // must run a shell to completion.
+  return "mkdir -p / || exit 2\n"
+         "mv -f -- " + q(missing) + " " + q(std::string(missing) + "-to") + " 2>/dev/null; [ $? -eq 1 ] || exit 3\n"
+         "nohup sh -c 'exit 0' >/dev/null 2>&1 || exit 4\n";
+}
+
 std::string remove_script(std::string_view path, bool recursive) {
   return std::string("export LC_ALL=C; rm ") + (recursive ? "-rf" : "-f") + " -- " + q(path);
 }

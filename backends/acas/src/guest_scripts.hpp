@@ -1,6 +1,6 @@
 #pragma once
 // The guest-side shell the backend sends over executeShellCommand: the exact-bytes capture
-// protocol, the acquire-time command probes and write_file's chunked staging
+// protocol, the acquire-time probes and write_file's chunked staging
 // . Pure string builders, so the exact text is reviewable in one place.
 
 #include <cstdint>
@@ -28,6 +28,11 @@ std::string write_begin_script(std::string_view parent, std::string_view target,
 std::string write_chunk_script(std::string_view staged, std::string_view base64_chunk);
 std::string write_commit_script(std::string_view target, std::string_view staged);
 std::string write_abort_script(std::string_view staged);
+
+/// the guest's own `rm` of the file the file plane uploaded.
+std::string removal_probe_script(std::string_view file);
+/// A-15 `host-tools`: `mkdir -p /`, `mv -f` of a missing path exiting exactly 1, `nohup sh`.
+std::string host_tools_probe_script(std::string_view missing);
 
 /// `rm -f` / `rm -rf` of one absolute path.
 std::string remove_script(std::string_view path, bool recursive);

@@ -173,7 +173,7 @@ boost::asio::awaitable<HttpResponse> Service::send_url(const std::string& u, con
   std::chrono::milliseconds backoff{200};
   for (int attempt = 1;; ++attempt) {
     auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(c.deadline - Clock::now());
-    if (remaining.count() <= 0) throw TimeoutError("acas: " + c.what + " timed out (deadline reached)");
+    if (remaining.count() <= 0) throw DeadlineBeforeSend("acas: " + c.what + " timed out (deadline reached)");
     HttpRequest r;
     r.method = c.method;
     r.url = u;

@@ -29,6 +29,13 @@ enum class RetryClass {
   Exec,        ///< executeShellCommand: only 429 with Retry-After, deadline permitting (A-27)
 };
 
+/// The deadline had passed before a request was sent, so nothing of it reached the service
+/// (A-32's "between commands"). Internal: callers outside the backend see a TimeoutError.
+class DeadlineBeforeSend : public TimeoutError {
+public:
+  using TimeoutError::TimeoutError;
+};
+
 struct ServiceCall {
   std::string method;
   std::string path;  ///< below the group prefix, e.g. "/sandboxes/<id>/files/stat"

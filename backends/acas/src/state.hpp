@@ -21,6 +21,9 @@
 
 namespace maf::sandbox::acas::detail {
 
+/// A-14's removal-compatibility verdict: can the guest remove what the file plane made?
+enum class RemovalVerdict { Pass, Fail, Inconclusive };
+
 /// One sandbox this process created and still holds.
 struct Record {
   std::string id;
@@ -28,7 +31,12 @@ struct Record {
   std::string kind;
   Egress mode = Egress::Closed;
   std::set<std::string> hosts;  ///< lower-cased (A-9)
-  bool probes_passed = false;   ///< A-15, cached on the held sandbox
+  /// completed verdicts and passed probes live on the held sandbox; failures are
+  /// not cached (the next acquire re-runs them).
+  std::optional<RemovalVerdict> removal;
+  bool sh_passed = false;
+  bool host_tools_passed = false;
+  bool capture_passed = false;
   bool invalidated = false;
 };
 
@@ -59,6 +67,10 @@ struct AcasSandboxBackend::State : std::enable_shared_from_this<AcasSandboxBacke
   std::map<std::pair<std::string, std::string>, int> acquiring;  ///< (scope, thread) -> acquires running
   std::map<std::string, bool> public_image_hits;                 ///< A-2: hits cached, misses not
   std::map<std::string, std::string> imported_ids;               ///< A-3: reference -> id
+  /// the last completed removal verdict per (image_id, image), with when it was taken;
+  /// it refuses cold acquires for 60 s and never licenses a sandbox.
+  std::map<std::string, std::pair<detail::RemovalVerdict, detail::Clock::time_point>> removal_hints;
+  std::set<std::string> removal_warned;  ///< A-14: (image, kind) warned once about a failed verdict
   int admitted = 0;
   bool closing = false;
 

@@ -105,4 +105,9 @@ inline maf::sandbox::SandboxSpec files_spec(std::string image = "busybox") {
                                                               Capability::FilesDelete}});
 }
 
+inline maf::sandbox::SandboxSpec exec_spec(std::string image = "busybox") {
+  return maf::sandbox::SandboxSpec(
+      {.kind = "acas-test", .image = std::move(image), .requires_capabilities = {maf::sandbox::Capability::Exec}});
+}
+
 }  // namespace acas_test

@@ -226,7 +226,9 @@ TEST_CASE("A-15: an image without sh is refused by the sh probe, naming it") {
   Fixture f;
   auto backend = f.backend();
   try {
-    f.run([&] { return backend->acquire(f.key(), files_spec("busybox-nosh")); });
+    // EXEC alone: the removal probe before it is inconclusive here (no sh to run rm), which
+    // refuses only FILES_DELETE.
+    f.run([&] { return backend->acquire(f.key(), exec_spec("busybox-nosh")); });
     FAIL("acquire should have refused");
   } catch (const maf::sandbox::SandboxCapabilityNotSupported& e) {
     CHECK_THAT(e.what(), Catch::Contains("'sh' probe"));
@@ -242,4 +244,124 @@ TEST_CASE("A-62: close() refuses new work and deletes nothing") {
                   maf::sandbox::acas::AcasCredentialError);
   CHECK(f.requests("delete").empty());
   CHECK(f.live() == 1);
+}
+
+TEST_CASE("A-15: a HOST_TOOLS spec runs the host-tools probe instead of sh; a failing one is refused naming it") {
+  Fixture f;
+  auto backend = f.backend();
+  auto spec = SandboxSpec({.kind = "acas-test", .image = "busybox",
+                           .requires_capabilities = {Capability::Exec, Capability::HostTools}});
+  auto sb = f.run([&] { return backend->acquire(f.key(), spec); });
+  CHECK(sb->capabilities().contains(Capability::HostTools));
+  auto with = [&](const std::string& needle) {
+    int n = 0;
+    for (const auto& r : f.requests("exec")) n += r["body"]["command"].get<std::string>().find(needle) != std::string::npos;
+    return n;
+  };
+  CHECK(with("nohup sh -c") == 1);
+  int sh_probes = 0;  // a host-tools pass proves what the sh probe would
+  for (const auto& r : f.requests("exec")) sh_probes += r["body"]["command"] == "sh -c 'exit 0'";
+  CHECK(sh_probes == 0);
+  // The guest answers the probe with a non-zero status (as an image without nohup would).
+  f.fault({{"route", "exec"}, {"command", "nohup sh -c"}, {"code", 200},
+           {"body", {{"exitCode", 4}, {"stdout", ""}, {"stderr", ""}}}});
+  try {
+    f.run([&] { return backend->acquire(f.key("other"), spec); });
+    FAIL("acquire should have refused");
+  } catch (const maf::sandbox::SandboxCapabilityNotSupported& e) {
+    CHECK_THAT(e.what(), Catch::Contains("'host-tools' probe"));
+    CHECK_THAT(e.what(), Catch::Contains("exit status 4"));
+  }
+}
+
+TEST_CASE("A-14: a root guest passes the removal probe once per held sandbox and is served FILES_DELETE") {
+  Fixture f;
+  auto backend = f.backend();
+  auto sb = f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  CHECK(sb->capabilities().contains(Capability::FilesDelete));
+  auto puts = f.requests("files.put");
+  REQUIRE(puts.size() == 1);
+  const std::string target = puts[0]["query"].dump();
+  CHECK(target.find("/.maf-authority-") != std::string::npos);
+  CHECK(target.find("createDirs") != std::string::npos);
+  auto cleanups = f.requests("files.delete");
+  REQUIRE(cleanups.size() == 1);
+  CHECK(cleanups[0]["query"].dump().find("recursive") != std::string::npos);
+  CHECK(f.guest(sb->instance_id(), "ls -d /.maf-authority-* 2>/dev/null")["stdout"] == "");
+  // Warm reuse keeps the verdict: no second probe.
+  f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  CHECK(f.requests("files.put").size() == 1);
+  f.run([&] { return sb->write_file("gone.txt", std::string("x")); });
+  f.run([&] { return sb->remove("gone.txt"); });
+  CHECK_FALSE(f.run([&] { return sb->stat_file("gone.txt"); }).has_value());
+}
+
+TEST_CASE("A-14: a non-root guest fails the removal probe; FILES_OUT refused, the sandbox deleted, the image hint refuses the next cold acquire before any create") {
+  Fixture f;
+  auto backend = f.backend();
+  try {
+    f.run([&] { return backend->acquire(f.key(), files_spec("busybox-nonroot")); });
+    FAIL("acquire should have refused");
+  } catch (const maf::sandbox::SandboxCapabilityNotSupported& e) {
+    CHECK_THAT(e.what(), Catch::Contains("removal-compatibility probe was 'fail'"));
+  }
+  CHECK(f.requests("create").size() == 1);
+  CHECK(f.requests("delete").size() == 1);  // the sandbox made for the refused acquire
+  CHECK(f.live() == 0);
+  // The hint: another cold acquire of the image is refused with zero requests.
+  auto since = f.last_seq();
+  CHECK_THROWS_AS(f.run([&] { return backend->acquire(f.key("other"), files_spec("busybox-nonroot")); }),
+                  maf::sandbox::SandboxCapabilityNotSupported);
+  CHECK(f.last_seq() == since);
+  // EXEC alone is served on the image, without the refused capabilities.
+  auto sb = f.run([&] { return backend->acquire(f.key("exec-only"), exec_spec("busybox-nonroot")); });
+  CHECK(f.requests("create", since).size() == 1);
+  CHECK(sb->capabilities().contains(Capability::Exec));
+  CHECK_FALSE(sb->capabilities().contains(Capability::FilesOut));
+  CHECK_FALSE(sb->capabilities().contains(Capability::FilesDelete));
+  CHECK(f.run([&] { return sb->exec(std::string("id -u")); }).stdout_bytes != "0\n");
+}
+
+TEST_CASE("A-32: write_file out of time between commands is SandboxShellTransferFailed (staged file taken back, sandbox kept); "
+          "a command failing in flight is SandboxShellTransferUnfinished (sandbox invalidated)") {
+  Fixture f;
+  auto config = f.config();
+  config.read_timeout_seconds = 20;  // bounds the whole transfer; the 429 below asks for 29 s
+  auto backend = f.backend(config);
+  auto sb = f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  const std::string id = sb->instance_id();
+  // The chunk command is throttled with a wait past read_timeout_seconds: never re-sent.
+  auto since = f.last_seq();
+  f.fault({{"route", "exec"}, {"command", "base64 -d >>"}, {"code", 429}, {"retryAfter", 29}});
+  CHECK_THROWS_AS(f.run([&] { return sb->write_file("late.bin", std::string("abc")); }),
+                  maf::sandbox::acas::SandboxShellTransferFailed);
+  auto execs = f.requests("exec", since);
+  REQUIRE(execs.size() == 3);  // begin, the throttled chunk, the abort
+  const std::string abort = execs[2]["body"]["command"];
+  CHECK(abort.rfind("export LC_ALL=C; rm -f -- ", 0) == 0);
+  CHECK(abort.find(".part") != std::string::npos);
+  CHECK(f.guest(id, "ls -A /maf-sandbox/work")["stdout"] == "");
+  CHECK(f.requests("delete", since).empty());
+  CHECK(f.run([&] { return sb->exec(std::string("echo kept")); }).stdout_bytes == "kept\n");
+  // A 500 on a command that may have run: the guest's state is unknown.
+  since = f.last_seq();
+  f.fault({{"route", "exec"}, {"command", "base64 -d >>"}, {"code", 500}});
+  CHECK_THROWS_AS(f.run([&] { return sb->write_file("lost.bin", std::string("abc")); }),
+                  maf::sandbox::acas::SandboxShellTransferUnfinished);
+  CHECK(f.requests("delete", since).size() == 1);
+  CHECK(f.live() == 0);
+}
+
+TEST_CASE("A-21: a control exec answer over its byte budget is SandboxExecOutputLimitExceeded and the exec invalidates the sandbox") {
+  Fixture f;
+  auto backend = f.backend();
+  auto sb = f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  auto since = f.last_seq();
+  // The capture launch's budget is 64 KiB; the service answers 100,000 bytes of stdout.
+  f.fault({{"route", "exec"}, {"command", "^for c in mkdir mkfifo"}, {"code", 200},
+           {"body", {{"exitCode", 0}, {"stdout", std::string(100000, 'x')}, {"stderr", ""}}}});
+  CHECK_THROWS_AS(f.run([&] { return sb->exec(std::string("echo hi")); }),
+                  maf::sandbox::acas::SandboxExecOutputLimitExceeded);
+  CHECK(f.requests("delete", since).size() == 1);
+  CHECK(f.live() == 0);
 }

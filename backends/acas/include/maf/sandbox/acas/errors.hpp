@@ -71,4 +71,28 @@ public:
   using TimeoutError::TimeoutError;
 };
 
+/// a control exec's answer (probe, write_file command, capture retrieval) outgrew the
+/// caller's byte budget; the response was abandoned. A SandboxOutputError, as before.
+class SandboxExecOutputLimitExceeded : public SandboxOutputError {
+public:
+  using SandboxOutputError::SandboxOutputError;
+};
+
+/// write_file over exec stopped where the guest's state is known: the deadline ran
+/// out between commands (nothing in flight) and the staged file was taken back, or the guest
+/// refused with a reason no core type names. The sandbox is kept. An OSError: the bound is
+/// the backend's read_timeout_seconds, not a caller's timeout (core C-40).
+class SandboxShellTransferFailed : public OSError {
+public:
+  using OSError::OSError;
+};
+
+/// write_file over exec stopped where the guest's state is unknown: a command failed in
+/// flight, timed out, or got a status other than a 429, or the staged file could not be
+/// removed. The sandbox has been invalidated and its deletion attempted.
+class SandboxShellTransferUnfinished : public OSError {
+public:
+  using OSError::OSError;
+};
+
 }  // namespace maf::sandbox::acas
