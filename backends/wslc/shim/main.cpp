@@ -418,7 +418,11 @@ bool path_absent(const std::string& err) {
   Container c = require_container(p.positional[1]);
   const std::string mode = c.doc["HostConfig"].value("NetworkMode", "");
   if (mode == "none" || mode == "host") fail("The parameter is incorrect. ", "E_INVALIDARG");
-  auto r = run_docker({"network", "connect", network, p.positional[1]});
+  // wslc's `bridge` is the session VM's NAT network, not this host's docker0 (which an engine
+  // may not even have): a test names the network that plays it, so the proxy's outbound leg
+  // reaches the test's own servers and nothing leaves the machine.
+  const std::string engine_network = network == "bridge" ? env_or("WSLC_SHIM_BRIDGE_NETWORK", "bridge") : network;
+  auto r = run_docker({"network", "connect", engine_network, p.positional[1]});
   if (r.exit_code == 0) finish(0);
   if (contains(r.err, "not found") || contains(r.err, "No such network"))
     fail(network_not_found(network), "WSLC_E_NETWORK_NOT_FOUND");

@@ -1,0 +1,221 @@
+// ALLOWLIST egress through the shim on a real engine, with local servers only (wslc.md
+// W-31…W-37, T-1's egress, T-5's connect fault; conformance EG and EC). No traffic leaves
+// the machine: two busybox httpd servers answer 200 on an `--internal` network of the test's
+// own, which plays wslc's `bridge` (the shim's WSLC_SHIM_BRIDGE_NETWORK), so `wslc network
+// connect bridge` gives the proxy its outbound leg there. The proxy knows the servers as
+// allowed.test and denied.test through --resolve pins baked into a test image built through
+// the shim (`wslc build`, C-21) FROM the real proxy image (scripts/egress-proxy-image;
+// MAF_SANDBOX_EGRESS_PROXY_IMAGE overrides the tag): wslc runs the proxy image's own
+// entrypoint (W-32), so the pins travel in the image, not the argv. A missing proxy image
+// fails, it never skips.
+#include <maf/sandbox/conformance/conformance.hpp>
+
+#include <filesystem>
+
+#include "engine_fixture.hpp"
+#include "maf/sandbox/errors.hpp"
+
+using namespace maf::sandbox;
+using namespace maf::sandbox::conformance;
+using namespace wslc_test;
+
+namespace {
+
+std::string base_proxy_image() {
+  const char* env = std::getenv("MAF_SANDBOX_EGRESS_PROXY_IMAGE");
+  return env && *env ? env : "maf-sandbox-egress-proxy:local";
+}
+
+/// Runs `argv` through the shell, stdout and stderr captured together (kept for a failure
+/// message, never printed otherwise), trimmed.
+std::string run_out(const std::vector<std::string>& argv, int* exit_code) {
+  FILE* pipe = ::popen((support::shell_join(argv) + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  const int status = ::pclose(pipe);
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+/// The servers' network (the shim's `bridge`), the two local servers and the pinned proxy
+/// image; removed when the test ends.
+struct LocalServers {
+  std::string suffix = random_hex(4);
+  std::string network = "maf-wslc-egress-test-" + suffix;
+  std::string allowed = "maf-wslc-egress-test-allowed-" + suffix;
+  std::string denied = "maf-wslc-egress-test-denied-" + suffix;
+  std::string proxy_image = "maf-sandbox-test/wslc-egress-proxy:" + suffix;
+  std::filesystem::path context = std::filesystem::temp_directory_path() / ("maf-wslc-egress-" + suffix);
+  std::string allowed_ip, denied_ip;
+
+  LocalServers() {
+    int code = -1;
+    docker_cli({"image", "inspect", base_proxy_image()}, &code);
+    INFO("the proxy image " << base_proxy_image() << " is missing; run scripts/egress-proxy-image");
+    REQUIRE(code == 0);
+    docker_cli({"network", "create", "--internal", network}, &code);
+    REQUIRE(code == 0);
+    ::setenv("WSLC_SHIM_BRIDGE_NETWORK", network.c_str(), 1);
+    for (const auto& name : {allowed, denied}) {
+      docker_cli({"run", "-d", "--name", name, "--network", network, kImage, "sh", "-c",
+                  "mkdir -p /www && echo ok >/www/index.html && exec httpd -f -p 80 -h /www"},
+                 &code);
+      REQUIRE(code == 0);
+    }
+    const std::string ip = "{{(index .NetworkSettings.Networks \"" + network + "\").IPAddress}}";
+    allowed_ip = docker_cli({"inspect", "-f", ip, allowed});
+    denied_ip = docker_cli({"inspect", "-f", ip, denied});
+    REQUIRE_FALSE(allowed_ip.empty());
+    REQUIRE_FALSE(denied_ip.empty());
+    std::filesystem::create_directories(context);
+    std::ofstream(context / "Dockerfile")
+        << "FROM " << base_proxy_image() << "\n"
+        << R"(ENTRYPOINT ["/maf-sandbox-egress-proxy", "--resolve", "allowed.test=)" << allowed_ip
+        << R"(", "--resolve", "denied.test=)" << denied_ip << "\"]\n";
+    ::setenv("DOCKER_BUILDKIT", "0", 1);  // the classic builder: no buildx plugin needed
+    const std::string built = run_out({MAF_WSLC_SHIM, "build", "-q", "-t", proxy_image, context.string()}, &code);
+    INFO(built);
+    REQUIRE(code == 0);
+  }
+  ~LocalServers() {
+    ::unsetenv("WSLC_SHIM_BRIDGE_NETWORK");
+    docker_cli({"rm", "-f", allowed, denied});
+    docker_cli({"network", "rm", network});
+    docker_cli({"rmi", "-f", proxy_image});
+    std::error_code ignored;
+    std::filesystem::remove_all(context, ignored);
+  }
+  wslc::WslcConfig config() const {
+    auto c = shim_config();
+    c.egress_proxy_image = proxy_image;
+    return c;
+  }
+};
+
+/// `exec` only where a probe runs; otherwise no capability, so acquire skips the work-base
+/// walk and the test stays short.
+SandboxSpec allowlist_spec(const std::vector<std::string>& hosts, bool exec = true) {
+  SandboxSpec::Fields f;
+  f.kind = "egress";
+  f.image = kImage;
+  f.requires_capabilities = exec ? CapabilitySet{Capability::Exec} : CapabilitySet{};
+  f.egress = Egress::Allowlist;
+  for (const auto& h : hosts) f.egress_allow.emplace_back(h);
+  return SandboxSpec(std::move(f));
+}
+
+std::string failed(const std::vector<ProbeResult>& results) {
+  std::string out;
+  for (const auto& r : results)
+    if (!r.passed()) out += r.id + " " + std::string(to_string(r.outcome)) + ": " + r.message + "\n";
+  return out;
+}
+
+bool exists(const std::vector<std::string>& inspect_args) {
+  int code = -1;
+  docker_cli(inspect_args, &code);
+  return code == 0;
+}
+
+}  // namespace
+
+TEST_CASE("W-31 W-32 W-34 EG-1 EG-2 EC: ALLOWLIST through the shim's proxy; direct paths severed; W-36 W-37 teardown") {
+  LocalServers servers;
+  Engine engine(servers.config());
+  REQUIRE(engine.backend->declarations().egress_modes == EgressSet{Egress::Closed, Egress::Allowlist});
+  auto sandbox = engine.acquire(allowlist_spec({"allowed.test"}));
+
+  // W-10, W-31: the allowlist is part of the name; the derived network and proxy exist.
+  const std::string name = wslc::WslcSandboxBackend::container_name(engine.key(), "egress", kDefaultWorkDir,
+                                                                    {"allowed.test"});
+  CHECK(name != engine.name("egress"));
+  const std::string net = name + "-net";
+  CHECK(docker_cli({"network", "inspect", "-f",
+                    "{{.Internal}} {{.EnableIPv6}} {{index .Options \"com.docker.network.bridge.inhibit_ipv4\"}}",
+                    net}) == "true false true");
+  // The shim's inhibit_ipv4: the internal bridge holds no address of this host.
+  const std::string bridge = "br-" + docker_cli({"network", "inspect", "-f", "{{.Id}}", net}).substr(0, 12);
+  int code = -1;
+  const std::string bridge_v4 = run_out({"ip", "-4", "-o", "addr", "show", "dev", bridge}, &code);
+  CHECK(code == 0);
+  CHECK(bridge_v4.empty());
+  CHECK(docker_cli({"inspect", "-f", "{{index .Config.Labels \"maf-sandbox.role\"}}", name + "-proxy"}) == "proxy");
+  // Dual-homed: N-net and the network playing `bridge`; the workload on N-net alone.
+  const std::string proxy_networks =
+      docker_cli({"inspect", "-f", "{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}", name + "-proxy"});
+  CHECK(proxy_networks.find(net) != std::string::npos);
+  CHECK(proxy_networks.find(servers.network) != std::string::npos);
+  CHECK(docker_cli({"inspect", "-f", "{{.HostConfig.NetworkMode}}", name}) == net);
+  const std::string env = docker_cli({"inspect", "-f", "{{json .Config.Env}}", name});
+  CHECK(env.find("\"HTTPS_PROXY=http://" + name + "-proxy:3128\"") != std::string::npos);
+
+  // EG-1 / EG-2 through the proxy, by name.
+  PosixGuestSubject subject(engine.run, sandbox, engine.backend->declarations().capabilities, Egress::Allowlist);
+  EgressTargets targets{"http://allowed.test/", "http://denied.test/", std::chrono::seconds(20)};
+  auto eg = run_egress(subject, targets);
+  INFO(failed(eg));
+  CHECK(failed(eg).empty());
+  // The denied host gets the proxy's own 403, not a failed dial.
+  CHECK(subject.fetch_url("http://denied.test/", std::chrono::seconds(10)).http_code == "403");
+
+  // Direct paths: the servers by address (the proxy's outbound leg), the host (EC). EC's
+  // probes attack exactly the direct paths an ALLOWLIST workload must not have either, so
+  // the subject presents itself as CLOSED only to pass EC's gate.
+  const auto direct = engine.sh(*sandbox, "for ip in " + servers.allowed_ip + " " + servers.denied_ip +
+                                               "; do (nc -w 2 $ip 80 </dev/null >/dev/null 2>&1; echo $ip rc=$?) & done; "
+                                               "wait");
+  INFO(direct.stdout_bytes << direct.stderr_bytes);
+  CHECK(direct.stdout_bytes.find(servers.allowed_ip + " rc=") != std::string::npos);  // the probe ran
+  CHECK(direct.stdout_bytes.find(servers.denied_ip + " rc=") != std::string::npos);
+  CHECK(direct.stdout_bytes.find("rc=0") == std::string::npos);
+  PosixGuestSubject as_closed(engine.run, sandbox, engine.backend->declarations().capabilities, Egress::Closed);
+  auto ec = run_egress_closed(as_closed);
+  INFO(failed(ec));
+  CHECK(failed(ec).empty());
+
+  CHECK(engine.unsupported_calls() == 0);
+
+  // W-36, W-37: one workload counted; proxy and network go with it, found by label.
+  auto purge = engine.run([&] { return engine.backend->dispose_scope(engine.scope, engine.thread); });
+  CHECK(purge.disposed == 1);
+  CHECK_FALSE(purge.undisposed.has_value());
+  CHECK_FALSE(exists({"network", "inspect", net}));
+  CHECK_FALSE(exists({"container", "inspect", name + "-proxy"}));
+  CHECK_FALSE(exists({"container", "inspect", name}));
+}
+
+namespace {
+/// The real proxy image, unpinned: enough where no request is ever proxied.
+wslc::WslcConfig plain_proxy_config() {
+  auto c = shim_config();
+  c.egress_proxy_image = base_proxy_image();
+  return c;
+}
+}  // namespace
+
+TEST_CASE("W-31: with a proxy image, an empty ALLOWLIST is --network none and builds no proxy or network") {
+  Engine engine(plain_proxy_config());
+  auto sandbox = engine.acquire(allowlist_spec({}, /*exec=*/false));
+  const std::string name = engine.name("egress");
+  CHECK(docker_cli({"inspect", "-f", "{{.HostConfig.NetworkMode}}", name}) == "none");
+  CHECK_FALSE(exists({"container", "inspect", name + "-proxy"}));
+  CHECK_FALSE(exists({"network", "inspect", name + "-net"}));
+  for (const auto& c : engine.calls()) CHECK(c["argv"][0] != "network");
+}
+
+TEST_CASE("W-33/T-5: a failed `network connect bridge` fails the acquire and removes the fresh proxy and network") {
+  Engine engine(plain_proxy_config());
+  ::setenv("WSLC_SHIM_FAULTS", "network-connect=E_FAIL", 1);
+  CHECK_THROWS_WITH(engine.acquire(allowlist_spec({"allowed.test"}, /*exec=*/false)),
+                    Catch::Contains("network connect bridge"));
+  ::unsetenv("WSLC_SHIM_FAULTS");
+  const std::string name = wslc::WslcSandboxBackend::container_name(engine.key(), "egress", kDefaultWorkDir,
+                                                                    {"allowed.test"});
+  CHECK_FALSE(exists({"container", "inspect", name}));
+  CHECK_FALSE(exists({"container", "inspect", name + "-proxy"}));
+  CHECK_FALSE(exists({"network", "inspect", name + "-net"}));
+  CHECK(engine.unsupported_calls() == 0);
+}
