@@ -115,13 +115,9 @@ awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::dispose(SandboxK
     std::map<std::string, std::string> labels;
     std::string name;
     try {
-      auto j = nlohmann::json::parse(*doc);
-      name = j.value("Name", "");
-      if (!name.empty() && name[0] == '/') name.erase(0, 1);
-      if (auto c = j.find("Config"); c != j.end() && c->is_object())
-        if (auto l = c->find("Labels"); l != c->end() && l->is_object())
-          for (auto& [k, v] : l->items())
-            if (v.is_string()) labels[k] = v.get<std::string>();
+      LabelledResource inspected = detail::inspected_container(*doc);
+      name = std::move(inspected.name);
+      labels = std::move(inspected.labels);
     } catch (const nlohmann::json::exception& e) {
       co_return DisposalFailure{kDisposalUnknown, std::string("unreadable inspect answer: ") + e.what()};
     }

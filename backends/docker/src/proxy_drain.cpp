@@ -73,6 +73,19 @@ void publish(const DockerConfig& config, const EgressEvent& event) {
 
 }  // namespace
 
+LabelledResource inspected_container(const std::string& doc) {
+  const auto j = nlohmann::json::parse(doc);
+  LabelledResource r;
+  r.id = j.value("Id", "");
+  r.name = j.value("Name", "");
+  if (!r.name.empty() && r.name[0] == '/') r.name.erase(0, 1);
+  if (auto c = j.find("Config"); c != j.end() && c->is_object())
+    if (auto l = c->find("Labels"); l != c->end() && l->is_object())
+      for (auto& [k, v] : l->items())
+        if (v.is_string()) r.labels[k] = v.get<std::string>();
+  return r;
+}
+
 ParsedDecisions parse_decisions(std::string_view log, bool read_cut) {
   ParsedDecisions out;
   out.truncated = read_cut;
@@ -98,21 +111,17 @@ awaitable<RemoveResult> drain_and_remove_proxy(DockerTransport& transport, const
   std::optional<std::string> doc = co_await transport.inspect_container(proxy);
   if (!doc) co_return RemoveResult{RemoveOutcome::Absent, {}};
   // Everything below acts on the inspected ID, so a same-named replacement is never touched.
-  std::string id = proxy;
-  std::string name = proxy;
-  std::map<std::string, std::string> labels;
+  LabelledResource inspected{proxy, proxy, {}, {}};
   try {
-    const auto j = nlohmann::json::parse(*doc);
-    id = j.value("Id", proxy);
-    name = j.value("Name", proxy);
-    if (!name.empty() && name[0] == '/') name.erase(0, 1);
-    if (auto c = j.find("Config"); c != j.end() && c->is_object())
-      if (auto l = c->find("Labels"); l != c->end() && l->is_object())
-        for (auto& [k, v] : l->items())
-          if (v.is_string()) labels[k] = v.get<std::string>();
+    inspected = inspected_container(*doc);
+    if (inspected.id.empty()) inspected.id = proxy;
+    if (inspected.name.empty()) inspected.name = proxy;
   } catch (const nlohmann::json::exception& e) {
-    logger()->warn("backend 'docker': unreadable inspect of proxy {} ({}); removing it undrained", proxy, e.what());
+    logger()->warn("backend 'docker': unreadable inspect of proxy {} ({}); draining it by name, unattributed", proxy,
+                   e.what());
   }
+  const std::string& id = inspected.id;
+  const std::string& name = inspected.name;
 
   // Stop first, so the log is complete; then read it. Either failing loses the decisions,
   // never the teardown.
@@ -129,7 +138,7 @@ awaitable<RemoveResult> drain_and_remove_proxy(DockerTransport& transport, const
   if (removed.outcome == RemoveOutcome::Refused || !log) co_return removed;  // D-27: nothing published
   ParsedDecisions parsed = parse_decisions(*log, log->size() >= kProxyLogBytes);
   if (!parsed.decisions.empty() || parsed.truncated)
-    publish(config, EgressEvent{attributed_key(labels, caller), name, std::move(parsed.decisions), parsed.truncated});
+    publish(config, EgressEvent{attributed_key(inspected.labels, caller), name, std::move(parsed.decisions), parsed.truncated});
   co_return removed;
 }
 

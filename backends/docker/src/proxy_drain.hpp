@@ -29,6 +29,10 @@ struct ParsedDecisions {
   bool truncated = false;
 };
 
+/// Id, name (without the leading '/') and `Config.Labels` of a `container inspect`
+/// document (`created` is left empty). Throws nlohmann::json::exception when unreadable.
+LabelledResource inspected_container(const std::string& doc);
+
 /// The decisions in a proxy's log (docker.md §11.3): the JSON lines of this port's proxy
 /// (`{"event":"decision","decision":"deny","host":…,"port":…}`) and the text lines of the
 /// Python one (`DENY host:port`); ALLOW, DENY, DENY-NONGLOBAL and UNREACHABLE only.

@@ -2,6 +2,7 @@
 // §11.3): D-8 `key.v1` bytes against vectors produced by CPython's json.dumps and
 // base64.urlsafe_b64encode, and D-27 teardown order and egress events against a recording
 // fake transport.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -147,13 +148,23 @@ class RecordingTransport final : public DockerTransport {
 public:
   std::vector<std::string> calls;
   std::map<std::string, std::string> containers;  ///< name -> inspect JSON (present ones)
+  std::string proxy_id = "proxy-id";
   RemoveOutcome proxy_removal = RemoveOutcome::Removed;
   bool inspect_fails = false;
   bool stop_cancels = false;
   std::string proxy_log;
 
   void add(const std::string& name, const std::string& id, const std::map<std::string, std::string>& labels) {
-    containers[name] = nlohmann::json{{"Id", id}, {"Name", "/" + name}, {"Config", {{"Labels", labels}}}}.dump();
+    containers[name] = nlohmann::json{{"Id", id},
+                                      {"Name", "/" + name},
+                                      {"Created", "2020-01-01T00:00:00.5Z"},
+                                      {"Config", {{"Labels", labels}}}}
+                           .dump();
+  }
+  bool present(const std::string& name_or_id) const {
+    return std::any_of(containers.begin(), containers.end(), [&](const auto& c) {
+      return c.first == name_or_id || nlohmann::json::parse(c.second)["Id"] == name_or_id;
+    });
   }
 
   using A = boost::asio::awaitable<void>;
@@ -161,15 +172,16 @@ public:
   boost::asio::awaitable<std::string> server_os() override { co_return "linux"; }
   boost::asio::awaitable<std::optional<ContainerState>> container_state(std::string c) override {
     calls.push_back("state " + c);
-    if (!containers.contains(c)) co_return std::nullopt;
+    if (!present(c)) co_return std::nullopt;
     co_return ContainerState{"id", "running", true, false};
   }
   boost::asio::awaitable<std::string> config_user(std::string) override { co_return ""; }
   boost::asio::awaitable<std::optional<std::string>> inspect_container(std::string c) override {
     calls.push_back("inspect " + c);
     if (inspect_fails) throw OSError("engine gone");
-    if (!containers.contains(c)) co_return std::nullopt;
-    co_return containers[c];
+    for (const auto& [name, doc] : containers)
+      if (name == c || nlohmann::json::parse(doc)["Id"] == c) co_return doc;
+    co_return std::nullopt;
   }
   boost::asio::awaitable<bool> image_present(std::string) override { co_return true; }
   A pull_image(std::string) override { co_return; }
@@ -177,7 +189,7 @@ public:
   boost::asio::awaitable<bool> start(std::string, std::string&) override { co_return true; }
   boost::asio::awaitable<RemoveResult> remove_container(std::string c) override {
     calls.push_back("rm " + c);
-    if (c == "proxy-id") co_return RemoveResult{proxy_removal, proxy_removal == RemoveOutcome::Refused ? "busy" : ""};
+    if (c == proxy_id) co_return RemoveResult{proxy_removal, proxy_removal == RemoveOutcome::Refused ? "busy" : ""};
     co_return RemoveResult{RemoveOutcome::Removed, {}};
   }
   A pause(std::string) override { co_return; }
@@ -194,7 +206,8 @@ public:
     for (const auto& [name, doc] : containers) {
       const auto j = nlohmann::json::parse(doc);
       out.push_back(LabelledResource{j["Id"].get<std::string>(), name,
-                                     j["Config"]["Labels"].get<std::map<std::string, std::string>>(), ""});
+                                     j["Config"]["Labels"].get<std::map<std::string, std::string>>(),
+                                     j["Created"].get<std::string>()});
     }
     co_return out;
   }
@@ -318,4 +331,23 @@ TEST_CASE("D-27: a failing observer never changes the disposal's result") {
   auto backend = std::make_shared<DockerSandboxBackend>(config, t.transport);
   CHECK_FALSE(t.run([&] { return backend->dispose(t.key, std::nullopt, std::nullopt); }));
   CHECK(t.transport->calls.back() == "network rm " + t.workload + "-net");
+}
+
+TEST_CASE("D-27 D-28: reap drains an expired group's proxy by ID before its workload; the label attributes it") {
+  Teardown t;
+  const std::string workload_id(64, 'a');
+  t.transport->proxy_id = std::string(64, 'b');
+  t.transport->containers.clear();
+  t.transport->add(t.workload, workload_id, support::sandbox_labels(t.key, "shell"));
+  t.transport->add(t.workload + "-proxy", t.transport->proxy_id, proxy_labels(t.key, encode_key_v1(t.key)));
+  auto result = t.run([&] { return t.backend->reap_detailed(std::chrono::seconds(60), std::nullopt); });
+  CHECK(result.failures.empty());
+  CHECK(result.proxies_removed == 1);
+  CHECK(result.disposed == 1);
+  const std::string p = t.transport->proxy_id;
+  CHECK(t.teardown_calls() == std::vector<std::string>{"state " + workload_id, "inspect " + p, "stop -t 1 " + p,
+                                                       "logs " + p, "rm " + p, "rm " + workload_id});
+  REQUIRE(t.events.size() == 1);
+  CHECK(t.events[0].key == t.key);  // reap has no caller key: the label alone attributes
+  CHECK(t.events[0].decisions.size() == 2);
 }
