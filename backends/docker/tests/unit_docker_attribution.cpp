@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "egress_topology.hpp"
 #include "key_attribution.hpp"
 #include "maf/sandbox/docker/backend.hpp"
 #include "maf/sandbox/errors.hpp"
@@ -168,7 +169,9 @@ public:
   }
 
   using A = boost::asio::awaitable<void>;
-  boost::asio::awaitable<std::string> endpoint() override { co_return "unix:///fake.sock"; }
+  // A remote endpoint on an Engine 28: the topology needs no host-side bridge check.
+  boost::asio::awaitable<std::string> endpoint() override { co_return "tcp://engine.test:2375"; }
+  boost::asio::awaitable<std::string> server_version() override { co_return "28.0.0"; }
   boost::asio::awaitable<std::string> server_os() override { co_return "linux"; }
   boost::asio::awaitable<std::optional<ContainerState>> container_state(std::string c) override {
     calls.push_back("state " + c);
@@ -185,7 +188,10 @@ public:
   }
   boost::asio::awaitable<bool> image_present(std::string) override { co_return true; }
   A pull_image(std::string) override { co_return; }
-  boost::asio::awaitable<CreateResult> create_and_start(CreateRequest) override { co_return CreateResult{}; }
+  boost::asio::awaitable<CreateResult> create_and_start(CreateRequest q) override {
+    calls.push_back("run " + q.name);
+    co_return CreateResult{CreateOutcome::Created, {}};
+  }
   boost::asio::awaitable<bool> start(std::string, std::string&) override { co_return true; }
   boost::asio::awaitable<RemoveResult> remove_container(std::string c) override {
     calls.push_back("rm " + c);
@@ -214,7 +220,21 @@ public:
   boost::asio::awaitable<std::vector<LabelledResource>> list_networks(std::vector<std::string>) override {
     co_return std::vector<LabelledResource>{};
   }
-  boost::asio::awaitable<std::optional<std::string>> inspect_network(std::string) override { co_return std::nullopt; }
+  std::map<std::string, std::string> network_labels;  ///< what the adopted network carries
+  boost::asio::awaitable<CreateResult> create_network(NetworkRequest) override {
+    co_return CreateResult{CreateOutcome::NameInUse, {}};
+  }
+  boost::asio::awaitable<std::optional<std::string>> inspect_network(std::string) override {
+    co_return nlohmann::json{{"Id", std::string(64, 'c')},
+                             {"Internal", true},
+                             {"EnableIPv6", false},
+                             {"Options",
+                              {{"com.docker.network.bridge.gateway_mode_ipv4", "isolated"},
+                               {"com.docker.network.bridge.gateway_mode_ipv6", "isolated"}}},
+                             {"Labels", network_labels}}
+        .dump();
+  }
+  A connect_network(std::string, std::string) override { co_return; }
   boost::asio::awaitable<RemoveResult> remove_network(std::string n) override {
     calls.push_back("network rm " + n);
     co_return RemoveResult{RemoveOutcome::Removed, {}};
@@ -350,4 +370,31 @@ TEST_CASE("D-27 D-28: reap drains an expired group's proxy by ID before its work
   REQUIRE(t.events.size() == 1);
   CHECK(t.events[0].key == t.key);  // reap has no caller key: the label alone attributes
   CHECK(t.events[0].decisions.size() == 2);
+}
+
+TEST_CASE("D-27 §11.2: re-acquiring a warm ALLOWLIST sandbox drains the old proxy before starting its replacement") {
+  Teardown t;
+  t.transport->network_labels = support::sandbox_labels(t.key, "shell");
+  DockerConfig config;
+  config.egress_proxy_image = "proxy:local";
+  config.egress_observer = [&t](const EgressEvent& e) { t.events.push_back(e); };
+  SandboxSpec::Fields f;
+  f.kind = "shell";
+  f.image = "busybox";
+  f.egress = Egress::Allowlist;
+  f.egress_allow.emplace_back("allowed.test");
+  const SandboxSpec spec(std::move(f));
+  t.run([&] { return ensure_egress_topology(*t.transport, config, t.workload, t.key, spec, /*fresh=*/false); });
+  const auto& calls = t.transport->calls;
+  const auto at = [&](const std::string& call) { return std::find(calls.begin(), calls.end(), call) - calls.begin(); };
+  const auto removed = at("rm proxy-id");
+  REQUIRE(removed < static_cast<std::ptrdiff_t>(calls.size()));
+  CHECK(at("stop -t 1 proxy-id") < at("logs proxy-id"));
+  CHECK(at("logs proxy-id") < removed);
+  CHECK(removed < at("run " + t.workload + "-proxy"));
+  // The old proxy's decisions are published once it is gone, attributed to this key.
+  REQUIRE(t.events.size() == 1);
+  CHECK(t.events[0].key == t.key);
+  CHECK(t.events[0].decisions ==
+        std::vector<EgressDecision>{{"ALLOW", "allowed.test", 80}, {"DENY", "denied.test", 80}});
 }
