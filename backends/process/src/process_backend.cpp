@@ -3,6 +3,7 @@
 // Names come from support::sandbox_name, the same mapping every backend uses, so two keys
 // never share a directory.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -109,7 +110,14 @@ public:
     const auto cutoff = std::chrono::duration_cast<std::chrono::seconds>(
                             std::chrono::system_clock::now().time_since_epoch() - older_than)
                             .count();
-    co_return purge([&](const Record& r) { return r.created_unix <= cutoff && (!scope || r.key.scope == *scope); });
+    ScopePurge result =
+        purge([&](const Record& r) { return r.created_unix <= cutoff && (!scope || r.key.scope == *scope); });
+    if (auto failure = remove_abandoned(cutoff)) {
+      std::vector<DisposalFailure> failures{*failure};
+      if (result.undisposed) failures.insert(failures.begin(), *result.undisposed);
+      result.undisposed = fold(failures);
+    }
+    co_return result;
   }
 
 private:
@@ -131,6 +139,28 @@ private:
     }
     result.undisposed = fold(failures);
     return result;
+  }
+
+  /// A host killed mid-acquire leaves its `.staging-` directory, one killed mid-dispose its
+  /// `.trash-`: neither has a record, so only age marks them abandoned. Whatever scope the
+  /// reap names, they belong to no sandbox and are not counted as disposed.
+  std::optional<DisposalFailure> remove_abandoned(std::int64_t cutoff) {
+    std::vector<DisposalFailure> failures;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(config_->root, ec)) {
+      const std::string n = entry.path().filename().string();
+      struct stat st {};
+      if ((n.rfind(".staging-", 0) != 0 && n.rfind(".trash-", 0) != 0) || entry.is_symlink() ||
+          ::lstat(entry.path().c_str(), &st) != 0 || st.st_mtime > cutoff)
+        continue;
+      try {
+        kill_guest_processes((entry.path() / "root").string());
+        remove_host_tree(entry.path().string());
+      } catch (const std::exception& e) {
+        failures.push_back(DisposalFailure{kDisposalRefused, n + ": " + e.what()});
+      }
+    }
+    return fold(failures);
   }
 
   std::vector<Record> records() const {
