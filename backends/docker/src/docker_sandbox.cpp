@@ -2,6 +2,8 @@
 // `docker cp`, every tar-plane operation frozen (docker.md §6, §7).
 #include "docker_sandbox.hpp"
 
+#include <boost/algorithm/string/predicate.hpp>
+
 #include <chrono>
 #include <limits>
 
@@ -132,11 +134,28 @@ awaitable<ExecResult> DockerSandbox::do_exec(const ExecRequest& request) {
                        "') did not finish within its timeout of " + std::to_string(request.timeout.count()) +
                        " ms; the container was removed");
   }
-  if (outcome.stdout_overflowed || outcome.stderr_overflowed)
+  if (outcome.stdout_overflowed || outcome.stderr_overflowed) {
+    // The engine goes on draining the command after the client stops reading (measured on
+    // 20.10: a `head -c 1G /dev/zero` kept running); as for a timeout, remove the container.
+    try {
+      co_await p_.transport->remove_container(p_.container);
+    } catch (const Error&) {
+    }
     throw OSError("backend 'docker': exec in container " + p_.container + " (kind '" + kind() + "') wrote more than " +
                   std::to_string(p_.max_exec_output_bytes) + " bytes to " +
                   (outcome.stdout_overflowed ? "stdout" : "stderr") +
-                  " (max_exec_output_bytes); the client was stopped");
+                  " (max_exec_output_bytes); the client was stopped and the container removed");
+  }
+  // A container killed or stopped under a running exec (docker kill, a daemon restart) ends
+  // the exec with 137, and a later exec with "is not running": neither is the program's
+  // own status. Only then is the state asked, so an ordinary exit costs nothing.
+  if (outcome.exit_code == 137 || boost::algorithm::icontains(outcome.stderr_bytes, "is not running")) {
+    auto state = co_await p_.transport->container_state(p_.container);
+    if (!state || !state->running || state->id != instance_id())
+      throw OSError("backend 'docker': container " + p_.container + " (kind '" + kind() + "') is " +
+                    (state ? "'" + state->status + "'" : "gone") +
+                    " after the exec: it was stopped under the command; acquire again to restart it");
+  }
   co_return ExecResult{std::move(outcome.stdout_bytes), std::move(outcome.stderr_bytes), outcome.exit_code};
 }
 
