@@ -141,6 +141,7 @@ struct Sandbox {
 
 struct Incoming {
   std::string method, target, path, body, authorization, content_type, accept_encoding, control;
+  std::string metadata, identity_header;  // the managed-identity double's request headers
   std::vector<std::pair<std::string, std::string>> query;
   std::string param(const std::string& k) const {
     for (const auto& [a, b] : query)
@@ -174,7 +175,8 @@ struct Emulator::Impl {
   std::map<std::string, std::string> tokens;  // token -> alias
   std::map<std::string, int> in_flight;       // route -> count
   json config{{"listMode", "array"}, {"pageSize", 2}, {"deleteLatencyMs", 0}, {"deleteMissing", 204},
-              {"execOutputCap", 1048576}, {"fifoReadMaxMs", 60000}};
+              {"execOutputCap", 1048576}, {"fifoReadMaxMs", 60000},
+              {"identityHeader", "emulator-identity-header"}, {"identityAlias", "default"}, {"identityExpiresIn", 3600}};
 
   explicit Impl(EmulatorOptions o) : opt(std::move(o)) {
     if (opt.instance.empty()) opt.instance = "acas-emu-" + random_hex(12);
@@ -229,6 +231,8 @@ struct Emulator::Impl {
       in.content_type = std::string(req[http::field::content_type]);
       in.accept_encoding = std::string(req[http::field::accept_encoding]);
       in.control = std::string(req["X-Emulator-Control"]);
+      in.metadata = std::string(req["Metadata"]);
+      in.identity_header = std::string(req["X-IDENTITY-HEADER"]);
       auto q = in.target.find('?');
       in.path = url_decode(in.target.substr(0, q));
       if (q != std::string::npos) {
@@ -290,6 +294,7 @@ struct Emulator::Impl {
         co_return Reply::of(400, problem(400, "ControlError", e.what()));
       }
     }
+    if (in.path == "/metadata/identity/oauth2/token" || in.path == "/msi/token") co_return identity(in, record);
     // E-3: bearer token, recorded by alias, never by value.
     std::string alias;
     if (in.authorization.rfind("Bearer ", 0) == 0) {
@@ -375,6 +380,29 @@ struct Emulator::Impl {
     }
     if (fault && fault->action != "delay" && fault->after_effect) co_return fault_reply(*fault);
     co_return reply;
+  }
+
+  // A managed-identity token endpoint (acas.md §1.1 #4/#5), so the backend's token source is
+  // proven end to end: IMDS (`Metadata: true`) and the App Service form (`X-IDENTITY-HEADER`).
+  // It issues the API token of alias `identityAlias`; the log records the query, never a token.
+  Reply identity(const Incoming& in, json& record) {
+    const bool imds = in.path == "/metadata/identity/oauth2/token";
+    record["route"] = "identity";
+    record["flavour"] = imds ? "imds" : "app-service";
+    if (imds && in.metadata != "true")
+      return Reply::of(400, problem(400, "BadRequest", "Required metadata header not specified"));
+    if (!imds && in.identity_header != config.value("identityHeader", ""))
+      return Reply::of(401, problem(401, "Unauthorized", "X-IDENTITY-HEADER does not match"));
+    if (in.param("resource").empty() || in.param("api-version").empty())
+      return Reply::of(400, problem(400, "BadRequest", "resource and api-version are required"));
+    const std::string alias = config.value("identityAlias", "default");
+    std::string token;
+    for (const auto& [t, a] : tokens)
+      if (a == alias) token = t;
+    if (token.empty()) return Reply::of(400, problem(400, "BadRequest", "no token for alias " + alias));
+    const auto expires = static_cast<std::int64_t>(std::time(nullptr)) + config.value("identityExpiresIn", 3600);
+    return Reply::of(200, json{{"access_token", token}, {"expires_on", std::to_string(expires)},
+                               {"resource", in.param("resource")}, {"token_type", "Bearer"}});
   }
 
   Fault* match_fault(const std::string& route, const std::string& method, const std::string& id,

@@ -19,6 +19,12 @@ void read_string(const nlohmann::json& j, const char* key, std::string& out) {
   out = j[key].get<std::string>();
 }
 
+void read_bool(const nlohmann::json& j, const char* key, bool& out) {
+  if (!j.contains(key)) return;
+  if (!j[key].is_boolean()) bad(key, "must be a boolean");
+  out = j[key].get<bool>();
+}
+
 void read_positive(const nlohmann::json& j, const char* key, double& out) {
   if (!j.contains(key)) return;
   const auto& v = j[key];
@@ -43,6 +49,7 @@ AcasConfig parse_acas_config(const nlohmann::json& j) {
   require_known_keys(j,
                      {"endpoint", "subscription_id", "resource_group", "sandbox_group", "registry", "default_image", "api_version",
                       "allow_insecure_loopback", "token", "token_command", "token_env", "scope",
+                      "managed_identity", "managed_identity_client_id", "imds_endpoint",
                       "auto_suspend_seconds", "auto_delete_seconds", "read_timeout_seconds",
                       "exec_output_limit_bytes", "request_timeout_seconds", "create_timeout_seconds",
                       "delete_timeout_seconds", "poll_interval_seconds", "retry_after_cap_seconds", "http_workers",
@@ -60,10 +67,12 @@ AcasConfig parse_acas_config(const nlohmann::json& j) {
   read_string(j, "token", c.token);
   read_string(j, "token_env", c.token_env);
   read_string(j, "scope", c.scope);
-  if (j.contains("allow_insecure_loopback")) {
-    if (!j["allow_insecure_loopback"].is_boolean()) bad("allow_insecure_loopback", "must be a boolean");
-    c.allow_insecure_loopback = j["allow_insecure_loopback"].get<bool>();
-  }
+  read_bool(j, "allow_insecure_loopback", c.allow_insecure_loopback);
+  read_bool(j, "managed_identity", c.managed_identity);
+  read_string(j, "managed_identity_client_id", c.managed_identity_client_id);
+  read_string(j, "imds_endpoint", c.imds_endpoint);
+  if (c.imds_endpoint.rfind("http://", 0) != 0 && c.imds_endpoint.rfind("https://", 0) != 0)
+    bad("imds_endpoint", "must be an http:// or https:// URL, got '" + c.imds_endpoint + "'");
   if (j.contains("token_command")) {
     const auto& v = j["token_command"];
     if (!v.is_array() || v.empty()) bad("token_command", "must be a non-empty array of strings (an argv)");

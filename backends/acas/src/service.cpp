@@ -151,14 +151,72 @@ boost::asio::awaitable<std::string> Service::token() {
     }
     co_return cached_token_;
   }
+  if (config_.managed_identity) {
+    TokenAnswer answer = co_await managed_identity_token();
+    cached_token_ = answer.token;
+    token_expires_ = now + std::chrono::hours(1);
+    if (answer.expires_on)
+      token_expires_ = now + std::chrono::seconds(*answer.expires_on - static_cast<std::int64_t>(std::time(nullptr)));
+    co_return cached_token_;
+  }
   if (const char* env = std::getenv(config_.token_env.c_str()); env && *env) {
     cached_token_ = env;
     token_expires_ = Clock::now() + std::chrono::hours(1);
     co_return cached_token_;
   }
-  // [TODO] managed identity (IMDS / IDENTITY_ENDPOINT, §1.1 #4–#5) and service-principal
-  // secrets (#2–#3); see docs/backends/acas.md.
+  // [TODO] service-principal secrets and workload identity (§1.1 #2–#3); see
+  // docs/backends/acas.md.
   throw AcasCredentialError("acas: no credential configured (token, token_command, or $" + config_.token_env + ")");
+}
+
+namespace {
+
+// §1.1 #4/#5. Built outside the coroutine (GCC 12: no braced lists in a coroutine body).
+struct IdentityRequest {
+  HttpRequest request;
+  std::string where;  ///< the endpoint, for messages (never the header secret)
+  bool app_service = false;
+};
+
+IdentityRequest identity_request(const AcasConfig& config) {
+  std::string resource = config.scope;
+  const std::string_view suffix = "/.default";
+  if (resource.size() > suffix.size() && resource.compare(resource.size() - suffix.size(), suffix.size(), suffix) == 0)
+    resource.resize(resource.size() - suffix.size());
+  const char* endpoint = std::getenv("IDENTITY_ENDPOINT");
+  const char* secret = std::getenv("IDENTITY_HEADER");
+  IdentityRequest out;
+  out.app_service = endpoint && *endpoint && secret && *secret;
+  out.where = out.app_service ? std::string(endpoint) : config.imds_endpoint;
+  HttpRequest& r = out.request;
+  r.method = "GET";
+  r.url = out.where + (out.where.find('?') == std::string::npos ? "?" : "&") +
+          "api-version=" + (out.app_service ? "2019-08-01" : "2018-02-01") + "&resource=" + url_encode(resource);
+  if (!config.managed_identity_client_id.empty()) r.url += "&client_id=" + url_encode(config.managed_identity_client_id);
+  r.headers.push_back(out.app_service ? "X-IDENTITY-HEADER: " + std::string(secret) : std::string("Metadata: true"));
+  r.headers.push_back("Accept: application/json");
+  r.timeout = ms_of(config.request_timeout_seconds);
+  // IMDS is a link-local address: off Azure nothing answers, so fail fast.
+  if (!out.app_service) r.connect_timeout = std::chrono::seconds(2);
+  r.max_body = 1 << 20;
+  return out;
+}
+
+}  // namespace
+
+boost::asio::awaitable<TokenAnswer> Service::managed_identity_token() {
+  IdentityRequest ir = identity_request(config_);
+  const std::string source = "acas: the managed-identity endpoint '" + ir.where + "'" +
+                             (ir.app_service ? " ($IDENTITY_ENDPOINT)" : " (IMDS)");
+  HttpOutcome o = co_await http_->perform(std::move(ir.request));
+  if (o.failure != HttpFailure::None) throw AcasCredentialError(source + " did not answer: " + o.error);
+  if (o.response.status != 200)
+    throw AcasCredentialError(source + " answered HTTP " + std::to_string(o.response.status));
+  try {
+    co_return parse_token_output(o.response.body);
+  } catch (const AcasResponseInvalid&) {
+    throw AcasCredentialError(source + " answered without a usable access_token");
+  }
 }
 
 boost::asio::awaitable<HttpResponse> Service::call(ServiceCall c) {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "http_client.hpp"
+#include "response.hpp"
 #include "maf/sandbox/acas/backend.hpp"
 
 namespace maf::sandbox::acas::detail {
@@ -72,6 +73,7 @@ public:
 
 private:
   boost::asio::awaitable<std::string> token();
+  boost::asio::awaitable<TokenAnswer> managed_identity_token();
   boost::asio::awaitable<HttpResponse> send_url(const std::string& url, const ServiceCall& call);
   std::string url(const std::string& path, const std::vector<std::pair<std::string, std::string>>& query) const;
 

@@ -2,6 +2,8 @@
 // acas.md §5 and the fault cases of §4.5, each test with its own emulator.
 #include "acas_fixture.hpp"
 
+#include <cstdlib>
+
 #include "maf/sandbox/errors.hpp"
 
 using namespace acas_test;
@@ -364,4 +366,64 @@ TEST_CASE("A-21: a control exec answer over its byte budget is SandboxExecOutput
                   maf::sandbox::acas::SandboxExecOutputLimitExceeded);
   CHECK(f.requests("delete", since).size() == 1);
   CHECK(f.live() == 0);
+}
+
+TEST_CASE("§1.1 #4/#5: the managed-identity token source (IMDS, then $IDENTITY_ENDPOINT) authorises the data plane; a refused one is an AcasCredentialError with no request") {
+  Fixture f;
+  f.emulator->control("PUT", "/config", {{"tokens", {{"mi", "managed-identity-token"}}}, {"identityAlias", "mi"}});
+  auto config = f.config();
+  config.token.clear();
+  config.managed_identity = true;
+  config.managed_identity_client_id = "client-1";
+  config.imds_endpoint = f.emulator->base_url() + "/metadata/identity/oauth2/token";
+  auto query_of = [](const json& request) {
+    std::map<std::string, std::string> q;
+    for (const auto& kv : request["query"]) q[kv[0]] = kv[1];
+    return q;
+  };
+  ::unsetenv("IDENTITY_ENDPOINT");
+  ::unsetenv("IDENTITY_HEADER");
+  {
+    auto backend = f.backend(config);
+    CHECK(f.run([&] { return backend->dispose_scope(f.scope, f.thread); }).disposed == 0);
+    f.run([&] { return backend->dispose_scope(f.scope, f.thread); });  // the token is cached
+    auto ids = f.requests("identity");
+    REQUIRE(ids.size() == 1);
+    CHECK(ids[0]["flavour"] == "imds");
+    auto q = query_of(ids[0]);
+    CHECK(q["api-version"] == "2018-02-01");
+    CHECK(q["resource"] == "https://dynamicsessions.io");
+    CHECK(q["client_id"] == "client-1");
+    auto lists = f.requests("list");
+    REQUIRE(lists.size() == 2);
+    CHECK(lists[0]["alias"] == "mi");
+  }
+  ::setenv("IDENTITY_ENDPOINT", (f.emulator->base_url() + "/msi/token").c_str(), 1);
+  ::setenv("IDENTITY_HEADER", "emulator-identity-header", 1);
+  {
+    auto since = f.last_seq();
+    auto backend = f.backend(config);
+    f.run([&] { return backend->dispose_scope(f.scope, f.thread); });
+    auto ids = f.requests("identity", since);
+    REQUIRE(ids.size() == 1);
+    CHECK(ids[0]["flavour"] == "app-service");
+    CHECK(query_of(ids[0])["api-version"] == "2019-08-01");
+    CHECK(f.requests("list", since).back()["alias"] == "mi");
+  }
+  ::setenv("IDENTITY_HEADER", "wrong", 1);
+  {
+    auto since = f.last_seq();
+    auto backend = f.backend(config);
+    try {
+      f.run([&] { return backend->acquire(f.key(), exec_spec()); });
+      FAIL("acquire should have refused");
+    } catch (const maf::sandbox::acas::AcasCredentialError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("answered HTTP 401"));
+      CHECK_THAT(e.what(), !Catch::Contains("wrong"));  // the header secret is never quoted
+    }
+    CHECK(f.requests("identity", since).size() == 1);
+    CHECK(f.requests("images.public", since).empty());
+  }
+  ::unsetenv("IDENTITY_ENDPOINT");
+  ::unsetenv("IDENTITY_HEADER");
 }

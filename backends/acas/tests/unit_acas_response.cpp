@@ -72,3 +72,17 @@ TEST_CASE("A-63: configuration refuses unknown keys, booleans as integers and no
   CHECK_THROWS_AS(parse_acas_config(nlohmann::json{{"client_wait_seconds", 0}}), maf::sandbox::ValueError);
   CHECK(parse_acas_config(nlohmann::json::object()).read_timeout_seconds == 120);
 }
+
+TEST_CASE("§1.1 #4/#5: managed-identity keys are typed, and a bad IMDS endpoint is named") {
+  CHECK_THROWS_AS(parse_acas_config(nlohmann::json{{"managed_identity", 1}}), maf::sandbox::ValueError);
+  try {
+    parse_acas_config(nlohmann::json{{"imds_endpoint", "169.254.169.254/token"}});
+    FAIL("an endpoint without a scheme should be refused");
+  } catch (const maf::sandbox::ValueError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("'169.254.169.254/token'"));
+  }
+  auto c = parse_acas_config(nlohmann::json{{"managed_identity", true}, {"managed_identity_client_id", "id-1"}});
+  CHECK(c.managed_identity);
+  CHECK(c.managed_identity_client_id == "id-1");
+  CHECK(c.imds_endpoint == "http://169.254.169.254/metadata/identity/oauth2/token");
+}

@@ -43,9 +43,16 @@ struct AcasConfig {
 
   /// Token sources (§1.1), first configured wins, a configured source that fails is an
   /// error (never a fall-through): `token`, then `token_command` (argv; prints the token or
-  /// az-CLI JSON), then the environment variable `token_env` (default ACAS_ACCESS_TOKEN).
+  /// az-CLI JSON), then `managed_identity`, then the environment variable `token_env`
+  /// (default ACAS_ACCESS_TOKEN).
   std::string token;
   std::vector<std::string> token_command;
+  /// §1.1 #4/#5: `$IDENTITY_ENDPOINT` with `X-IDENTITY-HEADER: $IDENTITY_HEADER` (App
+  /// Service, Container Apps) when both are set, else the VM's IMDS endpoint with
+  /// `Metadata: true` and a 2 s connect bound. The resource is `scope` without `/.default`.
+  bool managed_identity = false;
+  std::string managed_identity_client_id;  ///< a user-assigned identity; empty = system-assigned
+  std::string imds_endpoint = "http://169.254.169.254/metadata/identity/oauth2/token";
   std::string token_env = "ACAS_ACCESS_TOKEN";
   std::string scope = "https://dynamicsessions.io/.default";  ///< R-4, passed to commands as $ACAS_TOKEN_SCOPE
 
