@@ -532,7 +532,8 @@ public:
     for (const auto& [k, v] : q.options) options[k] = v;
     json labels = json::object();
     for (const auto& [k, v] : q.labels) labels[k] = v;
-    // CheckDuplicate: without it 20.10 creates a second network of the same name.
+    // CheckDuplicate: before API 1.44 the engine checks names only when asked to, and would
+    // otherwise make a second network of the same name instead of answering 409.
     json body = {{"Name", q.name},       {"CheckDuplicate", true}, {"Driver", "bridge"}, {"Internal", q.internal},
                  {"EnableIPv6", q.ipv6}, {"Options", options},     {"Labels", labels}};
     std::string arg54 = "POST";
@@ -551,7 +552,8 @@ public:
     std::string arg59 = "/networks/" + url_escape(network) + "/connect";
     std::string arg60 = "network connect " + network + " " + container;
     std::string arg61 = body.dump();
-    auto r = co_await call(std::move(arg58), std::move(arg59), std::string(arg60), std::move(arg61));
+    std::string what = arg60;
+    auto r = co_await call(std::move(arg58), std::move(arg59), std::move(what), std::move(arg61));
     if (r.status != 200) throw OSError(failure(arg60, r));
   }
 
@@ -581,7 +583,8 @@ public:
     std::string arg64 = "POST";
     std::string arg65 = "/containers/" + url_escape(id_or_name) + "/stop?t=" + std::to_string(grace.count());
     std::string arg66 = "stop " + id_or_name;
-    auto r = co_await call(std::move(arg64), std::move(arg65), std::string(arg66));
+    std::string what = arg66;
+    auto r = co_await call(std::move(arg64), std::move(arg65), std::move(what));
     // 304: already stopped; 404: nothing to stop.
     if (r.status != 204 && r.status != 304 && r.status != 404) throw OSError(failure(arg66, r));
   }
