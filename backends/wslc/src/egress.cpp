@@ -54,9 +54,10 @@ LabelList proxy_env(const std::string& container) {
 
 namespace {
 
-constexpr int kReadinessPolls = 20;                                  // W-32 (4)
-constexpr std::chrono::milliseconds kReadinessInterval{250};         // W-32 (4)
-constexpr std::size_t kLogReadCap = 64 * 1024;                       // W-32 (4)
+// W-32 (4): up to 20 polls of the proxy's log, 250 ms apart, each read capped at 64 KiB.
+constexpr int kReadinessPolls = 20;
+constexpr std::chrono::milliseconds kReadinessInterval{250};
+constexpr std::size_t kLogReadCap = 64 * 1024;
 
 awaitable<void> pause_for(std::chrono::milliseconds d) {
   boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
