@@ -111,6 +111,8 @@ struct Reply {
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
   bool drop = false;
+  bool reset = false;  // with drop: close with RST (SO_LINGER 0)
+  bool hang = false;   // never answer; wait for the client to go away
   static Reply of(int status, const json& j) { return Reply{status, j.dump(), "application/json", {}, false}; }
 };
 
@@ -121,7 +123,7 @@ struct Fault {
   std::optional<std::regex> path;  // E-40: on the guest path of a files.* route, else the URL path
   std::string command_text;
   int skip = 0, times = 1, seen = 0, fired = 0;
-  std::string action = "status";  // status | delay | drop
+  std::string action = "status";  // status | delay | drop | reset | hang
   int code = 500;
   json headers = json::object();
   std::optional<std::string> body;
@@ -252,12 +254,24 @@ struct Emulator::Impl {
       for (const auto& [k, v] : in.query) qj.push_back({k, v});
       record["query"] = qj;
       Reply reply = co_await handle(in, record);
+      if (reply.hang) {
+        // E-41 `hang`: logged at once (tests read it while the client waits), then nothing
+        // is sent until the client closes (or the emulator stops).
+        record["outcome"] = "hung";
+        record["status"] = nullptr;
+        log.push_back(record);
+        boost::system::error_code ignore;
+        co_await socket.async_wait(tcp::socket::wait_read, asio::redirect_error(asio::use_awaitable, ignore));
+        socket.close(ignore);
+        co_return;
+      }
       if (reply.drop) {
-        record["outcome"] = "dropped-by-fault";
+        record["outcome"] = reply.reset ? "reset-by-fault" : "dropped-by-fault";
         record["status"] = nullptr;
         if (record.contains("route")) log.push_back(record);
         boost::system::error_code ignore;
-        socket.shutdown(tcp::socket::shutdown_both, ignore);
+        if (reply.reset) socket.set_option(asio::socket_base::linger(true, 0), ignore);
+        else socket.shutdown(tcp::socket::shutdown_both, ignore);
         socket.close(ignore);
         co_return;
       }
@@ -422,9 +436,11 @@ struct Emulator::Impl {
   }
 
   static Reply fault_reply(const Fault& f) {
-    if (f.action == "drop") {
+    if (f.action == "drop" || f.action == "reset" || f.action == "hang") {
       Reply r;
-      r.drop = true;
+      r.drop = f.action != "hang";
+      r.reset = f.action == "reset";
+      r.hang = f.action == "hang";
       return r;
     }
     json body = f.code == 429 ? json{{"title", "TooManyRequests"}, {"status", 429}} : problem(f.code, "InjectedFault");
@@ -677,7 +693,8 @@ struct Emulator::Impl {
       if (body.contains("body")) f.body = body["body"].is_string() ? body["body"].get<std::string>() : body["body"].dump();
       f.delay_ms = body.value("delayMs", 0);
       f.after_effect = body.value("afterEffect", false);
-      if (f.action != "status" && f.action != "delay" && f.action != "drop")
+      if (f.action != "status" && f.action != "delay" && f.action != "drop" && f.action != "reset" &&
+          f.action != "hang")
         throw std::runtime_error("unknown fault action " + f.action);
       faults.push_back(std::move(f));
       co_return json{{"id", faults.back().id}};

@@ -88,18 +88,34 @@ TEST_CASE("A-40/A-42/A-44: stat, list and the ancestor walk refuse a linked pare
   CHECK(link->kind == maf::sandbox::EntryKind::Symlink);
 }
 
-TEST_CASE("A-43: reading a FIFO is bounded by read_timeout_seconds and keeps the sandbox") {
+TEST_CASE("A-43/E-41: reading a FIFO or a hung download is bounded by read_timeout_seconds and keeps the sandbox; a reset exec invalidates it") {
   Fixture f;
   auto config = f.config();
-  // Long enough for the acquire's file-plane calls on a loaded CI box; the FIFO read then
-  // takes this long to be refused.
-  config.read_timeout_seconds = 4;
+  // Long enough for the acquire's and write_file's file-plane calls on a loaded CI box; the
+  // FIFO read and the hung download then each take this long to be refused.
+  config.read_timeout_seconds = 8;
   auto backend = f.backend(config);
   auto sb = f.run([&] { return backend->acquire(f.key(), files_spec()); });
   f.guest(sb->instance_id(), "mkfifo /maf-sandbox/work/pipe");
   CHECK_THROWS_AS(f.run([&] { return sb->read_file("pipe", ".", 1024); }), maf::sandbox::TimeoutError);
   CHECK(f.requests("delete").empty());
   CHECK(f.run([&] { return sb->exec(std::string("echo still")); }).stdout_bytes == "still\n");
+  // E-41 `hang`: a download the service never answers is bounded the same way.
+  f.run([&] { return sb->write_file("plain.txt", std::string("plain")); });
+  auto since = f.last_seq();
+  f.fault({{"route", "files.get"}, {"action", "hang"}});
+  CHECK_THROWS_AS(f.run([&] { return sb->read_file("plain.txt", ".", 1024); }), maf::sandbox::TimeoutError);
+  auto hung = f.requests("files.get", since);
+  REQUIRE(hung.size() == 1);
+  CHECK(hung[0]["outcome"] == "hung");
+  CHECK(f.live() == 1);
+  // E-41 `reset` (RST) during exec: a lost answer, so the sandbox is invalidated (A-26).
+  since = f.last_seq();
+  f.fault({{"route", "exec"}, {"action", "reset"}});
+  CHECK_THROWS_AS(f.run([&] { return sb->exec(std::string("echo hi")); }), maf::sandbox::acas::AcasTransportError);
+  CHECK(f.requests("exec", since)[0]["outcome"] == "reset-by-fault");
+  CHECK(f.requests("delete", since).size() == 1);
+  CHECK(f.live() == 0);
 }
 
 TEST_CASE("A-2: a bare image name the service lacks is refused before any create, catalogue in the message") {
