@@ -83,7 +83,8 @@ awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::remove_workload(
   // A proxy the engine keeps leaves the workload and the network in place.
   try {
     std::string proxy_name = container + "-proxy";
-    auto proxy = co_await detail::drain_and_remove_proxy(*transport_, config_, std::move(proxy_name), std::move(caller));
+    auto proxy =
+        co_await detail::drain_and_remove_proxy(*transport_, config_, std::move(proxy_name), std::move(caller));
     if (proxy.outcome == RemoveOutcome::Refused)
       co_return DisposalFailure{kDisposalRefused, "proxy " + container + "-proxy: " + proxy.detail};
     auto workload = co_await transport_->remove_container(container);
@@ -129,7 +130,8 @@ awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::dispose(SandboxK
       if (!name.empty()) {
         std::string proxy_name = name + "-proxy";
         std::optional<SandboxKey> caller = key;
-        auto proxy = co_await detail::drain_and_remove_proxy(*transport_, config_, std::move(proxy_name), std::move(caller));
+        auto proxy =
+            co_await detail::drain_and_remove_proxy(*transport_, config_, std::move(proxy_name), std::move(caller));
         if (proxy.outcome == RemoveOutcome::Refused)
           co_return DisposalFailure{kDisposalRefused, "proxy " + name + "-proxy: " + proxy.detail};
       }
@@ -290,7 +292,8 @@ awaitable<DockerReapResult> DockerSandboxBackend::reap_detailed(std::chrono::sec
         // Drained like every proxy teardown; no caller key: only its label attributes it.
         std::string proxy_id = g->proxy->id;
         std::optional<SandboxKey> no_caller;
-        auto r = co_await detail::drain_and_remove_proxy(*transport_, config_, std::move(proxy_id), std::move(no_caller));
+        auto r =
+            co_await detail::drain_and_remove_proxy(*transport_, config_, std::move(proxy_id), std::move(no_caller));
         if (r.outcome != RemoveOutcome::Removed) {
           if (r.outcome == RemoveOutcome::Refused)
             result.failures.push_back({kDisposalRefused, "proxy " + g->proxy->name + ": " + r.detail});

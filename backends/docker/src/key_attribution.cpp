@@ -67,7 +67,8 @@ bool selector_matches(const std::map<std::string, std::string>& labels, const Sa
       !has(support::kLabelAgent, key.agent_id))
     return false;
   // An empty call_id means conversation scope: the call label must then be absent.
-  return key.call_id.empty() ? !labels.contains(std::string(support::kLabelCall)) : has(support::kLabelCall, key.call_id);
+  return key.call_id.empty() ? !labels.contains(std::string(support::kLabelCall))
+                             : has(support::kLabelCall, key.call_id);
 }
 
 }  // namespace
@@ -107,7 +108,8 @@ std::optional<std::string> base64url_decode(std::string_view text) {
   }
   std::string out(3 * (standard.size() / 4), '\0');
   const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(standard.data()), static_cast<int>(standard.size()));
+                                reinterpret_cast<const unsigned char*>(standard.data()),
+                                static_cast<int>(standard.size()));
   if (n < 0) return std::nullopt;
   // EVP_DecodeBlock counts the padding as zero bytes; drop them.
   out.resize(static_cast<std::size_t>(n) - (text.size() - body));
@@ -148,7 +150,8 @@ std::optional<SandboxKey> attributed_key(const std::map<std::string, std::string
     if (!j.is_array() || j.size() != 4 ||
         !std::all_of(j.begin(), j.end(), [](const nlohmann::json& f) { return f.is_string(); }))
       return std::nullopt;
-    key = SandboxKey{j[0].get<std::string>(), j[1].get<std::string>(), j[2].get<std::string>(), j[3].get<std::string>()};
+    key = SandboxKey{j[0].get<std::string>(), j[1].get<std::string>(), j[2].get<std::string>(),
+                     j[3].get<std::string>()};
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }

@@ -138,7 +138,8 @@ awaitable<RemoveResult> drain_and_remove_proxy(DockerTransport& transport, const
   if (removed.outcome == RemoveOutcome::Refused || !log) co_return removed;  // D-27: nothing published
   ParsedDecisions parsed = parse_decisions(*log, log->size() >= kProxyLogBytes);
   if (!parsed.decisions.empty() || parsed.truncated)
-    publish(config, EgressEvent{attributed_key(inspected.labels, caller), name, std::move(parsed.decisions), parsed.truncated});
+    publish(config, EgressEvent{attributed_key(inspected.labels, caller), name, std::move(parsed.decisions),
+                                parsed.truncated});
   co_return removed;
 }
 
