@@ -10,12 +10,12 @@
 ///
 /// When: every proxy teardown — dispose, dispose_scope, reap, and the replacement of a
 /// warm sandbox's proxy at re-acquire — stops the proxy, reads the tail of its log
-/// (`logs --tail 1000`, at most 1 MiB), removes it, and only after the removal succeeded
-/// (or found it already gone) publishes one event, if the log held any decision. A failed
-/// removal publishes nothing. Delivery is synchronous, on the disposing coroutine's
-/// thread; keep the callback short. An exception from it is logged and never changes a
-/// disposal's result. Not a durable audit trail: a proxy removed by someone else, or a
-/// failed drain, loses its decisions.
+/// (`logs --tail 1000`, at most 1 MiB per stream), removes it, and only after the removal
+/// succeeded (or found it already gone) publishes one event, if the log held a decision or
+/// was cut. A failed removal publishes nothing. Delivery is synchronous, on the disposing
+/// coroutine's thread; keep the callback short. An exception from it is logged and never
+/// changes a disposal's result. Not a durable audit trail: a proxy removed by someone
+/// else, or a failed drain, loses its decisions.
 
 #include <cstddef>
 #include <functional>
