@@ -28,8 +28,9 @@ std::string joined(const V& argv) {
 
 bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
 
-/// Answers each call by the first rule whose prefix its joined argv starts with; records
-/// every argv. Unmatched calls succeed with no output.
+/// Answers each call by the latest rule whose prefix its joined argv starts with (so a test
+/// overrides a shared script by adding a rule); records every argv. Unmatched calls succeed
+/// with no output.
 class ScriptedRunner final : public WslcRunner {
 public:
   using Answer = std::function<WslcOutcome(const V&)>;
@@ -40,11 +41,11 @@ public:
   boost::asio::awaitable<WslcOutcome> run(WslcCall call) override {
     calls.push_back(call.args);
     const std::string line = joined(call.args);
-    for (const auto& [prefix, answer] : rules_)
-      if (starts_with(line, prefix)) co_return answer(call.args);
+    for (auto rule = rules_.rbegin(); rule != rules_.rend(); ++rule)
+      if (starts_with(line, rule->first)) co_return rule->second(call.args);
     co_return WslcOutcome{};
   }
-  /// The joined argv of every call after `version` and the two name probes.
+  /// The joined argv of every call, in order.
   V verbs() const {
     V out;
     for (const auto& c : calls) out.push_back(joined(c));
@@ -253,6 +254,19 @@ TEST_CASE("W-32/W-33: a proxy that never reports readiness is polled 20 times, t
   CHECK(runner->count("container logs " + name + "-proxy") == 20);
   CHECK(runner->verbs().back() == "container remove -f " + name + "-proxy");  // the useless proxy goes
   CHECK(runner->count("network remove") == 0);  // the running workload still needs N-net
+}
+
+TEST_CASE("W-33: a workload that fails to start after a fresh topology takes its proxy and network along") {
+  const std::string name = WslcSandboxBackend::container_name(kKey, "k", kDefaultWorkDir, {"allowed.test"});
+  auto runner = fresh_engine(name);
+  runner->on("container run -d --name " + name + " ", failure("E_FAIL"));  // the workload itself
+  auto backend = std::make_shared<WslcSandboxBackend>(proxy_config(), runner);
+  BlockingRunner run;
+  CHECK_THROWS_AS(run([&] { return backend->acquire(kKey, allowlist({"allowed.test"})); }), WslcCommandFailed);
+  const V verbs = runner->verbs();
+  REQUIRE(verbs.size() >= 2);
+  CHECK(verbs[verbs.size() - 2] == "container remove -f " + name + "-proxy");
+  CHECK(verbs.back() == "network remove --force " + name + "-net");
 }
 
 TEST_CASE("W-31: with a proxy image, an empty allowlist is --network none and builds nothing") {
