@@ -40,15 +40,29 @@ std::string run_out(const std::vector<std::string>& argv, int* exit_code) {
   return out;
 }
 
-/// The servers' network (the shim's `bridge`), the two local servers and the pinned proxy
-/// image; removed when the test ends.
-struct LocalServers {
+/// The names of what LocalServers makes; as a base, its destructor also runs when
+/// LocalServers' constructor fails halfway, so nothing is left behind either way.
+struct ServerResources {
   std::string suffix = random_hex(4);
   std::string network = "maf-wslc-egress-test-" + suffix;
   std::string allowed = "maf-wslc-egress-test-allowed-" + suffix;
   std::string denied = "maf-wslc-egress-test-denied-" + suffix;
   std::string proxy_image = "maf-sandbox-test/wslc-egress-proxy:" + suffix;
   std::filesystem::path context = std::filesystem::temp_directory_path() / ("maf-wslc-egress-" + suffix);
+
+  ~ServerResources() {
+    ::unsetenv("WSLC_SHIM_BRIDGE_NETWORK");
+    docker_cli({"rm", "-f", allowed, denied});
+    docker_cli({"network", "rm", network});
+    docker_cli({"rmi", "-f", proxy_image});
+    std::error_code ignored;
+    std::filesystem::remove_all(context, ignored);
+  }
+};
+
+/// The servers' network (the shim's `bridge`), the two local servers and the pinned proxy
+/// image; removed when the test ends.
+struct LocalServers : ServerResources {
   std::string allowed_ip, denied_ip;
 
   LocalServers() {
@@ -79,14 +93,6 @@ struct LocalServers {
     const std::string built = run_out({MAF_WSLC_SHIM, "build", "-q", "-t", proxy_image, context.string()}, &code);
     INFO(built);
     REQUIRE(code == 0);
-  }
-  ~LocalServers() {
-    ::unsetenv("WSLC_SHIM_BRIDGE_NETWORK");
-    docker_cli({"rm", "-f", allowed, denied});
-    docker_cli({"network", "rm", network});
-    docker_cli({"rmi", "-f", proxy_image});
-    std::error_code ignored;
-    std::filesystem::remove_all(context, ignored);
   }
   wslc::WslcConfig config() const {
     auto c = shim_config();
