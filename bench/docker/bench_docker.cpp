@@ -8,6 +8,9 @@
 // alike. The raw floors do the bare transfer with no freeze, no ancestor walk and no
 // classification: `docker exec|cp|run|rm` spawned directly, and the same HTTP exchanges
 // through the backend's own HTTP client (docker_http.hpp).
+//
+// Memory (issue 14): the peak resident set above the idle baseline while 32 MiB goes into a
+// sandbox and back, and while an exec returns 8 MiB of stdout, once per transport.
 #include <unistd.h>
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
@@ -24,6 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../common/harness.hpp"
 #include "docker_http.hpp"
 #include "maf/sandbox.hpp"
 #include "maf/sandbox/docker/backend.hpp"
@@ -39,20 +43,8 @@ using Clock = std::chrono::steady_clock;
 
 const std::string kImage = "maf-sandbox-test/busybox:1";
 
-double millis(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-template <class F>
-double timed(F&& f) {
-  const auto start = Clock::now();
-  f();
-  return millis(Clock::now() - start);
-}
+using maf_bench::median;
+using maf_bench::timed;  // milliseconds
 
 void require(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error("bench_docker: " + what);
@@ -170,6 +162,43 @@ public:
         });
   }
 
+  // Peak RSS per phase and transport, as bench_process measures it (harness.hpp).
+  void memory() {
+    SandboxSpec::Fields f;
+    f.kind = "memory";
+    f.image = kImage;
+    f.requires_capabilities = {Capability::Exec, Capability::FilesIn, Capability::FilesOut};
+    const SandboxSpec spec(std::move(f));
+    const std::size_t big = std::size_t{32} << 20, out = std::size_t{8} << 20;
+    const std::string print8 = "head -c " + std::to_string(out) + " /dev/zero";
+    for (auto* backend : {&cli_, &api_}) {
+      const std::string transport = backend == &cli_ ? "CLI" : "API";
+      const SandboxKey k{scope_, "t", "memory-" + transport, ""};
+      auto sb = run_([&] { return (*backend)->acquire(k, spec); });
+      memory_.push_back(maf_bench::memory_phase("write 32 MiB into the sandbox (" + transport + ")", big, [&] {
+        run_.run_void([&]() -> boost::asio::awaitable<void> {
+          std::string payload(big, 'm');
+          co_await sb->write_file("big.bin", std::move(payload));
+        });
+      }));
+      memory_.push_back(maf_bench::memory_phase("read 32 MiB out of the sandbox (" + transport + ")", big, [&] {
+        run_.run_void([&]() -> boost::asio::awaitable<void> {
+          auto back = co_await sb->read_file("big.bin", ".", std::int64_t{64} << 20);
+          require(back.size() == big, "32 MiB read lost bytes");
+        });
+      }));
+      memory_.push_back(maf_bench::memory_phase("exec printing 8 MiB to stdout (" + transport + ")", out, [&] {
+        run_.run_void([&]() -> boost::asio::awaitable<void> {
+          const Command print(print8);  // a named local inside co_await (GCC 12)
+          auto r = co_await sb->exec(print);
+          require(r.exit_code == 0 && r.stdout_bytes.size() == out, "8 MiB exec lost bytes");
+        });
+      }));
+      sb.reset();
+      run_([&] { return (*backend)->dispose(k, std::string("memory"), std::nullopt); });
+    }
+  }
+
   void print() const {
     std::printf("Median of %d runs (cold rows: %d), milliseconds, one engine, one process. Raw floors: "
                 "`docker exec|cp|run|rm` spawned bare, and the same Engine-API exchanges through the "
@@ -180,6 +209,7 @@ public:
     for (const auto& r : rows_)
       std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f |\n", r.operation.c_str(), r.cli, r.api, r.raw_cli,
                   r.raw_api, r.api / r.cli, r.api / r.raw_cli);
+    if (!memory_.empty()) maf_bench::print_memory(memory_);
   }
 
 private:
@@ -278,6 +308,7 @@ private:
   std::shared_ptr<dk::DockerSandboxBackend> cli_, api_;
   std::vector<std::string> raw_names_;
   std::vector<Row> rows_;
+  std::vector<maf_bench::MemoryRow> memory_;
 };
 
 }  // namespace
@@ -288,6 +319,7 @@ int main(int argc, char** argv) {
     Bench bench(runs);
     std::fprintf(stderr, "docker backend, %d runs per warm operation\n", runs);
     bench.all();
+    bench.memory();
     bench.print();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_docker: %s\n", e.what());

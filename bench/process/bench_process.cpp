@@ -10,7 +10,6 @@
 // phase) above the idle resident set while 32 MiB goes into a sandbox and back, and while an
 // exec returns 8 MiB of stdout.
 #include <fcntl.h>
-#include <malloc.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -32,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/harness.hpp"
 #include "bwrap.hpp"       // the backend's own command line, so the floor runs the same one
 #include "guest_tree.hpp"  // the backend's guest-root shape, so the floors build the same tree
 #include "maf/sandbox.hpp"
@@ -48,11 +48,7 @@ using Clock = std::chrono::steady_clock;
 
 double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using maf_bench::median;
 
 template <class F>
 double timed(F&& f) {
@@ -366,33 +362,7 @@ void Bench::throughput(int conversations, int runs) {
 
 // ---- memory ---------------------------------------------------------------------------------
 
-long status_kib(const char* field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  const std::string prefix = std::string(field) + ":";
-  while (std::getline(in, line))
-    if (line.rfind(prefix, 0) == 0) return std::strtol(line.c_str() + prefix.size(), nullptr, 10);
-  return -1;
-}
-
-// Returns the idle resident set after resetting the high-water mark to it; -1 when the
-// kernel refuses the reset (then VmHWM would mean the whole run's peak).
-long reset_peak() {
-  ::malloc_trim(0);
-  std::ofstream clear("/proc/self/clear_refs");
-  clear << "5";
-  clear.close();
-  if (!clear) return -1;
-  return status_kib("VmRSS");
-}
-
-struct MemoryRow {
-  std::string phase;
-  long payload_kib;
-  long idle_kib;
-  long peak_kib;
-};
-std::vector<MemoryRow> g_memory;
+std::vector<maf_bench::MemoryRow> g_memory;
 
 void Bench::memory() {
   const auto k = key("memory");
@@ -401,28 +371,28 @@ void Bench::memory() {
 
   // In: the host builds the payload and hands it over (moved, as a host that is done with it
   // would); the phase ends when the file is on disk and the payload freed.
-  long idle = reset_peak();
-  run_.run_void([&]() -> boost::asio::awaitable<void> {
-    std::string payload(big, 'm');
-    co_await sb->write_file("big.bin", std::move(payload));
-  });
-  g_memory.push_back({"write 32 MiB into the sandbox", static_cast<long>(big >> 10), idle, status_kib("VmHWM")});
+  g_memory.push_back(maf_bench::memory_phase("write 32 MiB into the sandbox", big, [&] {
+    run_.run_void([&]() -> boost::asio::awaitable<void> {
+      std::string payload(big, 'm');
+      co_await sb->write_file("big.bin", std::move(payload));
+    });
+  }));
 
   // Out: the bytes come back as one string the host holds.
-  idle = reset_peak();
-  run_.run_void([&]() -> boost::asio::awaitable<void> {
-    auto back = co_await sb->read_file("big.bin", ".", std::int64_t{64} << 20);
-    require(back.size() == big, "32 MiB read lost bytes");
-  });
-  g_memory.push_back({"read 32 MiB out of the sandbox", static_cast<long>(big >> 10), idle, status_kib("VmHWM")});
+  g_memory.push_back(maf_bench::memory_phase("read 32 MiB out of the sandbox", big, [&] {
+    run_.run_void([&]() -> boost::asio::awaitable<void> {
+      auto back = co_await sb->read_file("big.bin", ".", std::int64_t{64} << 20);
+      require(back.size() == big, "32 MiB read lost bytes");
+    });
+  }));
 
   const std::size_t out = std::size_t{8} << 20;
-  idle = reset_peak();
-  run_.run_void([&]() -> boost::asio::awaitable<void> {
-    auto r = co_await sb->exec("head -c " + std::to_string(out) + " /dev/zero");
-    require(r.exit_code == 0 && r.stdout_bytes.size() == out, "8 MiB exec lost bytes");
-  });
-  g_memory.push_back({"exec printing 8 MiB to stdout", static_cast<long>(out >> 10), idle, status_kib("VmHWM")});
+  g_memory.push_back(maf_bench::memory_phase("exec printing 8 MiB to stdout", out, [&] {
+    run_.run_void([&]() -> boost::asio::awaitable<void> {
+      auto r = co_await sb->exec("head -c " + std::to_string(out) + " /dev/zero");
+      require(r.exit_code == 0 && r.stdout_bytes.size() == out, "8 MiB exec lost bytes");
+    });
+  }));
   sb.reset();
   dispose(k);
 }
@@ -469,16 +439,7 @@ int main(int argc, char** argv) {
     if (r.conversations > 0)
       std::printf("\n%s: %.0f conversations/s (floor %.0f/s).", r.operation.c_str(),
                   r.conversations / r.ours_us * 1e6, r.conversations / r.floor_us * 1e6);
-  std::printf("\n\nPeak resident set above the idle baseline (VmHWM reset per phase; target ≤ 2× payload):\n\n");
-  std::printf("| phase | payload (MiB) | idle RSS (MiB) | peak above idle (MiB) | × payload |\n|---|---:|---:|---:|---:|\n");
-  for (const auto& m : g_memory) {
-    if (m.idle_kib < 0) {
-      std::printf("| %s | %.0f | n/a | n/a (clear_refs refused) | n/a |\n", m.phase.c_str(), m.payload_kib / 1024.0);
-      continue;
-    }
-    const double above = (m.peak_kib - m.idle_kib) / 1024.0;
-    std::printf("| %s | %.0f | %.1f | %.1f | %.2f |\n", m.phase.c_str(), m.payload_kib / 1024.0, m.idle_kib / 1024.0,
-                above, above / (m.payload_kib / 1024.0));
-  }
+  std::printf("\n");
+  maf_bench::print_memory(g_memory);
   return 0;
 }
