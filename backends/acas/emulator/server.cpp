@@ -105,6 +105,20 @@ json problem(int status, const std::string& title, const std::string& detail = {
   return p;
 }
 
+// `k=v&k=v`, percent-decoded: a query string or a form body.
+std::vector<std::pair<std::string, std::string>> decode_pairs(std::string_view rest) {
+  std::vector<std::pair<std::string, std::string>> out;
+  while (!rest.empty()) {
+    auto amp = rest.find('&');
+    auto pair = rest.substr(0, amp);
+    auto eq = pair.find('=');
+    out.emplace_back(url_decode(pair.substr(0, eq)), eq == std::string_view::npos ? "" : url_decode(pair.substr(eq + 1)));
+    if (amp == std::string_view::npos) break;
+    rest.remove_prefix(amp + 1);
+  }
+  return out;
+}
+
 struct Reply {
   int status = 200;
   std::string body;
@@ -178,7 +192,8 @@ struct Emulator::Impl {
   std::map<std::string, int> in_flight;       // route -> count
   json config{{"listMode", "array"}, {"pageSize", 2}, {"deleteLatencyMs", 0}, {"deleteMissing", 204},
               {"execOutputCap", 1048576}, {"fifoReadMaxMs", 60000},
-              {"identityHeader", "emulator-identity-header"}, {"identityAlias", "default"}, {"identityExpiresIn", 3600}};
+              {"identityHeader", "emulator-identity-header"}, {"identityAlias", "default"}, {"identityExpiresIn", 3600},
+              {"spClientId", "emulator-client"}, {"spClientSecret", "emulator-secret"}};
 
   explicit Impl(EmulatorOptions o) : opt(std::move(o)) {
     if (opt.instance.empty()) opt.instance = "acas-emu-" + random_hex(12);
@@ -237,18 +252,7 @@ struct Emulator::Impl {
       in.identity_header = std::string(req["X-IDENTITY-HEADER"]);
       auto q = in.target.find('?');
       in.path = url_decode(in.target.substr(0, q));
-      if (q != std::string::npos) {
-        std::string_view rest = std::string_view(in.target).substr(q + 1);
-        while (!rest.empty()) {
-          auto amp = rest.find('&');
-          auto pair = rest.substr(0, amp);
-          auto eq = pair.find('=');
-          in.query.emplace_back(url_decode(pair.substr(0, eq)),
-                                eq == std::string_view::npos ? "" : url_decode(pair.substr(eq + 1)));
-          if (amp == std::string_view::npos) break;
-          rest.remove_prefix(amp + 1);
-        }
-      }
+      if (q != std::string::npos) in.query = decode_pairs(std::string_view(in.target).substr(q + 1));
       json record{{"seq", ++seq}, {"method", in.method}, {"target", in.target}, {"path", in.path}};
       json qj = json::array();
       for (const auto& [k, v] : in.query) qj.push_back({k, v});
@@ -309,6 +313,8 @@ struct Emulator::Impl {
       }
     }
     if (in.path == "/metadata/identity/oauth2/token" || in.path == "/msi/token") co_return identity(in, record);
+    if (std::regex_match(in.path, std::regex("/[^/]+/oauth2/v2\\.0/token")) && in.method == "POST")
+      co_return service_principal(in, record);
     // E-3: bearer token, recorded by alias, never by value.
     std::string alias;
     if (in.authorization.rfind("Bearer ", 0) == 0) {
@@ -417,6 +423,28 @@ struct Emulator::Impl {
     const auto expires = static_cast<std::int64_t>(std::time(nullptr)) + config.value("identityExpiresIn", 3600);
     return Reply::of(200, json{{"access_token", token}, {"expires_on", std::to_string(expires)},
                                {"resource", in.param("resource")}, {"token_type", "Bearer"}});
+  }
+
+  // The Entra client-credentials grant (acas.md §1.1 #2) at `/{tenant}/oauth2/v2.0/token`:
+  // point $AZURE_AUTHORITY_HOST here. Logs tenant and client id, never the secret.
+  Reply service_principal(const Incoming& in, json& record) {
+    record["route"] = "identity";
+    record["flavour"] = "service-principal";
+    record["tenant"] = in.path.substr(1, in.path.find('/', 1) - 1);
+    std::map<std::string, std::string> form;
+    for (auto& [k, v] : decode_pairs(in.body)) form[k] = v;
+    record["clientId"] = form["client_id"];
+    record["scope"] = form["scope"];
+    if (form["grant_type"] != "client_credentials")
+      return Reply::of(400, json{{"error", "unsupported_grant_type"}});
+    if (form["client_id"] != config.value("spClientId", "") || form["client_secret"] != config.value("spClientSecret", ""))
+      return Reply::of(401, json{{"error", "invalid_client"}});
+    const std::string alias = config.value("identityAlias", "default");
+    for (const auto& [t, a] : tokens)
+      if (a == alias)
+        return Reply::of(200, json{{"token_type", "Bearer"}, {"expires_in", config.value("identityExpiresIn", 3600)},
+                                   {"access_token", t}});
+    return Reply::of(400, json{{"error", "invalid_request"}, {"error_description", "no token for alias " + alias}});
   }
 
   Fault* match_fault(const std::string& route, const std::string& method, const std::string& id,

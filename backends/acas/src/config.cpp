@@ -50,6 +50,7 @@ AcasConfig parse_acas_config(const nlohmann::json& j) {
                      {"endpoint", "subscription_id", "resource_group", "sandbox_group", "registry", "default_image", "api_version",
                       "allow_insecure_loopback", "token", "token_command", "token_env", "scope",
                       "managed_identity", "managed_identity_client_id", "imds_endpoint",
+                      "service_principal", "authority_host",
                       "auto_suspend_seconds", "auto_delete_seconds", "read_timeout_seconds",
                       "exec_output_limit_bytes", "request_timeout_seconds", "create_timeout_seconds",
                       "delete_timeout_seconds", "poll_interval_seconds", "retry_after_cap_seconds", "http_workers",
@@ -70,9 +71,12 @@ AcasConfig parse_acas_config(const nlohmann::json& j) {
   read_bool(j, "allow_insecure_loopback", c.allow_insecure_loopback);
   read_bool(j, "managed_identity", c.managed_identity);
   read_string(j, "managed_identity_client_id", c.managed_identity_client_id);
+  read_bool(j, "service_principal", c.service_principal);
   read_string(j, "imds_endpoint", c.imds_endpoint);
-  if (c.imds_endpoint.rfind("http://", 0) != 0 && c.imds_endpoint.rfind("https://", 0) != 0)
-    bad("imds_endpoint", "must be an http:// or https:// URL, got '" + c.imds_endpoint + "'");
+  read_string(j, "authority_host", c.authority_host);
+  for (const auto& [key, url] : {std::pair{"imds_endpoint", c.imds_endpoint}, std::pair{"authority_host", c.authority_host}})
+    if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
+      bad(key, "must be an http:// or https:// URL, got '" + url + "'");
   if (j.contains("token_command")) {
     const auto& v = j["token_command"];
     if (!v.is_array() || v.empty()) bad("token_command", "must be a non-empty array of strings (an argv)");

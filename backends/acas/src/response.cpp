@@ -246,6 +246,10 @@ TokenAnswer parse_token_output(std::string_view text) {
       else if (it->is_string()) out.expires_on = decimal(it->get<std::string>());
       if (out.expires_on) break;
     }
+    if (auto it = doc.find("expires_in"); it != doc.end()) {
+      if (it->is_number_integer()) out.expires_in = it->get<std::int64_t>();
+      else if (it->is_string()) out.expires_in = decimal(it->get<std::string>());
+    }
   } else {
     out.token = std::string(trimmed);
   }

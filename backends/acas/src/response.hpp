@@ -81,9 +81,11 @@ std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view retr
                                                            std::chrono::milliseconds cap);
 /// A token command's stdout: JSON with accessToken/access_token (az CLI, §1.1 #6) and an
 /// optional expires_on (unix seconds), or the whole trimmed text as the token.
+/// Also reads Entra's `expires_in` (seconds from now, §1.1 #2).
 struct TokenAnswer {
   std::string token;
   std::optional<std::int64_t> expires_on;
+  std::optional<std::int64_t> expires_in;
 };
 TokenAnswer parse_token_output(std::string_view text);
 /// A-24 step 2. `limit` is the per-stream byte limit.

@@ -151,21 +151,20 @@ boost::asio::awaitable<std::string> Service::token() {
     }
     co_return cached_token_;
   }
+  if (config_.service_principal) {
+    TokenAnswer answer = co_await service_principal_token();
+    co_return remember(answer, now);
+  }
   if (config_.managed_identity) {
     TokenAnswer answer = co_await managed_identity_token();
-    cached_token_ = answer.token;
-    token_expires_ = now + std::chrono::hours(1);
-    if (answer.expires_on)
-      token_expires_ = now + std::chrono::seconds(*answer.expires_on - static_cast<std::int64_t>(std::time(nullptr)));
-    co_return cached_token_;
+    co_return remember(answer, now);
   }
   if (const char* env = std::getenv(config_.token_env.c_str()); env && *env) {
     cached_token_ = env;
     token_expires_ = Clock::now() + std::chrono::hours(1);
     co_return cached_token_;
   }
-  // [TODO] service-principal secrets and workload identity (§1.1 #2–#3); see
-  // docs/backends/acas.md.
+  // [TODO] workload identity (§1.1 #3); see docs/backends/acas.md.
   throw AcasCredentialError("acas: no credential configured (token, token_command, or $" + config_.token_env + ")");
 }
 
@@ -202,21 +201,76 @@ IdentityRequest identity_request(const AcasConfig& config) {
   return out;
 }
 
+// A token endpoint's answer. Only the status is quoted: an error body is the provider's
+// text, and a token never enters a message (§1.1).
+TokenAnswer token_answer(const HttpOutcome& o, const std::string& source) {
+  if (o.failure != HttpFailure::None) throw AcasCredentialError(source + " did not answer: " + o.error);
+  if (o.response.status != 200)
+    throw AcasCredentialError(source + " answered HTTP " + std::to_string(o.response.status));
+  try {
+    return parse_token_output(o.response.body);
+  } catch (const AcasResponseInvalid&) {
+    throw AcasCredentialError(source + " answered without a usable access_token");
+  }
+}
+
+struct ServicePrincipalRequest {
+  HttpRequest request;
+  std::string where;  ///< the token endpoint, for messages
+};
+
+std::string required_env(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) throw AcasCredentialError(std::string("acas: service_principal is configured but $") + name + " is not set");
+  return v;
+}
+
+ServicePrincipalRequest service_principal_request(const AcasConfig& config) {
+  const std::string tenant = required_env("AZURE_TENANT_ID");
+  const std::string client = required_env("AZURE_CLIENT_ID");
+  const std::string secret = required_env("AZURE_CLIENT_SECRET");
+  const char* host = std::getenv("AZURE_AUTHORITY_HOST");
+  std::string authority = host && *host ? host : config.authority_host;
+  while (!authority.empty() && authority.back() == '/') authority.pop_back();
+  ServicePrincipalRequest out;
+  out.where = authority + "/" + url_encode(tenant) + "/oauth2/v2.0/token";
+  HttpRequest& r = out.request;
+  r.method = "POST";
+  r.url = out.where;
+  r.headers.push_back("Content-Type: application/x-www-form-urlencoded");
+  r.headers.push_back("Accept: application/json");
+  r.body = "grant_type=client_credentials&client_id=" + url_encode(client) + "&client_secret=" + url_encode(secret) +
+           "&scope=" + url_encode(config.scope);
+  r.timeout = ms_of(config.request_timeout_seconds);
+  r.max_body = 1 << 20;
+  return out;
+}
+
 }  // namespace
+
+std::string Service::remember(const TokenAnswer& answer, Clock::time_point now) {
+  cached_token_ = answer.token;
+  token_expires_ = now + std::chrono::hours(1);
+  if (answer.expires_on)
+    token_expires_ = now + std::chrono::seconds(*answer.expires_on - static_cast<std::int64_t>(std::time(nullptr)));
+  else if (answer.expires_in)
+    token_expires_ = now + std::chrono::seconds(*answer.expires_in);
+  return cached_token_;
+}
+
+boost::asio::awaitable<TokenAnswer> Service::service_principal_token() {
+  ServicePrincipalRequest sp = service_principal_request(config_);
+  const std::string source = "acas: the service-principal token endpoint '" + sp.where + "'";
+  HttpOutcome o = co_await http_->perform(std::move(sp.request));
+  co_return token_answer(o, source);
+}
 
 boost::asio::awaitable<TokenAnswer> Service::managed_identity_token() {
   IdentityRequest ir = identity_request(config_);
   const std::string source = "acas: the managed-identity endpoint '" + ir.where + "'" +
                              (ir.app_service ? " ($IDENTITY_ENDPOINT)" : " (IMDS)");
   HttpOutcome o = co_await http_->perform(std::move(ir.request));
-  if (o.failure != HttpFailure::None) throw AcasCredentialError(source + " did not answer: " + o.error);
-  if (o.response.status != 200)
-    throw AcasCredentialError(source + " answered HTTP " + std::to_string(o.response.status));
-  try {
-    co_return parse_token_output(o.response.body);
-  } catch (const AcasResponseInvalid&) {
-    throw AcasCredentialError(source + " answered without a usable access_token");
-  }
+  co_return token_answer(o, source);
 }
 
 boost::asio::awaitable<HttpResponse> Service::call(ServiceCall c) {

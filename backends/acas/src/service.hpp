@@ -74,6 +74,9 @@ public:
 private:
   boost::asio::awaitable<std::string> token();
   boost::asio::awaitable<TokenAnswer> managed_identity_token();
+  boost::asio::awaitable<TokenAnswer> service_principal_token();
+  /// Caches a fetched token until five minutes before it expires (one hour when unsaid).
+  std::string remember(const TokenAnswer& answer, Clock::time_point now);
   boost::asio::awaitable<HttpResponse> send_url(const std::string& url, const ServiceCall& call);
   std::string url(const std::string& path, const std::vector<std::pair<std::string, std::string>>& query) const;
 

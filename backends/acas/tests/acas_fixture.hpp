@@ -105,6 +105,18 @@ inline maf::sandbox::SandboxSpec files_spec(std::string image = "busybox") {
                                                               Capability::FilesDelete}});
 }
 
+/// Runs `body`, which must throw `E`; returns the message for the test to check.
+template <typename E, typename Body>
+std::string refusal(Body&& body) {
+  try {
+    body();
+  } catch (const E& e) {
+    return e.what();
+  }
+  FAIL("the call should have been refused");
+  return {};
+}
+
 inline maf::sandbox::SandboxSpec exec_spec(std::string image = "busybox") {
   return maf::sandbox::SandboxSpec(
       {.kind = "acas-test", .image = std::move(image), .requires_capabilities = {maf::sandbox::Capability::Exec}});

@@ -121,12 +121,9 @@ TEST_CASE("A-43/E-41: reading a FIFO or a hung download is bounded by read_timeo
 TEST_CASE("A-2: a bare image name the service lacks is refused before any create, catalogue in the message") {
   Fixture f;
   auto backend = f.backend();
-  try {
-    f.run([&] { return backend->acquire(f.key(), files_spec("python3.13")); });
-    FAIL("acquire should have refused");
-  } catch (const maf::sandbox::ValueError& e) {
-    CHECK_THAT(e.what(), Catch::Contains("It provides: busybox, busybox-nonroot, busybox-nosh."));
-  }
+  const auto message = refusal<maf::sandbox::ValueError>(
+      [&] { f.run([&] { return backend->acquire(f.key(), files_spec("python3.13")); }); });
+  CHECK_THAT(message, Catch::Contains("It provides: busybox, busybox-nonroot, busybox-nosh."));
   INFO(f.emulator->control("GET", "/requests").dump());
   CHECK(f.requests("images.public").size() == 1);
   CHECK(f.requests("create").empty());
@@ -243,14 +240,11 @@ TEST_CASE("A-52/A-16: a failed delete is retained, blocks acquire, and the next 
 TEST_CASE("A-15: an image without sh is refused by the sh probe, naming it") {
   Fixture f;
   auto backend = f.backend();
-  try {
-    // EXEC alone: the removal probe before it is inconclusive here (no sh to run rm), which
-    // refuses only FILES_DELETE.
-    f.run([&] { return backend->acquire(f.key(), exec_spec("busybox-nosh")); });
-    FAIL("acquire should have refused");
-  } catch (const maf::sandbox::SandboxCapabilityNotSupported& e) {
-    CHECK_THAT(e.what(), Catch::Contains("'sh' probe"));
-  }
+  // EXEC alone: the removal probe before it is inconclusive here (no sh to run rm), which
+  // refuses only FILES_DELETE.
+  const auto message = refusal<maf::sandbox::SandboxCapabilityNotSupported>(
+      [&] { f.run([&] { return backend->acquire(f.key(), exec_spec("busybox-nosh")); }); });
+  CHECK_THAT(message, Catch::Contains("'sh' probe"));
 }
 
 TEST_CASE("A-62: close() refuses new work and deletes nothing") {
@@ -283,13 +277,10 @@ TEST_CASE("A-15: a HOST_TOOLS spec runs the host-tools probe instead of sh; a fa
   // The guest answers the probe with a non-zero status (as an image without nohup would).
   f.fault({{"route", "exec"}, {"command", "nohup sh -c"}, {"code", 200},
            {"body", {{"exitCode", 4}, {"stdout", ""}, {"stderr", ""}}}});
-  try {
-    f.run([&] { return backend->acquire(f.key("other"), spec); });
-    FAIL("acquire should have refused");
-  } catch (const maf::sandbox::SandboxCapabilityNotSupported& e) {
-    CHECK_THAT(e.what(), Catch::Contains("'host-tools' probe"));
-    CHECK_THAT(e.what(), Catch::Contains("exit status 4"));
-  }
+  const auto message = refusal<maf::sandbox::SandboxCapabilityNotSupported>(
+      [&] { f.run([&] { return backend->acquire(f.key("other"), spec); }); });
+  CHECK_THAT(message, Catch::Contains("'host-tools' probe"));
+  CHECK_THAT(message, Catch::Contains("exit status 4"));
 }
 
 TEST_CASE("A-14: a root guest passes the removal probe once per held sandbox and is served FILES_DELETE") {
@@ -317,12 +308,9 @@ TEST_CASE("A-14: a root guest passes the removal probe once per held sandbox and
 TEST_CASE("A-14: a non-root guest fails the removal probe; FILES_OUT refused, the sandbox deleted, the image hint refuses the next cold acquire before any create") {
   Fixture f;
   auto backend = f.backend();
-  try {
-    f.run([&] { return backend->acquire(f.key(), files_spec("busybox-nonroot")); });
-    FAIL("acquire should have refused");
-  } catch (const maf::sandbox::SandboxCapabilityNotSupported& e) {
-    CHECK_THAT(e.what(), Catch::Contains("removal-compatibility probe was 'fail'"));
-  }
+  const auto message = refusal<maf::sandbox::SandboxCapabilityNotSupported>(
+      [&] { f.run([&] { return backend->acquire(f.key(), files_spec("busybox-nonroot")); }); });
+  CHECK_THAT(message, Catch::Contains("removal-compatibility probe was 'fail'"));
   CHECK(f.requests("create").size() == 1);
   CHECK(f.requests("delete").size() == 1);  // the sandbox made for the refused acquire
   CHECK(f.live() == 0);
@@ -430,16 +418,57 @@ TEST_CASE("§1.1 #4/#5: the managed-identity token source (IMDS, then $IDENTITY_
   {
     auto since = f.last_seq();
     auto backend = f.backend(config);
-    try {
-      f.run([&] { return backend->acquire(f.key(), exec_spec()); });
-      FAIL("acquire should have refused");
-    } catch (const maf::sandbox::acas::AcasCredentialError& e) {
-      CHECK_THAT(e.what(), Catch::Contains("answered HTTP 401"));
-      CHECK_THAT(e.what(), !Catch::Contains("wrong"));  // the header secret is never quoted
-    }
+    const auto message = refusal<maf::sandbox::acas::AcasCredentialError>(
+        [&] { f.run([&] { return backend->acquire(f.key(), exec_spec()); }); });
+    CHECK_THAT(message, Catch::Contains("answered HTTP 401"));
+    CHECK_THAT(message, !Catch::Contains("wrong"));  // the header secret is never quoted
     CHECK(f.requests("identity", since).size() == 1);
     CHECK(f.requests("images.public", since).empty());
   }
   ::unsetenv("IDENTITY_ENDPOINT");
   ::unsetenv("IDENTITY_HEADER");
+}
+
+TEST_CASE("§1.1 #2: the service-principal source posts the client-credentials grant; a wrong secret or a missing variable is an AcasCredentialError with no request") {
+  Fixture f;
+  f.emulator->control("PUT", "/config", {{"tokens", {{"sp", "service-principal-token"}}}, {"identityAlias", "sp"}});
+  auto config = f.config();
+  config.token.clear();
+  config.service_principal = true;
+  ::setenv("AZURE_TENANT_ID", "tenant-1", 1);
+  ::setenv("AZURE_CLIENT_ID", "emulator-client", 1);
+  ::setenv("AZURE_CLIENT_SECRET", "emulator-secret", 1);
+  ::setenv("AZURE_AUTHORITY_HOST", f.emulator->base_url().c_str(), 1);
+  {
+    auto backend = f.backend(config);
+    f.run([&] { return backend->dispose_scope(f.scope, f.thread); });
+    f.run([&] { return backend->dispose_scope(f.scope, f.thread); });  // the token is cached
+    auto ids = f.requests("identity");
+    REQUIRE(ids.size() == 1);
+    CHECK(ids[0]["flavour"] == "service-principal");
+    CHECK(ids[0]["tenant"] == "tenant-1");
+    CHECK(ids[0]["clientId"] == "emulator-client");
+    CHECK(ids[0]["scope"] == "https://dynamicsessions.io/.default");
+    CHECK(f.requests("list").back()["alias"] == "sp");
+  }
+  ::setenv("AZURE_CLIENT_SECRET", "not-the-secret", 1);
+  {
+    auto since = f.last_seq();
+    auto backend = f.backend(config);
+    const auto message = refusal<maf::sandbox::acas::AcasCredentialError>(
+        [&] { f.run([&] { return backend->acquire(f.key(), exec_spec()); }); });
+    CHECK_THAT(message, Catch::Contains("answered HTTP 401"));
+    CHECK_THAT(message, !Catch::Contains("not-the-secret"));
+    CHECK(f.requests("images.public", since).empty());
+  }
+  ::unsetenv("AZURE_CLIENT_SECRET");
+  {
+    auto since = f.last_seq();
+    auto backend = f.backend(config);
+    const auto message = refusal<maf::sandbox::acas::AcasCredentialError>(
+        [&] { f.run([&] { return backend->acquire(f.key(), exec_spec()); }); });
+    CHECK_THAT(message, Catch::Contains("$AZURE_CLIENT_SECRET is not set"));
+    CHECK(f.last_seq() == since);
+  }
+  for (const char* v : {"AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_AUTHORITY_HOST"}) ::unsetenv(v);
 }

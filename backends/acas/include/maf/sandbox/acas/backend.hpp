@@ -43,14 +43,18 @@ struct AcasConfig {
 
   /// Token sources (§1.1), first configured wins, a configured source that fails is an
   /// error (never a fall-through): `token`, then `token_command` (argv; prints the token or
-  /// az-CLI JSON), then `managed_identity`, then the environment variable `token_env`
-  /// (default ACAS_ACCESS_TOKEN).
+  /// az-CLI JSON), then `service_principal`, then `managed_identity`, then the environment
+  /// variable `token_env` (default ACAS_ACCESS_TOKEN).
   std::string token;
   std::vector<std::string> token_command;
   /// §1.1 #4/#5: `$IDENTITY_ENDPOINT` with `X-IDENTITY-HEADER: $IDENTITY_HEADER` (App
   /// Service, Container Apps) when both are set, else the VM's IMDS endpoint with
   /// `Metadata: true` and a 2 s connect bound. The resource is `scope` without `/.default`.
   bool managed_identity = false;
+  /// §1.1 #2: the client-credentials grant with `$AZURE_TENANT_ID`, `$AZURE_CLIENT_ID`,
+  /// `$AZURE_CLIENT_SECRET` (each required) at `$AZURE_AUTHORITY_HOST` or `authority_host`.
+  bool service_principal = false;
+  std::string authority_host = "https://login.microsoftonline.com";
   std::string managed_identity_client_id;  ///< a user-assigned identity; empty = system-assigned
   std::string imds_endpoint = "http://169.254.169.254/metadata/identity/oauth2/token";
   std::string token_env = "ACAS_ACCESS_TOKEN";
