@@ -51,7 +51,7 @@ using namespace maf_bench;
 const std::string kImage = "maf-sandbox-test/wslc-busybox:1";
 const std::string kKind = "bench";
 
-/// One logged shim call, its arguments after argv[0].
+/// One logged shim call: its arguments, without argv[0].
 using Call = std::vector<std::string>;
 
 bool is_copy_in(const Call& c) { return c.size() >= 3 && c[0] == "container" && c[1] == "cp" && c[2] == "-"; }
@@ -169,7 +169,7 @@ private:
     for (std::string line; std::getline(in, line);) {
       if (line.empty()) continue;
       auto argv = nlohmann::json::parse(line).at("argv").get<std::vector<std::string>>();
-      if (!argv.empty()) calls.emplace_back(argv.begin() + 1, argv.end());
+      calls.push_back(std::move(argv));  // the shim logs its arguments without argv[0]
     }
     return calls;
   }
