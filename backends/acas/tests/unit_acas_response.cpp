@@ -86,3 +86,12 @@ TEST_CASE("§1.1 #4/#5: managed-identity keys are typed, and a bad IMDS endpoint
   CHECK(c.managed_identity_client_id == "id-1");
   CHECK(c.imds_endpoint == "http://169.254.169.254/metadata/identity/oauth2/token");
 }
+
+TEST_CASE("§1.1 #2: service-principal keys are typed; expires_in is read from a token answer") {
+  CHECK_THROWS_AS(parse_acas_config(nlohmann::json{{"service_principal", "yes"}}), maf::sandbox::ValueError);
+  CHECK_THROWS_AS(parse_acas_config(nlohmann::json{{"authority_host", "login.example"}}), maf::sandbox::ValueError);
+  auto answer = parse_token_output(R"({"token_type": "Bearer", "expires_in": 3599, "access_token": "t"})");
+  CHECK(answer.token == "t");
+  CHECK(answer.expires_in == 3599);
+  CHECK_FALSE(answer.expires_on.has_value());
+}
