@@ -8,10 +8,10 @@
 
 #include "egress.hpp"
 #include "file_plane.hpp"
-#include "key_lock.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/paths.hpp"
+#include "maf/sandbox/support/async_mutex.hpp"
 #include "maf/sandbox/support/labels.hpp"
 #include "maf/sandbox/support/tar.hpp"
 #include "maf/sandbox/wslc/error_codes.hpp"
@@ -69,10 +69,10 @@ bool WslcSandboxBackend::behind_proxy(const SandboxSpec& spec) const {
   return config_.egress_proxy_image && spec.egress() == Egress::Allowlist && !spec.egress_allow().empty();
 }
 
-std::shared_ptr<detail::KeyLock> WslcSandboxBackend::lock_for(const std::string& name) {
+std::shared_ptr<support::AsyncMutex> WslcSandboxBackend::lock_for(const std::string& name) {
   std::lock_guard guard(state_mutex_);
   auto& slot = locks_[name];
-  if (!slot) slot = std::make_shared<detail::KeyLock>();
+  if (!slot) slot = std::make_shared<support::AsyncMutex>();
   return slot;
 }
 
@@ -228,7 +228,7 @@ awaitable<std::shared_ptr<Sandbox>> WslcSandboxBackend::acquire(SandboxKey key, 
   const std::string name = container_name(key, spec.kind(), base, allow_hosts);
 
   auto key_lock = lock_for(name);
-  auto held = co_await key_lock->acquire();
+  auto held = co_await key_lock->scoped();  // W-13: one get-or-create per identity
   co_await check_version();
 
   // W-14, W-15: running -> reuse; stopped -> start, else remove and create; missing -> create.

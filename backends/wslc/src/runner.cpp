@@ -1,6 +1,8 @@
 // The subprocess seam (wslc.md W-40) over support/subprocess.hpp.
 #include "maf/sandbox/wslc/runner.hpp"
 
+#include <filesystem>
+
 #include "maf/sandbox/support/subprocess.hpp"
 #include "maf/sandbox/wslc/errors.hpp"
 
@@ -51,6 +53,12 @@ boost::asio::awaitable<WslcOutcome> run_lifecycle(WslcRunner& runner, WslcCall c
 }
 
 std::shared_ptr<WslcRunner> make_process_runner(std::string wslc_path) {
+  // A relative path with a directory part is pinned now: verbs run with other working
+  // directories (the file plane's copy-out runs in a private temp dir), where it would name
+  // nothing. A bare name stays a PATH search.
+  if (wslc_path.find('/') != std::string::npos && wslc_path.front() != '/') {
+    wslc_path = std::filesystem::absolute(wslc_path).lexically_normal().string();
+  }
   return std::make_shared<ProcessRunner>(std::move(wslc_path));
 }
 

@@ -28,14 +28,15 @@
 #include "maf/sandbox/wslc/container_list.hpp"
 #include "maf/sandbox/wslc/runner.hpp"
 
+namespace maf::sandbox::support {
+class AsyncMutex;
+}
+
 namespace maf::sandbox::wslc {
 
 inline constexpr const char* kBackendName = "wslc";
 inline constexpr const char* kContainerPrefix = "maf-sandbox-wslc-";
 
-namespace detail {
-class KeyLock;
-}
 
 class WslcSandboxBackend : public SandboxBackend {
 public:
@@ -82,7 +83,7 @@ private:
   boost::asio::awaitable<void> ensure_base(const std::string& name, const std::string& kind, const std::string& base);
   boost::asio::awaitable<Removal> remove(const std::string& name);
   boost::asio::awaitable<std::vector<DisposalFailure>> remove_all(const std::vector<std::string>& names, int* removed);
-  std::shared_ptr<detail::KeyLock> lock_for(const std::string& name);
+  std::shared_ptr<support::AsyncMutex> lock_for(const std::string& name);
   void remember(const SandboxKey& key, const std::string& name);
   std::set<std::string> remembered(const SandboxKey& key, const std::optional<std::string>& scope_thread_only);
   void forget(const std::string& name);
@@ -93,7 +94,7 @@ private:
   bool version_checked_ = false;
 
   std::mutex state_mutex_;
-  std::map<std::string, std::shared_ptr<detail::KeyLock>> locks_;    ///< per container name (W-13)
+  std::map<std::string, std::shared_ptr<support::AsyncMutex>> locks_;    ///< per container name (W-13)
   std::map<std::string, std::pair<SandboxKey, std::set<std::string>>> registry_;  ///< W-19 fallback
 };
 

@@ -12,7 +12,9 @@
 namespace maf::sandbox::wslc {
 
 struct WslcConfig {
-  /// The wslc executable: a bare name is searched on PATH (the Linux shim in tests).
+  /// The wslc executable: a bare name is searched on PATH (the Linux shim in tests); a
+  /// relative path such as `./wslc` is resolved against the working directory when the
+  /// backend is created.
   std::string wslc_path = "wslc";
   /// Bounds every verb except `exec`, which takes the caller's timeout (W-8).
   double command_timeout_seconds = 60.0;

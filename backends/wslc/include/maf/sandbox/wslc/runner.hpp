@@ -46,7 +46,8 @@ public:
 /// the TimeoutError that means "the caller's timeout expired" (C-40).
 boost::asio::awaitable<WslcOutcome> run_lifecycle(WslcRunner& runner, WslcCall call, const std::string& verb);
 
-/// Spawns `wslc_path` through support/subprocess.hpp.
+/// Spawns `wslc_path` through support/subprocess.hpp (a relative path with a `/` is made
+/// absolute here, against the current working directory).
 std::shared_ptr<WslcRunner> make_process_runner(std::string wslc_path);
 
 }  // namespace maf::sandbox::wslc
