@@ -372,6 +372,18 @@ TEST_CASE("A-21: a control exec answer over its byte budget is SandboxExecOutput
   CHECK(f.live() == 0);
 }
 
+// An acquire through a credential source that refuses: at most the token request is sent,
+// never a data-plane one. Returns the AcasCredentialError's message.
+std::string credential_refusal(Fixture& f, const AcasConfig& config) {
+  const auto since = f.last_seq();
+  auto backend = f.backend(config);
+  auto message = refusal<maf::sandbox::acas::AcasCredentialError>(
+      [&] { f.run([&] { return backend->acquire(f.key(), exec_spec()); }); });
+  CHECK(f.requests("identity", since).size() <= 1);
+  CHECK(f.requests("images.public", since).empty());
+  return message;
+}
+
 TEST_CASE("§1.1 #4/#5: the managed-identity token source (IMDS, then $IDENTITY_ENDPOINT) authorises the data plane; a refused one is an AcasCredentialError with no request") {
   Fixture f;
   f.emulator->control("PUT", "/config", {{"tokens", {{"mi", "managed-identity-token"}}}, {"identityAlias", "mi"}});
@@ -415,16 +427,9 @@ TEST_CASE("§1.1 #4/#5: the managed-identity token source (IMDS, then $IDENTITY_
     CHECK(f.requests("list", since).back()["alias"] == "mi");
   }
   ::setenv("IDENTITY_HEADER", "wrong", 1);
-  {
-    auto since = f.last_seq();
-    auto backend = f.backend(config);
-    const auto message = refusal<maf::sandbox::acas::AcasCredentialError>(
-        [&] { f.run([&] { return backend->acquire(f.key(), exec_spec()); }); });
-    CHECK_THAT(message, Catch::Contains("answered HTTP 401"));
-    CHECK_THAT(message, !Catch::Contains("wrong"));  // the header secret is never quoted
-    CHECK(f.requests("identity", since).size() == 1);
-    CHECK(f.requests("images.public", since).empty());
-  }
+  const auto message = credential_refusal(f, config);
+  CHECK_THAT(message, Catch::Contains("answered HTTP 401"));
+  CHECK_THAT(message, !Catch::Contains("wrong"));  // the header secret is never quoted
   ::unsetenv("IDENTITY_ENDPOINT");
   ::unsetenv("IDENTITY_HEADER");
 }
@@ -452,23 +457,12 @@ TEST_CASE("§1.1 #2: the service-principal source posts the client-credentials g
     CHECK(f.requests("list").back()["alias"] == "sp");
   }
   ::setenv("AZURE_CLIENT_SECRET", "not-the-secret", 1);
-  {
-    auto since = f.last_seq();
-    auto backend = f.backend(config);
-    const auto message = refusal<maf::sandbox::acas::AcasCredentialError>(
-        [&] { f.run([&] { return backend->acquire(f.key(), exec_spec()); }); });
-    CHECK_THAT(message, Catch::Contains("answered HTTP 401"));
-    CHECK_THAT(message, !Catch::Contains("not-the-secret"));
-    CHECK(f.requests("images.public", since).empty());
-  }
+  const auto wrong = credential_refusal(f, config);
+  CHECK_THAT(wrong, Catch::Contains("answered HTTP 401"));
+  CHECK_THAT(wrong, !Catch::Contains("not-the-secret"));
   ::unsetenv("AZURE_CLIENT_SECRET");
-  {
-    auto since = f.last_seq();
-    auto backend = f.backend(config);
-    const auto message = refusal<maf::sandbox::acas::AcasCredentialError>(
-        [&] { f.run([&] { return backend->acquire(f.key(), exec_spec()); }); });
-    CHECK_THAT(message, Catch::Contains("$AZURE_CLIENT_SECRET is not set"));
-    CHECK(f.last_seq() == since);
-  }
+  const auto since = f.last_seq();
+  CHECK_THAT(credential_refusal(f, config), Catch::Contains("$AZURE_CLIENT_SECRET is not set"));
+  CHECK(f.last_seq() == since);  // not even a token request
   for (const char* v : {"AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_AUTHORITY_HOST"}) ::unsetenv(v);
 }
