@@ -2,6 +2,7 @@
 // One sandbox call on its own thread and runner, so a test can act on the engine (kill the
 // container, restart the daemon) while the call is in flight.
 
+#include <atomic>
 #include <exception>
 #include <functional>
 #include <string>
@@ -27,6 +28,7 @@ public:
             done_ = std::string("untyped: ") + e.what();
             failed_ = true;
           }
+          finished_ = true;
         }) {}
   BackgroundCall(const BackgroundCall&) = delete;
   BackgroundCall& operator=(const BackgroundCall&) = delete;
@@ -42,10 +44,13 @@ public:
     outcome();
     return failed_;
   }
+  /// Whether the call has returned, without waiting.
+  bool finished() const { return finished_; }
 
 private:
   std::string done_;
   bool failed_ = false;
+  std::atomic<bool> finished_{false};
   std::thread thread_;  // last: it starts once the results above exist
 };
 
