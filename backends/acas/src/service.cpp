@@ -165,7 +165,8 @@ boost::asio::awaitable<std::string> Service::token() {
     co_return cached_token_;
   }
   // [TODO] workload identity (§1.1 #3); see docs/backends/acas.md.
-  throw AcasCredentialError("acas: no credential configured (token, token_command, or $" + config_.token_env + ")");
+  throw AcasCredentialError("acas: no credential configured (token, token_command, service_principal, managed_identity, "
+                            "or $" + config_.token_env + ")");
 }
 
 namespace {

@@ -47,7 +47,7 @@ struct Fault {
 const Fault k429{"429", {{"code", 429}, {"headers", {{"x-ms-retry-after-ms", "100"}}}}};
 const Fault k500{"500", {{"code", 500}}};
 const Fault kDrop{"drop", {{"action", "drop"}, {"afterEffect", true}}};
-const Fault kSlow{"slow", {{"action", "delay"}, {"delayMs", 400}}};
+const Fault kSlow{"slow", {{"action", "delay"}, {"delayMs", 250}}};
 
 // One stage of a lane: the fault at `step`, then an acquire. Stages of a lane share one
 // backend, so a stage's acquire starts from what the previous one left: a held sandbox is
