@@ -51,7 +51,7 @@ AcasConfig parse_acas_config(const nlohmann::json& j) {
                       "allow_insecure_loopback", "token", "token_command", "token_env", "scope",
                       "managed_identity", "managed_identity_client_id", "imds_endpoint",
                       "service_principal", "authority_host",
-                      "auto_suspend_seconds", "auto_delete_seconds", "read_timeout_seconds",
+                      "auto_suspend_seconds", "auto_delete_seconds", "read_timeout_seconds", "probe_timeout_seconds",
                       "exec_output_limit_bytes", "request_timeout_seconds", "create_timeout_seconds",
                       "delete_timeout_seconds", "poll_interval_seconds", "retry_after_cap_seconds", "http_workers",
                       "max_clients_per_loop", "client_wait_seconds", "client_close_seconds"},
@@ -91,6 +91,7 @@ AcasConfig parse_acas_config(const nlohmann::json& j) {
   read_positive_int(j, "http_workers", c.http_workers);
   read_positive_int(j, "max_clients_per_loop", c.max_clients_per_loop);
   read_positive(j, "read_timeout_seconds", c.read_timeout_seconds);
+  read_positive(j, "probe_timeout_seconds", c.probe_timeout_seconds);
   read_positive(j, "request_timeout_seconds", c.request_timeout_seconds);
   read_positive(j, "create_timeout_seconds", c.create_timeout_seconds);
   read_positive(j, "delete_timeout_seconds", c.delete_timeout_seconds);

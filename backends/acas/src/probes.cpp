@@ -116,7 +116,8 @@ boost::asio::awaitable<void> run_command_probes(std::shared_ptr<AcasSandboxBacke
   const bool exec = needs.contains(Capability::Exec);
   const bool host_tools = needs.contains(Capability::HostTools);
   if (!exec && !host_tools) co_return;
-  const auto deadline = Clock::now() + std::min(ms_of(10), ms_of(s->config.read_timeout_seconds));
+  const auto deadline =
+      Clock::now() + std::min(ms_of(s->config.probe_timeout_seconds), ms_of(s->config.read_timeout_seconds));
   auto refuse = [&](const std::string& probe, const std::string& why) {
     return SandboxCapabilityNotSupported("acas: the '" + probe + "' probe failed for kind '" + spec.kind() +
                                          "' on image '" + image + "': " + why);

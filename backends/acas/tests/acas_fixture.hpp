@@ -70,6 +70,7 @@ struct Fixture {
     c.token = "emulator-token";
     c.poll_interval_seconds = 0.05;
     c.read_timeout_seconds = 30;
+    c.probe_timeout_seconds = 30;  // the shared CI box can be slow; A-15's 10 s is the default
     return c;
   }
 

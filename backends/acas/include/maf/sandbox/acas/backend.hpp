@@ -63,6 +63,9 @@ struct AcasConfig {
   int auto_suspend_seconds = 60;
   int auto_delete_seconds = 600;
   double read_timeout_seconds = 120;
+  /// the command probes share one deadline of min(this, read_timeout_seconds). The
+  /// spec's 10 s; a loaded host (or CI box) may need more.
+  double probe_timeout_seconds = 10;
   std::int64_t exec_output_limit_bytes = 1 << 20;
   double request_timeout_seconds = 30;   ///< one HTTP request outside exec
   double create_timeout_seconds = 300;   ///< R-71 create poll cap
