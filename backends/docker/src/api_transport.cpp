@@ -14,7 +14,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <nlohmann/json.hpp>
 
-#include "async_mutex.hpp"
+#include "maf/sandbox/support/async_mutex.hpp"
 #include "docker_http.hpp"
 #include "maf/sandbox/docker/cli_transport.hpp"
 #include "maf/sandbox/errors.hpp"
@@ -617,8 +617,7 @@ private:
   /// Ask `/version` once: the API version to speak and the daemon's OS.
   awaitable<void> negotiate() {
     if (negotiated_) co_return;
-    co_await negotiate_lock_.lock();
-    detail::AsyncLockGuard guard(negotiate_lock_);
+    auto guard = co_await negotiate_lock_.scoped();
     if (negotiated_) co_return;
     HttpRequest request;
     request.method = "GET";
@@ -725,7 +724,7 @@ private:
 
   DockerConfig config_;
   detail::HttpClient http_;
-  detail::AsyncMutex negotiate_lock_;
+  support::AsyncMutex negotiate_lock_;
   std::atomic<bool> negotiated_{false};
   std::string prefix_;
   std::string os_;

@@ -8,7 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "async_mutex.hpp"
+#include "maf/sandbox/support/async_mutex.hpp"
 #include "docker_sandbox.hpp"
 #include "freeze.hpp"
 #include "maf/sandbox/docker/api_transport.hpp"
@@ -158,8 +158,7 @@ awaitable<void> DockerSandboxBackend::recover_paused(const std::string& containe
   // A container a dead host left frozen (docker.md §5 step 3). Under the freeze slot's
   // mutex no live claim of this process can exist, so unpausing cannot lift a live freeze.
   auto slot = detail::freeze_slot(co_await transport_->endpoint(), container);
-  co_await slot->mutex.lock();
-  detail::AsyncLockGuard hold(slot->mutex);
+  auto hold = co_await slot->mutex.scoped();
   auto state = co_await transport_->container_state(container);
   if (state && state->paused) {
     try {
@@ -439,15 +438,14 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::acquire(SandboxKey key
   const std::string container = support::sandbox_name(kContainerPrefix, key, spec.kind(), qualifiers);
 
   // Serialise per identity inside this process; other processes are met by adoption.
-  std::shared_ptr<detail::AsyncMutex> identity_lock;
+  std::shared_ptr<support::AsyncMutex> identity_lock;
   {
     std::lock_guard lock(state_mutex_);
     auto& slot = identity_locks_[container];
-    if (!slot) slot = std::make_shared<detail::AsyncMutex>();
-    identity_lock = std::static_pointer_cast<detail::AsyncMutex>(slot);
+    if (!slot) slot = std::make_shared<support::AsyncMutex>();
+    identity_lock = std::static_pointer_cast<support::AsyncMutex>(slot);
   }
-  co_await identity_lock->lock();
-  detail::AsyncLockGuard hold(*identity_lock);
+  auto hold = co_await identity_lock->scoped();
 
   // 2-3. State; a paused container reports Running too, so Running alone is not usable.
   auto freeze = detail::freeze_slot(co_await transport_->endpoint(), container);

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "async_mutex.hpp"
+#include "maf/sandbox/support/async_mutex.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 
@@ -374,8 +374,7 @@ private:
 
   awaitable<void> bind() {
     if (bound_) co_return;
-    co_await bind_lock_.lock();
-    detail::AsyncLockGuard guard(bind_lock_);
+    auto guard = co_await bind_lock_.scoped();
     if (bound_) co_return;
     SubprocessOptions o;
     o.argv = {config_.docker_path, "context", "inspect", "--format", "{{json .}}"};
@@ -481,7 +480,7 @@ private:
 
   DockerConfig config_;
   std::map<std::string, std::string> env_;
-  detail::AsyncMutex bind_lock_;
+  support::AsyncMutex bind_lock_;
   std::atomic<bool> bound_{false};
   std::string context_;
   std::string host_;

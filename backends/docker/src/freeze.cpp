@@ -22,8 +22,7 @@ std::atomic<std::uint64_t> g_generation{0};
 
 boost::asio::awaitable<void> run_frozen(DockerTransport& transport, FreezeSlot& slot, const std::string& container,
                                         const std::function<boost::asio::awaitable<void>()>& body) {
-  co_await slot.mutex.lock();
-  AsyncLockGuard hold(slot.mutex);
+  auto hold = co_await slot.mutex.scoped();
   co_await transport.pause(container);  // no unfrozen fallback (§7.3 step 2)
   slot.live_claim = ++g_generation;
   std::exception_ptr failure;

@@ -16,13 +16,13 @@
 #include <memory>
 #include <string>
 
-#include "async_mutex.hpp"
+#include "maf/sandbox/support/async_mutex.hpp"
 #include "maf/sandbox/docker/transport.hpp"
 
 namespace maf::sandbox::docker::detail {
 
 struct FreezeSlot {
-  AsyncMutex mutex;
+  support::AsyncMutex mutex;
   /// Nonzero while a freeze taken by this process is live: the claim's generation.
   std::atomic<std::uint64_t> live_claim{0};
   /// An unpause failed; the next acquire must thaw before reuse (§7.3 step 4).
