@@ -441,7 +441,7 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::acquire(San
   s->service.validate_endpoint();
   const auto conversation = std::pair{key.scope, key.thread_id};
   const std::string rk = detail::registry_key(key, spec.kind());
-  std::shared_ptr<detail::KeyLock> lock;
+  std::shared_ptr<support::AsyncMutex> lock;
   {
     std::lock_guard g(s->m);
     // no acquire while a purge or a retained deletion covers this identity.
@@ -453,7 +453,7 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::acquire(San
                                  " still awaits deletion; dispose it first");
     ++s->acquiring[conversation];
     auto& slot = s->locks[rk];
-    if (!slot) slot = std::make_shared<detail::KeyLock>();
+    if (!slot) slot = std::make_shared<support::AsyncMutex>();
     lock = slot;
   }
   struct Leave {
@@ -464,7 +464,7 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::acquire(San
       --s->acquiring[c];
     }
   } leave{s, conversation};
-  auto held = co_await detail::KeyLock::take(lock);
+  auto held = co_await lock->scoped();  // one get-or-create per identity, FIFO
 
   std::set<std::string> hosts;
   for (const auto& entry : spec.egress_allow()) hosts.insert(lower(egress_entry_host(entry)));

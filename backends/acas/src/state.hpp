@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "key_lock.hpp"
 #include "maf/sandbox/acas/backend.hpp"
+#include "maf/sandbox/support/async_mutex.hpp"
 #include "service.hpp"
 
 namespace maf::sandbox::acas::detail {
@@ -61,7 +61,7 @@ struct AcasSandboxBackend::State : std::enable_shared_from_this<AcasSandboxBacke
 
   std::mutex m;
   std::map<std::string, std::shared_ptr<detail::Record>> registry;
-  std::map<std::string, std::shared_ptr<detail::KeyLock>> locks;
+  std::map<std::string, std::shared_ptr<support::AsyncMutex>> locks;
   std::vector<detail::Retained> retained;
   std::map<std::pair<std::string, std::string>, int> purging;    ///< (scope, thread) -> purges running
   std::map<std::pair<std::string, std::string>, int> acquiring;  ///< (scope, thread) -> acquires running
