@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -56,7 +57,31 @@ using Call = std::vector<std::string>;
 
 bool is_copy_in(const Call& c) { return c.size() >= 3 && c[0] == "container" && c[1] == "cp" && c[2] == "-"; }
 
-/// The shim spawned bare: the same arguments, `stdin_bytes` on stdin for `cp -`, stdout and
+/// Where the floor's shim calls run: `container cp C:path -` lands the file as `-` in the
+/// caller's cwd, and the backend too runs that verb from a private directory.
+class ScratchDir {
+public:
+  ScratchDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "maf-bench-wslc-XXXXXX").string();
+    require(::mkdtemp(pattern.data()) != nullptr, "mkdtemp");
+    path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+private:
+  std::string path_;
+};
+
+const std::string& scratch_dir() {
+  static const ScratchDir dir;
+  return dir.path();
+}
+
+/// The shim spawned bare, from scratch_dir(): the same arguments, `stdin_bytes` on stdin for `cp -`, stdout and
 /// stderr discarded. Returns the exit status (the floor does not classify it).
 int spawn_shim(const std::string& shim, const Call& args, const std::string& stdin_bytes) {
   std::vector<char*> argv{const_cast<char*>(shim.c_str())};
@@ -74,6 +99,7 @@ int spawn_shim(const std::string& shim, const Call& args, const std::string& std
   }
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addchdir_np(&actions, scratch_dir().c_str());
   pid_t pid = -1;
   const int rc = ::posix_spawn(&pid, shim.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
