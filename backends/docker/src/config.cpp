@@ -51,7 +51,7 @@ DockerConfig parse_docker_config(const nlohmann::json& json) {
                      {"docker_path", "egress_proxy_image", "outbound_network", "command_timeout_seconds",
                       "image_pull_timeout_seconds", "pids_limit", "memory", "cpus", "cap_drop_all",
                       "max_exec_output_bytes", "declare_os_family", "transport", "docker_host", "egress_proxy_args",
-                      "egress_inhibit_ipv4_fallback"},
+                      "egress_inhibit_ipv4_fallback", "egress_event_log"},
                      "docker");
   DockerConfig c;
   if (json.is_null()) return c;
@@ -72,6 +72,8 @@ DockerConfig parse_docker_config(const nlohmann::json& json) {
     if (!it->is_boolean()) refuse("egress_inhibit_ipv4_fallback", "must be true or false, got " + it->dump());
     c.egress_inhibit_ipv4_fallback = it->get<bool>();
   }
+  if (auto it = json.find("egress_event_log"); it != json.end() && !it->is_null())
+    c.egress_observer = egress_event_log(get_string(*it, "egress_event_log"));  // opens it now: refused by name
   if (auto it = json.find("outbound_network"); it != json.end()) c.outbound_network = get_string(*it, "outbound_network");
   if (auto it = json.find("command_timeout_seconds"); it != json.end())
     c.command_timeout_seconds = get_positive_seconds(*it, "command_timeout_seconds");

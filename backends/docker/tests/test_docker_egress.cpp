@@ -6,7 +6,13 @@
 // overrides the tag); a missing image fails, it never skips.
 #include <maf/sandbox/conformance/conformance.hpp>
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "engine_fixture.hpp"
 #include "key_attribution.hpp"
@@ -96,7 +102,15 @@ TEST_CASE("D-31 D-5 D-27 D-8: ALLOWLIST through the proxy — EG passes, direct 
   LocalServers servers;
   auto config = servers.config();
   std::vector<docker::EgressEvent> events;  // outlives the scope, whose teardown may publish
-  config.egress_observer = [&events](const docker::EgressEvent& e) { events.push_back(e); };
+  // The JSON-configured form too: the same events as lines of a file (egress_event_log).
+  char log_dir[] = "/tmp/maf-egress-events-XXXXXX";
+  REQUIRE(::mkdtemp(log_dir) != nullptr);
+  const std::string log_path = std::string(log_dir) + "/events.jsonl";
+  auto event_log = docker::parse_docker_config({{"egress_event_log", log_path}}).egress_observer;
+  config.egress_observer = [&events, event_log](const docker::EgressEvent& e) {
+    events.push_back(e);
+    event_log(e);
+  };
   Scope scope(config);
   REQUIRE(scope.backend->declarations().egress_modes == EgressSet{Egress::Closed, Egress::Allowlist});
   auto sandbox = scope.acquire(allowlist_spec({"allowed.test"}));
@@ -157,6 +171,17 @@ TEST_CASE("D-31 D-5 D-27 D-8: ALLOWLIST through the proxy — EG passes, direct 
   CHECK(saw("ALLOW", "allowed.test"));
   CHECK(saw("DENY", "denied.test"));
   CHECK_FALSE(saw("ALLOW", "denied.test"));
+  {
+    std::ifstream in(log_path);
+    std::string line;
+    REQUIRE(std::getline(in, line));
+    const auto logged = nlohmann::json::parse(line);
+    CHECK(logged["proxy"] == name + "-proxy");
+    CHECK(logged["key"]["thread_id"] == scope.key().thread_id);
+    CHECK(logged["decisions"].size() == events[0].decisions.size());
+    CHECK_FALSE(std::getline(in, line));  // one event, one line
+  }
+  std::filesystem::remove_all(log_dir);
   int code = -1;
   docker_cli({"network", "inspect", name + "-net"}, &code);
   CHECK(code != 0);

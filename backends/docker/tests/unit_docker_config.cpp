@@ -1,4 +1,9 @@
 // Offline tests of the Docker backend (no engine): configuration and declarations.
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -77,4 +82,64 @@ TEST_CASE("D-7: names are derived from every key field and the kind") {
   CHECK(n != DockerSandboxBackend::container_name(conversation, "k2"));
   CHECK(DockerSandboxBackend::container_name({"a|b", "c", "", ""}, "k") !=
         DockerSandboxBackend::container_name({"a", "b|c", "", ""}, "k"));
+}
+
+namespace {
+
+std::vector<nlohmann::json> json_lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> out;
+  for (std::string line; std::getline(in, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("D-27: egress_event_log appends one JSON line per event; an unwritable path is refused by name at parse") {
+  char tmpl[] = "/tmp/maf-egress-log-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  const std::string path = dir + "/events.jsonl";
+
+  CHECK_FALSE(parse_docker_config(nlohmann::json::object()).egress_observer);
+  auto c = parse_docker_config({{"egress_event_log", path}});
+  REQUIRE(c.egress_observer);
+  CHECK(std::filesystem::exists(path));  // opened at parse, before any event
+
+  EgressEvent attributed;
+  attributed.key = SandboxKey{.scope = "s", .thread_id = "t", .agent_id = "a", .call_id = ""};
+  attributed.proxy = "maf-sandbox-docker-0123456789ab-proxy";
+  attributed.decisions = {{"ALLOW", "allowed.test", 80}, {"DENY", "denied.test", 443}};
+  EgressEvent anonymous;
+  anonymous.proxy = "p2";
+  anonymous.decisions = {{"DENY", std::string("bad\xff\"host"), 1}};  // guest-influenced bytes
+  anonymous.truncated = true;
+  auto copy = c.egress_observer;  // copies share the one descriptor
+  c.egress_observer(attributed);
+  copy(anonymous);
+
+  const auto lines = json_lines(path);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0]["proxy"] == attributed.proxy);
+  CHECK(lines[0]["key"]["scope"] == "s");
+  CHECK(lines[0]["key"]["call_id"] == "");
+  CHECK(lines[0]["decisions"].size() == 2);
+  CHECK(lines[0]["decisions"][1]["decision"] == "DENY");
+  CHECK(lines[0]["decisions"][1]["port"] == 443);
+  CHECK(lines[0]["truncated"] == false);
+  CHECK(lines[1]["key"].is_null());
+  CHECK(lines[1]["truncated"] == true);
+  CHECK(lines[1]["decisions"][0]["host"].get<std::string>().find("\"host") != std::string::npos);
+
+  // Appends, never truncates: a second parse of the same path keeps the earlier lines.
+  parse_docker_config({{"egress_event_log", path}}).egress_observer(attributed);
+  CHECK(json_lines(path).size() == 3);
+
+  CHECK_THROWS_AS(parse_docker_config({{"egress_event_log", dir + "/missing/events.jsonl"}}), ValueError);
+  CHECK_THROWS_WITH(parse_docker_config({{"egress_event_log", dir + "/missing/events.jsonl"}}),
+                    Catch::Contains(dir + "/missing/events.jsonl") && Catch::Contains("egress_event_log"));
+  CHECK_THROWS_WITH(parse_docker_config({{"egress_event_log", dir}}), Catch::Contains(dir));  // a directory
+  CHECK_THROWS_AS(parse_docker_config({{"egress_event_log", ""}}), ValueError);
+  CHECK_THROWS_AS(parse_docker_config({{"egress_event_log", 7}}), ValueError);
+  std::filesystem::remove_all(dir);
 }

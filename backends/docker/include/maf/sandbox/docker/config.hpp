@@ -57,8 +57,10 @@ struct DockerConfig {
   /// for its OS family, like the Python `create()`; false gives the plain constructor's
   /// behaviour (no engine call, no os_families declared).
   bool declare_os_family = true;
-  /// Receives the proxy's decisions at each proxy teardown (egress_events.hpp, D-27). Not
-  /// a JSON key: a host that builds the backend itself sets it. Empty: nothing published.
+  /// Receives the proxy's decisions at each proxy teardown (egress_events.hpp, D-27). A host
+  /// that builds the backend itself sets any callable; the JSON key `"egress_event_log"`
+  /// (a file path) sets egress_event_log(path), which appends one JSON line per event.
+  /// Empty: nothing published.
   EgressObserver egress_observer;
 
   std::chrono::milliseconds command_timeout() const;

@@ -5,8 +5,10 @@
 ///
 /// The core has no observer seam yet (core.md §9.4 `SandboxObserver` is phase 2), so this
 /// backend offers the smallest one: `DockerConfig::egress_observer`, a callback set by a
-/// host that builds the backend itself (the plugin's JSON config cannot carry it). When the
-/// core gains its observer, these events map onto its "network decisions".
+/// host that builds the backend itself. A host that loads the plugin by name (JSON config,
+/// which cannot carry a callback) names a file instead: `"egress_event_log"` appends one JSON
+/// line per event (egress_event_log(), below). When the core gains its observer, these events
+/// map onto its "network decisions".
 ///
 /// When: every proxy teardown — dispose, dispose_scope, reap, and the replacement of a
 /// warm sandbox's proxy at re-acquire — stops the proxy, reads the tail of its log
@@ -54,5 +56,15 @@ struct EgressEvent {
 };
 
 using EgressObserver = std::function<void(const EgressEvent&)>;
+
+/// An observer that appends each event to `path` as one JSON line:
+/// `{"proxy": …, "key": {"scope", "thread_id", "agent_id", "call_id"} | null,
+///   "decisions": [{"decision", "host", "port"}, …], "truncated": bool}`.
+/// The file is opened (created 0600 if absent) now, so a path that cannot be appended to
+/// is refused here — `ValueError` naming the path and the reason — not at the first event;
+/// each event is then one `write(2)` under O_APPEND, so lines from several backends or
+/// processes sharing the file never interleave within a line. A failed write throws, and
+/// the drain logs it (it never changes a disposal's result).
+EgressObserver egress_event_log(const std::string& path);
 
 }  // namespace maf::sandbox::docker
