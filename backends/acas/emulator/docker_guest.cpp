@@ -1,6 +1,7 @@
 // The emulator's Docker side; see docker_guest.hpp.
 #include "docker_guest.hpp"
 
+#include <random>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -15,11 +16,15 @@ constexpr const char* kRunDir = "/.acas-emulator/run";
 
 // E-22: FIFOs make the answer wait for every inherited writer (R-50), the way the service
 // does; plain `docker exec` returns when the shell exits and drops later output.
-// $1 = working directory, $2 = command. Exit 2 with the shell's own complaint on a missing
+// $1 = working directory, $2 = command, $3 = this exec's tag (its private directory, where
+// the command's pid is left for E-23's kill). The command runs in its own session through
+// the helper's `setsid` (a background job is never a group leader, so setsid does not fork:
+// the pid is the process group). Exit 2 with the shell's own complaint on a missing
 // directory (E-23, guessed).
 constexpr const char* kExecWrapper = R"SH(
 B=/.acas-emulator/busybox
-d=$($B mktemp -d /.acas-emulator/run/e.XXXXXX) || exit 125
+d=/.acas-emulator/run/e.$3
+$B mkdir "$d" || exit 125
 $B mkfifo "$d/o" "$d/e" || exit 125
 $B cat "$d/o" & p1=$!
 $B cat "$d/e" >&2 & p2=$!
@@ -28,11 +33,20 @@ $B cat "$d/e" >&2 & p2=$!
   # must fail the way it does on the service.
   s=; IFS=:; for p in $PATH; do [ -x "$p/sh" ] && { s="$p/sh"; break; }; done; unset IFS
   [ -n "$s" ] || { echo "sh: not found" >&2; exit 127; }
-  exec "$s" -c "$2" ) >"$d/o" 2>"$d/e"
+  exec $B setsid "$s" -c "$2" ) >"$d/o" 2>"$d/e" &
+c=$!
+echo $c >"$d/pid"
+wait $c
 rc=$?
 wait $p1; wait $p2
 $B rm -rf "$d"
 exit $rc
+)SH";
+
+// E-23: kills the command's process group (its pid, left by the wrapper) inside the container.
+constexpr const char* kKillExec = R"SH(
+p=$(/.acas-emulator/busybox cat "/.acas-emulator/run/e.$1/pid") || exit 1
+/.acas-emulator/busybox kill -s KILL "-$p"
 )SH";
 
 // Exit codes the file scripts use for HTTP answers: 44 -> 404, 21 -> a directory where a
@@ -150,6 +164,15 @@ boost::asio::awaitable<void> DockerGuest::remove(const std::string& container) {
   co_await support::run_subprocess(std::move(o));
 }
 
+boost::asio::awaitable<void> DockerGuest::pause(const std::string& container, bool paused) {
+  support::SubprocessOptions o;
+  o.argv = {docker_, paused ? "pause" : "unpause", container};
+  o.timeout = std::chrono::seconds(60);
+  auto r = co_await support::run_subprocess(std::move(o));
+  if (r.exit_code != 0)
+    throw std::runtime_error(std::string("docker ") + (paused ? "pause " : "unpause ") + container + " failed: " + r.stderr_bytes);
+}
+
 boost::asio::awaitable<void> DockerGuest::reap() {
   support::SubprocessOptions o;
   o.argv = {docker_, "ps", "-aq", "--filter", "label=acas-emulator=" + instance_label_};
@@ -168,16 +191,24 @@ boost::asio::awaitable<void> DockerGuest::reap() {
 
 boost::asio::awaitable<GuestExec> DockerGuest::exec(const std::string& container, const std::string& command,
                                                     const std::string& working_directory, std::size_t cap) {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  const std::string tag = std::to_string(rng());
   support::SubprocessOptions o;
-  o.argv = {docker_, "exec", container, kHelper, "sh", "-c", kExecWrapper, "sh", working_directory, command};
+  o.argv = {docker_, "exec", container, kHelper, "sh", "-c", kExecWrapper, "sh", working_directory, command, tag};
   o.max_stdout = cap;
   o.max_stderr = cap;
   o.timeout = std::chrono::hours(1);
   auto r = co_await support::run_subprocess(std::move(o));
   GuestExec out{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code, false};
   if (r.stdout_overflowed || r.stderr_overflowed) {
-    // R-53: the service cuts at the ceiling, kills the program and says so on stderr.
-    // [gap] the command inside the container is not killed, only the docker exec client.
+    // R-53: the service cuts at the ceiling, kills the program and says so on stderr. The
+    // docker client is gone already; the command's process group inside the container is
+    // killed here, before the answer is sent (E-23).
+    support::SubprocessOptions k;
+    k.argv = {docker_, "exec", "-u", "0", container, kHelper, "sh", "-c", kKillExec, "sh", tag};
+    k.timeout = std::chrono::seconds(60);
+    auto killed = co_await support::run_subprocess(std::move(k));
+    out.killed = killed.exit_code == 0;
     out.truncated = true;
     out.exit_code = 137;
     out.stderr_bytes += "\n[adc] output exceeded " + std::to_string(cap) + " bytes and was truncated; process terminated\n";

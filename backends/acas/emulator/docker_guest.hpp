@@ -27,6 +27,7 @@ struct GuestExec {
   std::string stderr_bytes;
   int exit_code = 0;
   bool truncated = false;
+  bool killed = false;  ///< E-23: the over-cap command's process group was killed in the container
 };
 
 class DockerGuest {
@@ -37,6 +38,8 @@ public:
   /// E-20: starts the container and returns its id. Throws std::runtime_error with docker's stderr.
   boost::asio::awaitable<std::string> start(const std::string& image, const std::string& sandbox_id);
   boost::asio::awaitable<void> remove(const std::string& container);
+  /// E-15/E-17: `docker pause` / `docker unpause` (Memory-mode suspend, approximated).
+  boost::asio::awaitable<void> pause(const std::string& container, bool paused);
   /// Removes every container carrying this instance's label (E-26).
   boost::asio::awaitable<void> reap();
 

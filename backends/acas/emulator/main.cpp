@@ -12,12 +12,35 @@
 int main(int argc, char** argv) {
   using maf::sandbox::acas::emulator::Emulator;
   maf::sandbox::acas::emulator::EmulatorOptions options;
-  auto usage = [] {
-    std::cerr << "usage: maf-sandbox-acas-emulator [--port N] [--token T] [--control-token T] [--docker PATH]\n"
-                 "         [--helper /path/to/static/busybox] [--catalogue FILE.json]\n"
-                 "         [--group SUBSCRIPTION/RESOURCE_GROUP/SANDBOX_GROUP]\n";
+  constexpr const char* kUsage =
+      "usage: maf-sandbox-acas-emulator [--port N] [--token T] [--control-token T] [--docker PATH]\n"
+      "         [--helper /path/to/static/busybox] [--catalogue FILE.json]\n"
+      "         [--group SUBSCRIPTION/RESOURCE_GROUP/SANDBOX_GROUP]\n";
+  auto usage = [&] {
+    std::cerr << kUsage;
     return 2;
   };
+  if (argc == 2 && (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h")) {
+    std::cout << kUsage
+              << "\nA local double of the ACAS data plane (acas.md section 4): each sandbox a Docker container.\n"
+                 "Prints its base URL once listening; SIGINT/SIGTERM remove its containers.\n"
+                 "Control plane (X-Emulator-Control: <control token> when one is set), under /_emulator:\n"
+                 "  PUT  /config     listMode (array|nextLink), pageSize, nextLinkHostile (host|path|repeat),\n"
+                 "                   createMode (running|creating|failing), createGets, createDelayMs,\n"
+                 "                   deleteLatencyMs, deleteMissing, execOutputCap, fifoReadMaxMs,\n"
+                 "                   strictApiVersion, apiVersion, audience, forbidFirst, forbiddenAliases,\n"
+                 "                   tokens {alias: token}, identity* and spClient* (token endpoints)\n"
+                 "  POST /clock      {\"mode\": \"manual\"|\"real\"}, {\"advanceSeconds\": n} (manual; fires due\n"
+                 "                   auto-suspend/auto-delete timers before it answers)\n"
+                 "  POST /faults     route, method, sandbox, command, path, skip, times, afterEffect, delayMs and an\n"
+                 "                   action: status | delay | drop (at: before-body|after-request|after-status|\n"
+                 "                   mid-body) | reset | hang | trickle (chunkBytes, pauseMs) | mutate (delete,\n"
+                 "                   set, wrap) | encoding (gzip)\n"
+                 "  GET|DELETE /faults, GET /requests, GET /sandboxes, PUT /catalogue, POST /reset,\n"
+                 "  POST /sandboxes/{id}/state {state, stoppedReason}, POST /sandboxes/{id}/docker-exec {script, root}\n"
+                 "See docs/backends/acas.md.\n";
+    return 0;
+  }
   for (int i = 1; i < argc; ++i) {
     std::string_view a = argv[i];
     if (i + 1 >= argc) return usage();
