@@ -45,7 +45,9 @@ AcasSandbox::AcasSandbox(std::shared_ptr<AcasSandboxBackend::State> state, std::
 
 Clock::time_point AcasSandbox::read_deadline() const { return Clock::now() + ms_of(state_->config.read_timeout_seconds); }
 
-boost::asio::awaitable<ExecAnswer> AcasSandbox::control_exec(AcasSandboxBackend::State& state, const std::string& id,
+boost::asio::awaitable<ClientCache::Lease> AcasSandbox::lease() { co_return co_await state_->lease(record_->binding); }
+
+boost::asio::awaitable<ExecAnswer> AcasSandbox::control_exec(Service& svc, const std::string& id,
                                                             std::string command, std::string working_directory,
                                                             Clock::time_point deadline, std::size_t budget) {
   nlohmann::json body = nlohmann::json::object();
@@ -53,7 +55,7 @@ boost::asio::awaitable<ExecAnswer> AcasSandbox::control_exec(AcasSandboxBackend:
   body["workingDirectory"] = std::move(working_directory);
   ServiceCall c{"POST", "/sandboxes/" + id + "/executeShellCommand", {}, body.dump(), "application/json",
                 RetryClass::Exec, deadline, budget, "exec", true};
-  auto r = co_await state.service.call(std::move(c));
+  auto r = co_await svc.call(std::move(c));
   if (r.overflowed)
     throw SandboxExecOutputLimitExceeded("acas: exec answer exceeded the control budget of " + std::to_string(budget) +
                                          " bytes");
@@ -64,13 +66,13 @@ boost::asio::awaitable<ExecAnswer> AcasSandbox::control_exec(AcasSandboxBackend:
   co_return parse_exec_answer(r.body);
 }
 
-boost::asio::awaitable<ExecResult> AcasSandbox::captured_exec(AcasSandboxBackend::State& state, const std::string& id,
+boost::asio::awaitable<ExecResult> AcasSandbox::captured_exec(Service& svc, const std::string& id,
                                                               const std::string& shell_line,
                                                               const std::string& working_directory,
                                                               Clock::time_point deadline) {
-  const std::int64_t limit = state.config.exec_output_limit_bytes;
+  const std::int64_t limit = svc.config().exec_output_limit_bytes;
   const std::string token = "maf-exec-" + random_hex32();
-  auto launch = co_await control_exec(state, id, capture_launch_script(token, shell_line, limit), working_directory,
+  auto launch = co_await control_exec(svc, id, capture_launch_script(token, shell_line, limit), working_directory,
                                       deadline, 64 * 1024);
   if (launch.exit_code != 0 || !launch.stderr_text.empty())
     throw SandboxOutputError("acas: exec capture failed to launch (status " + std::to_string(launch.exit_code) +
@@ -88,7 +90,7 @@ boost::asio::awaitable<ExecResult> AcasSandbox::captured_exec(AcasSandboxBackend
       std::tuple{'e', manifest.stderr_size, &result.stderr_bytes}};
   for (const auto& [stream, size, target] : streams) {
     for (std::int64_t i = 0; i * kChunkBytes < size; ++i) {
-      auto chunk = co_await control_exec(state, id, capture_chunk_script(token, stream, i), "/", deadline,
+      auto chunk = co_await control_exec(svc, id, capture_chunk_script(token, stream, i), "/", deadline,
                                          4 * static_cast<std::size_t>(kChunkBytes));
       const std::string& out = chunk.stdout_text;
       const std::string framing = token + "\n";
@@ -103,7 +105,7 @@ boost::asio::awaitable<ExecResult> AcasSandbox::captured_exec(AcasSandboxBackend
       target->append(decoded);
     }
   }
-  auto cleanup = co_await control_exec(state, id, capture_cleanup_script(token), "/", deadline, 4096);
+  auto cleanup = co_await control_exec(svc, id, capture_cleanup_script(token), "/", deadline, 4096);
   if (cleanup.exit_code != 0)
     logger()->warn("acas: exec scratch {} in sandbox {} was not removed: {}", "/tmp/" + token, id, cleanup.stderr_text);
   co_return result;
@@ -111,9 +113,11 @@ boost::asio::awaitable<ExecResult> AcasSandbox::captured_exec(AcasSandboxBackend
 
 boost::asio::awaitable<ExecResult> AcasSandbox::do_exec(const ExecRequest& request) {
   Admission admitted(state_);
+  auto lease = co_await this->lease();
+  Service& svc = lease.service();
   std::exception_ptr failure;
   try {
-    co_return co_await captured_exec(*state_, record_->id, request.shell_line, request.working_directory,
+    co_return co_await captured_exec(svc, record_->id, request.shell_line, request.working_directory,
                                      request.deadline);
   } catch (const AcasThrottledPastDeadline& e) {
     // A-26's one exception: the throttled request was answered and nothing ran.
@@ -122,15 +126,20 @@ boost::asio::awaitable<ExecResult> AcasSandbox::do_exec(const ExecRequest& reque
     failure = std::current_exception();
   }
   // anything else may have left the guest mid-command; the sandbox is not reused.
-  co_await state_->invalidate(record_, "exec failed");
+  co_await state_->invalidate(svc, record_, "exec failed");
   std::rethrow_exception(failure);
 }
 
 boost::asio::awaitable<std::optional<GuestStat>> AcasSandbox::do_lstat(const std::string& absolute_path) {
   Admission admitted(state_);
+  auto lease = co_await this->lease();
+  co_return co_await lstat(lease.service(), absolute_path);
+}
+
+boost::asio::awaitable<std::optional<GuestStat>> AcasSandbox::lstat(Service& svc, const std::string& absolute_path) {
   ServiceCall c{"GET", files_path(record_->id, "/stat"), one_query("path", absolute_path), std::nullopt, "application/json",
                 RetryClass::Read, read_deadline(), 1 << 20, "files.stat"};
-  auto r = co_await state_->service.call(std::move(c));
+  auto r = co_await svc.call(std::move(c));
   if (r.status == 404) co_return std::nullopt;
   Service::expect(r, {200}, "files.stat");
   auto entry = parse_entry(std::string_view(r.body));
@@ -139,11 +148,13 @@ boost::asio::awaitable<std::optional<GuestStat>> AcasSandbox::do_lstat(const std
 
 boost::asio::awaitable<std::string> AcasSandbox::do_read_file(const std::string& absolute_path, std::int64_t max_bytes) {
   Admission admitted(state_);
+  auto lease = co_await this->lease();
+  Service& svc = lease.service();
   ServiceCall c{"GET", files_path(record_->id), one_query("path", absolute_path), std::nullopt, "application/json",
                 RetryClass::Read, read_deadline(), static_cast<std::size_t>(max_bytes) + 1, "files.get"};
   HttpResponse r;
   try {
-    r = co_await state_->service.call(std::move(c));
+    r = co_await svc.call(std::move(c));
   } catch (const TimeoutError&) {
     // a FIFO stats as a file and never serves; the read timeout turns the hang
     // into a refusal. The sandbox stays whole.
@@ -161,9 +172,11 @@ boost::asio::awaitable<std::string> AcasSandbox::do_read_file(const std::string&
 
 boost::asio::awaitable<std::vector<GuestDirEntry>> AcasSandbox::do_list_dir(const std::string& absolute_path) {
   Admission admitted(state_);
+  auto lease = co_await this->lease();
+  Service& svc = lease.service();
   ServiceCall c{"GET", files_path(record_->id, "/list"), one_query("path", absolute_path), std::nullopt, "application/json",
                 RetryClass::Read, read_deadline(), std::size_t{16} << 20, "files.list"};
-  auto r = co_await state_->service.call(std::move(c));
+  auto r = co_await svc.call(std::move(c));
   if (r.status == 404) throw FileNotFoundError("acas: guest directory '" + absolute_path + "' does not exist");
   Service::expect(r, {200}, "files.list");
   std::vector<GuestDirEntry> out;
@@ -183,6 +196,8 @@ boost::asio::awaitable<std::vector<GuestDirEntry>> AcasSandbox::do_list_dir(cons
 
 boost::asio::awaitable<void> AcasSandbox::do_write_file(const std::string& absolute_path, const std::string& content) {
   Admission admitted(state_);
+  auto lease = co_await this->lease();
+  Service& svc = lease.service();
   // always as the guest, over exec; never the file plane.
   if (absolute_path.find_first_of(std::string("\0\r\n", 3)) != std::string::npos)
     throw ValueError("acas: write_file path contains NUL, CR or LF");
@@ -201,7 +216,7 @@ boost::asio::awaitable<void> AcasSandbox::do_write_file(const std::string& absol
       steps.push_back(write_chunk_script(staged, base64_encode(std::string_view(content).substr(off, kChunkBytes))));
     steps.push_back(write_commit_script(absolute_path, staged));
     for (auto& script : steps) {
-      auto answer = co_await control_exec(*state_, record_->id, std::move(script), "/", deadline, 4096);
+      auto answer = co_await control_exec(svc, record_->id, std::move(script), "/", deadline, 4096);
       if (answer.exit_code != 0) {
         refused = std::move(answer);
         break;
@@ -218,13 +233,13 @@ boost::asio::awaitable<void> AcasSandbox::do_write_file(const std::string& absol
     // take the staged file back (own 10 s bound); the sandbox stays whole.
     bool cleaned = false;
     try {
-      auto r = co_await control_exec(*state_, record_->id, write_abort_script(staged), "/",
+      auto r = co_await control_exec(svc, record_->id, write_abort_script(staged), "/",
                                      Clock::now() + std::chrono::seconds(10), 4096);
       cleaned = r.exit_code == 0;
     } catch (const std::exception&) {
     }
     if (!cleaned) {
-      co_await state_->invalidate(record_, "write_file left a staged file behind");
+      co_await state_->invalidate(svc, record_, "write_file left a staged file behind");
       throw SandboxShellTransferUnfinished("acas: write_file '" + absolute_path + "' could not remove its staged file " +
                                           staged + "; the sandbox was invalidated");
     }
@@ -244,7 +259,7 @@ boost::asio::awaitable<void> AcasSandbox::do_write_file(const std::string& absol
     } catch (const std::exception& e) {
       cause = e.what();
     }
-    co_await state_->invalidate(record_, "write_file failed in flight");
+    co_await state_->invalidate(svc, record_, "write_file failed in flight");
     if (cancelled) std::rethrow_exception(failure);
     throw SandboxShellTransferUnfinished("acas: write_file '" + absolute_path + "' failed in flight (" + cause +
                                          "); the sandbox was invalidated");
@@ -253,11 +268,13 @@ boost::asio::awaitable<void> AcasSandbox::do_write_file(const std::string& absol
 
 boost::asio::awaitable<void> AcasSandbox::do_remove(const std::string& absolute_path, bool recursive) {
   Admission admitted(state_);
+  auto lease = co_await this->lease();
+  Service& svc = lease.service();
   const auto deadline = read_deadline();
-  auto r = co_await control_exec(*state_, record_->id, remove_script(absolute_path, recursive), "/", deadline, 64 * 1024);
+  auto r = co_await control_exec(svc, record_->id, remove_script(absolute_path, recursive), "/", deadline, 64 * 1024);
   if (r.exit_code != 0)
     throw OSError("acas: removing '" + absolute_path + "' failed in the guest: " + r.stderr_text.substr(0, 300));
-  if (co_await do_lstat(absolute_path))
+  if (co_await lstat(svc, absolute_path))
     throw OSError("acas: '" + absolute_path + "' is still present after removal");
 }
 

@@ -19,11 +19,11 @@ public:
 
   /// Runs one executeShellCommand as a control exec with `budget` bytes of answer.
   /// Used by probes and transfers; exceptions classified by the caller.
-  static boost::asio::awaitable<ExecAnswer> control_exec(AcasSandboxBackend::State& state, const std::string& id,
+  static boost::asio::awaitable<ExecAnswer> control_exec(Service& service, const std::string& id,
                                                            std::string command, std::string working_directory,
                                                            Clock::time_point deadline, std::size_t budget);
   /// The exact-bytes exec, without invalidation.
-  static boost::asio::awaitable<ExecResult> captured_exec(AcasSandboxBackend::State& state, const std::string& id,
+  static boost::asio::awaitable<ExecResult> captured_exec(Service& service, const std::string& id,
                                                           const std::string& shell_line,
                                                           const std::string& working_directory,
                                                           Clock::time_point deadline);
@@ -38,6 +38,10 @@ protected:
 
 private:
   Clock::time_point read_deadline() const;
+  /// one lease per public operation, on the binding the sandbox was acquired with.
+  boost::asio::awaitable<ClientCache::Lease> lease();
+  /// do_lstat's body, for do_remove to run under its own lease.
+  boost::asio::awaitable<std::optional<GuestStat>> lstat(Service& service, const std::string& absolute_path);
   std::shared_ptr<AcasSandboxBackend::State> state_;
   std::shared_ptr<Record> record_;
 };

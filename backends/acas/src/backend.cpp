@@ -125,6 +125,33 @@ std::string registry_key(const SandboxKey& key, const std::string& kind) {
 
 // ---- State ----------------------------------------------------------------------------
 
+AcasSandboxBackend::State::State(AcasConfig c)
+    : config(std::move(c)),
+      clients(config),
+      default_binding(std::make_shared<detail::Binding>(detail::Binding{"default", "default", {}})) {}
+
+std::shared_ptr<const detail::Binding> AcasSandboxBackend::State::resolve(const AcasCredentialRequest& request) const {
+  if (!config.credential_resolver) return default_binding;
+  const std::string what = to_string(request.operation) + " of scope '" + request.scope + "'";
+  AcasCredentialBinding b;
+  try {
+    b = config.credential_resolver(request);
+  } catch (const std::exception&) {
+    // the resolver's text is the provider's; never quoted, never a fall-back.
+    throw AcasCredentialError("acas: the credential resolver failed for " + what);
+  }
+  if (b.authority.empty() || b.generation.empty() || !b.create_credential)
+    throw AcasCredentialError("acas: the credential resolver gave an incomplete binding for " + what +
+                              " (authority, generation and create_credential are required)");
+  return std::make_shared<detail::Binding>(detail::Binding{std::move(b.authority), std::move(b.generation),
+                                                           std::move(b.create_credential)});
+}
+
+boost::asio::awaitable<detail::ClientCache::Lease> AcasSandboxBackend::State::lease(
+    std::shared_ptr<const detail::Binding> binding) {
+  co_return co_await clients.lease(std::move(binding), Clock::now() + ms_of(config.client_wait_seconds));
+}
+
 void AcasSandboxBackend::State::admit() {
   std::lock_guard g(m);
   if (closing) throw AcasCredentialError("acas: the backend is closing or closed");
@@ -136,12 +163,13 @@ void AcasSandboxBackend::State::leave() {
   --admitted;
 }
 
-boost::asio::awaitable<std::optional<DisposalFailure>> AcasSandboxBackend::State::delete_sandbox(std::string id) {
+boost::asio::awaitable<std::optional<DisposalFailure>> AcasSandboxBackend::State::delete_sandbox(detail::Service& svc,
+                                                                                             std::string id) {
   const auto deadline = Clock::now() + ms_of(config.delete_timeout_seconds);
   try {
     ServiceCall call_1{"DELETE", "/sandboxes/" + id, {}, std::nullopt, "application/json",
                                                RetryClass::Read, deadline, 1 << 20, "delete"};
-    auto r = co_await service.call(std::move(call_1));
+    auto r = co_await svc.call(std::move(call_1));
     // R-23 / E-14: 200 the first time, 204 while deleting or gone; the SDK's 404 is "gone" too.
     if (r.status != 200 && r.status != 202 && r.status != 204 && r.status != 404)
       co_return DisposalFailure{kDisposalRefused, "sandbox " + id + ": delete answered HTTP " +
@@ -150,7 +178,7 @@ boost::asio::awaitable<std::optional<DisposalFailure>> AcasSandboxBackend::State
     for (;;) {
       ServiceCall call_2{"GET", "/sandboxes/" + id, {}, std::nullopt, "application/json",
                                                  RetryClass::Read, deadline, 1 << 20, "get"};
-      auto g = co_await service.call(std::move(call_2));
+      auto g = co_await svc.call(std::move(call_2));
       if (g.status == 404) co_return std::nullopt;
       if (g.status != 200)
         co_return DisposalFailure{kDisposalRefused, "sandbox " + id + ": polling the deletion answered HTTP " +
@@ -169,7 +197,8 @@ boost::asio::awaitable<std::optional<DisposalFailure>> AcasSandboxBackend::State
   }
 }
 
-boost::asio::awaitable<void> AcasSandboxBackend::State::invalidate(std::shared_ptr<Record> record, std::string why) {
+boost::asio::awaitable<void> AcasSandboxBackend::State::invalidate(detail::Service& svc, std::shared_ptr<Record> record,
+                                                                   std::string why) {
   {
     std::lock_guard g(m);
     record->invalidated = true;
@@ -177,7 +206,7 @@ boost::asio::awaitable<void> AcasSandboxBackend::State::invalidate(std::shared_p
     if (it != registry.end() && it->second == record) registry.erase(it);
   }
   logger()->info("acas: sandbox {} invalidated ({}); deleting it", record->id, why);
-  auto failure = co_await delete_sandbox(record->id);
+  auto failure = co_await delete_sandbox(svc, record->id);
   if (failure) {
     std::lock_guard g(m);
     retained.push_back(detail::Retained{record->id, record->key, record->kind});
@@ -197,7 +226,7 @@ const BackendDeclarations& AcasSandboxBackend::declarations() const { return kAc
 namespace {
 
 // A-1…A-3: which disk image a spec names.
-boost::asio::awaitable<json> resolve_image(AcasSandboxBackend::State& s, const SandboxSpec& spec) {
+boost::asio::awaitable<json> resolve_image(AcasSandboxBackend::State& s, detail::Service& svc, const SandboxSpec& spec) {
   if (spec.image_id() && !spec.image_id()->empty()) co_return disk_by_id(*spec.image_id());
   const std::string image = spec.image() && !spec.image()->empty() ? *spec.image() : s.config.default_image;
   if (image.empty())
@@ -210,7 +239,7 @@ boost::asio::awaitable<json> resolve_image(AcasSandboxBackend::State& s, const S
       std::lock_guard g(s.m);
       if (s.public_image_hits.count(image)) co_return disk_by_name(image);
     }
-    auto items = co_await s.service.list_all("/diskimages/public", {}, deadline, "images.public");
+    auto items = co_await svc.list_all("/diskimages/public", {}, deadline, "images.public");
     std::vector<std::string> names;
     for (const auto& item : items)
       if (auto n = detail::public_image_name(item)) names.push_back(*n);
@@ -241,7 +270,7 @@ boost::asio::awaitable<json> resolve_image(AcasSandboxBackend::State& s, const S
     std::lock_guard g(s.m);
     if (auto it = s.imported_ids.find(ref); it != s.imported_ids.end()) co_return disk_by_id(it->second);
   }
-  auto items = co_await s.service.list_all("/diskimages", {}, deadline, "images.list");
+  auto items = co_await svc.list_all("/diskimages", {}, deadline, "images.list");
   std::vector<std::string> ids;
   for (const auto& item : items)
     if (auto pair = detail::imported_image(item); pair && pair->second == ref) ids.push_back(pair->first);
@@ -262,10 +291,10 @@ boost::asio::awaitable<json> resolve_image(AcasSandboxBackend::State& s, const S
 
 // T-6: a create whose answer was lost or was a 5xx may still have made a sandbox. Never
 // replay it; find what carries its labels and delete it.
-boost::asio::awaitable<void> reconcile_lost_create(AcasSandboxBackend::State& s, const SandboxKey& key,
+boost::asio::awaitable<void> reconcile_lost_create(AcasSandboxBackend::State& s, detail::Service& svc, const SandboxKey& key,
                                                    const std::string& kind) {
   try {
-    auto items = co_await s.service.list_all("/sandboxes", detail::one_query("labels", selector(key_pairs(key, kind))),
+    auto items = co_await svc.list_all("/sandboxes", detail::one_query("labels", selector(key_pairs(key, kind))),
                                              Clock::now() + ms_of(s.config.request_timeout_seconds), "list");
     for (const auto& item : items) {
       auto doc = detail::parse_sandbox_document(item);
@@ -275,7 +304,7 @@ boost::asio::awaitable<void> reconcile_lost_create(AcasSandboxBackend::State& s,
         for (const auto& [k, r] : s.registry) held = held || r->id == doc.id;
         if (held) continue;
       }
-      if (co_await s.delete_sandbox(doc.id)) {
+      if (co_await s.delete_sandbox(svc, doc.id)) {
         std::lock_guard g(s.m);
         s.retained.push_back(detail::Retained{doc.id, key, kind});
       }
@@ -287,13 +316,13 @@ boost::asio::awaitable<void> reconcile_lost_create(AcasSandboxBackend::State& s,
 
 // true when the held sandbox is Running (resumed if need be); false when it
 // is gone or unusable and must be replaced. 401/403 propagate.
-boost::asio::awaitable<bool> ensure_running(AcasSandboxBackend::State& s, Record& record) {
+boost::asio::awaitable<bool> ensure_running(AcasSandboxBackend::State& s, detail::Service& svc, Record& record) {
   const auto deadline = Clock::now() + ms_of(s.config.create_timeout_seconds);
   bool resumed = false;
   for (;;) {
     ServiceCall call_3{"GET", "/sandboxes/" + record.id, {}, std::nullopt,
                                                  "application/json", RetryClass::Read, deadline, 1 << 20, "get"};
-    auto r = co_await s.service.call(std::move(call_3));
+    auto r = co_await svc.call(std::move(call_3));
     if (r.status == 401 || r.status == 403) detail::Service::expect(r, {200}, "get");
     if (r.status != 200) co_return false;
     auto doc = detail::parse_sandbox_document(std::string_view(r.body));
@@ -306,7 +335,7 @@ boost::asio::awaitable<bool> ensure_running(AcasSandboxBackend::State& s, Record
         ServiceCall call_4{"POST", "/sandboxes/" + record.id + "/resume", {}, "{}",
                                                       "application/json", RetryClass::Idempotent, deadline, 1 << 20,
                                                       "resume"};
-        auto rr = co_await s.service.call(std::move(call_4));
+        auto rr = co_await svc.call(std::move(call_4));
         if (rr.status == 401 || rr.status == 403) detail::Service::expect(rr, {200}, "resume");
       }
     } else if (doc.state != "Resuming" || Clock::now() >= deadline) {
@@ -316,9 +345,11 @@ boost::asio::awaitable<bool> ensure_running(AcasSandboxBackend::State& s, Record
   }
 }
 
-boost::asio::awaitable<std::shared_ptr<Record>> create_sandbox(AcasSandboxBackend::State& s, const SandboxKey& key,
-                                                               const SandboxSpec& spec, std::set<std::string> hosts) {
-  json disk = co_await resolve_image(s, spec);
+boost::asio::awaitable<std::shared_ptr<Record>> create_sandbox(AcasSandboxBackend::State& s, detail::Service& svc,
+                                                               std::shared_ptr<const detail::Binding> binding,
+                                                               const SandboxKey& key, const SandboxSpec& spec,
+                                                               std::set<std::string> hosts) {
+  json disk = co_await resolve_image(s, svc, spec);
   json lifecycle = lifecycle_body(s.config);
   json body = create_body(disk, lifecycle, create_labels(key, spec), spec);
   const auto deadline = Clock::now() + ms_of(s.config.create_timeout_seconds);
@@ -327,7 +358,7 @@ boost::asio::awaitable<std::shared_ptr<Record>> create_sandbox(AcasSandboxBacken
   try {
     ServiceCall call_5{"PUT", "/sandboxes", {}, body.dump(), "application/json",
                                             RetryClass::Create, deadline, 1 << 20, "create"};
-    r = co_await s.service.call(std::move(call_5));
+    r = co_await svc.call(std::move(call_5));
   } catch (const AcasTransportError& e) {
     if (!e.maybe_sent()) throw;
     lost = std::current_exception();
@@ -335,7 +366,7 @@ boost::asio::awaitable<std::shared_ptr<Record>> create_sandbox(AcasSandboxBacken
     lost = std::current_exception();
   }
   if (lost || r.status >= 500) {
-    co_await reconcile_lost_create(s, key, spec.kind());
+    co_await reconcile_lost_create(s, svc, key, spec.kind());
     if (lost) std::rethrow_exception(lost);
   }
   detail::Service::expect(r, {200, 201, 202}, "create");
@@ -346,6 +377,7 @@ boost::asio::awaitable<std::shared_ptr<Record>> create_sandbox(AcasSandboxBacken
   record->kind = spec.kind();
   record->mode = spec.egress();
   record->hosts = std::move(hosts);
+  record->binding = std::move(binding);
   {
     // registered before anything can fail, so dispose/dispose_scope reach it.
     std::lock_guard g(s.m);
@@ -355,13 +387,13 @@ boost::asio::awaitable<std::shared_ptr<Record>> create_sandbox(AcasSandboxBacken
   std::string state = doc.state;
   while (state != "Running") {
     if (state == "Failed" || state == "Deleting" || Clock::now() >= deadline) {
-      co_await s.invalidate(record, "create ended in state '" + state + "'");
+      co_await s.invalidate(svc, record, "create ended in state '" + state + "'");
       throw RuntimeError("acas: sandbox " + record->id + " did not reach Running (state '" + state + "')");
     }
     co_await sleep_for(ms_of(s.config.poll_interval_seconds));
     ServiceCall call_6{"GET", "/sandboxes/" + record->id, {}, std::nullopt,
                                                  "application/json", RetryClass::Read, deadline, 1 << 20, "get"};
-    auto g = co_await s.service.call(std::move(call_6));
+    auto g = co_await svc.call(std::move(call_6));
     if (g.status == 200) state = detail::parse_sandbox_document(std::string_view(g.body)).state;
   }
   // the lifecycle POST; a non-auth failure is a warning, 401/403 refuse.
@@ -371,7 +403,7 @@ boost::asio::awaitable<std::shared_ptr<Record>> create_sandbox(AcasSandboxBacken
                                                 "lifecycle"};
   detail::HttpResponse lc;
   try {
-    lc = co_await s.service.call(std::move(call_7));
+    lc = co_await svc.call(std::move(call_7));
   } catch (const AcasTransportError& e) {
     // any non-auth failure is a warning; the create body carries the policy as well.
     logger()->warn("acas: lifecycle policy for sandbox {} got no answer: {}", record->id, e.what());
@@ -381,7 +413,7 @@ boost::asio::awaitable<std::shared_ptr<Record>> create_sandbox(AcasSandboxBacken
     co_return record;
   }
   if (lc.status == 401 || lc.status == 403) {
-    co_await s.invalidate(record, "lifecycle refused");
+    co_await s.invalidate(svc, record, "lifecycle refused");
     detail::Service::expect(lc, {200}, "lifecycle");
   } else if (lc.status >= 300) {
     logger()->warn("acas: lifecycle policy for sandbox {} answered HTTP {}", record->id, lc.status);
@@ -390,7 +422,7 @@ boost::asio::awaitable<std::shared_ptr<Record>> create_sandbox(AcasSandboxBacken
 }
 
 // the storage base exists, through the file plane, one mkdir per missing level.
-boost::asio::awaitable<void> prepare_work_dir(AcasSandboxBackend::State& s, const Record& record,
+boost::asio::awaitable<void> prepare_work_dir(AcasSandboxBackend::State& s, detail::Service& svc, const Record& record,
                                               const std::string& base) {
   const auto deadline = Clock::now() + ms_of(s.config.read_timeout_seconds);
   std::string prefix;
@@ -401,12 +433,12 @@ boost::asio::awaitable<void> prepare_work_dir(AcasSandboxBackend::State& s, cons
     ServiceCall call_8{"GET", "/sandboxes/" + record.id + "/files/stat",
                                                  detail::one_query("path", prefix), std::nullopt, "application/json",
                                                  RetryClass::Read, deadline, 1 << 20, "files.stat"};
-    auto r = co_await s.service.call(std::move(call_8));
+    auto r = co_await svc.call(std::move(call_8));
     if (r.status == 404) {
       ServiceCall call_9{"POST", "/sandboxes/" + record.id + "/files/mkdir", {},
                                                     detail::json_path_body(prefix), "application/json",
                                                     RetryClass::Idempotent, deadline, 1 << 20, "files.mkdir"};
-      auto mk = co_await s.service.call(std::move(call_9));
+      auto mk = co_await svc.call(std::move(call_9));
       detail::Service::expect(mk, {200, 201, 204}, "files.mkdir " + prefix);
     } else {
       detail::Service::expect(r, {200}, "files.stat " + prefix);
@@ -438,7 +470,14 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::acquire(San
       if (k == r) throw ValueError("acas: spec label '" + k + "' uses a reserved key");
     if (!support::is_valid_label_key(k)) throw ValueError("acas: spec label key '" + k + "' is not [A-Za-z0-9._-]+");
   }
-  s->service.validate_endpoint();
+  detail::Service::validate_endpoint(s->config);
+  // one binding for the whole acquire, resolved before any request; a new sandbox
+  // keeps it (A-61: so does the lease, across every helper below).
+  AcasCredentialRequest credential_request{key.scope, key.thread_id, AcasCredentialOperation::Acquire,
+                                           key.agent_id, key.call_id, spec.kind()};
+  auto binding = s->resolve(credential_request);
+  auto lease = co_await s->lease(binding);
+  detail::Service& svc = lease.service();
   const auto conversation = std::pair{key.scope, key.thread_id};
   const std::string rk = detail::registry_key(key, spec.kind());
   std::shared_ptr<support::AsyncMutex> lock;
@@ -476,7 +515,7 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::acquire(San
   if (record && (record->mode != spec.egress() || record->hosts != hosts))
     throw AcasEgressPolicyConflict("acas: sandbox " + record->id + " of " + to_string(key) + " kind '" + spec.kind() +
                                    "' holds a different egress policy; dispose the kind before changing it");
-  if (record && !co_await ensure_running(*s, *record)) {
+  if (record && !co_await ensure_running(*s, svc, *record)) {
     logger()->info("acas: held sandbox {} is gone or unusable; replacing it", record->id);
     std::lock_guard g(s->m);
     if (auto it = s->registry.find(rk); it != s->registry.end() && it->second == record) s->registry.erase(it);
@@ -502,18 +541,18 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::acquire(San
             "' less than 60 s ago (the guest cannot remove what the file plane writes)");
     }
   }
-  if (fresh) record = co_await create_sandbox(*s, key, spec, hosts);
+  if (fresh) record = co_await create_sandbox(*s, svc, binding, key, spec, hosts);
 
   std::string base = spec.work_dir().value_or(kDefaultWorkDir);
   if (base.empty() || base[0] != '/') base = std::string(kDefaultWorkDir) + "/" + base;
   const bool needs_dir = needs.contains(Capability::Exec) || needs.contains(Capability::FilesIn) ||
                          needs.contains(Capability::FilesOut) || needs.contains(Capability::FilesList) ||
                          needs.contains(Capability::FilesDelete) || needs.contains(Capability::HostTools);
-  if (needs_dir) co_await prepare_work_dir(*s, *record, base);
+  if (needs_dir) co_await prepare_work_dir(*s, svc, *record, base);
   const bool needs_removal = needs.contains(Capability::Exec) || needs.contains(Capability::FilesOut) ||
                              needs.contains(Capability::HostTools) || needs.contains(Capability::FilesDelete);
   if (needs_removal && !record->removal) {
-    const auto verdict = co_await detail::removal_probe(s, record->id);
+    const auto verdict = co_await detail::removal_probe(svc, record->id);
     record->removal = verdict;
     std::lock_guard g(s->m);
     s->removal_hints[image_key] = {verdict, Clock::now()};
@@ -526,7 +565,7 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::acquire(San
                               "probe was '" + detail::to_string(*record->removal) +
                               "' (the guest cannot remove what the file plane writes, e.g. a non-root user)";
       // a sandbox made for this acquire and refused is not kept.
-      if (fresh) co_await s->invalidate(record, "removal-compatibility probe refused the spec");
+      if (fresh) co_await s->invalidate(svc, record, "removal-compatibility probe refused the spec");
       throw SandboxCapabilityNotSupported(why);
     }
     bool warn = false;
@@ -539,7 +578,7 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::acquire(San
                      "the file plane writes cannot be removed by the guest",
                      image_name, spec.kind());
   }
-  co_await detail::run_command_probes(s, record, spec, image_name);
+  co_await detail::run_command_probes(svc, s, record, spec, image_name);
   co_return std::make_shared<detail::AcasSandbox>(
       s, record, detail::served_capabilities(kAcasDeclarations.capabilities, record->removal), base);
 }
@@ -548,6 +587,12 @@ boost::asio::awaitable<std::optional<DisposalFailure>> AcasSandboxBackend::dispo
                                                                                    std::optional<std::string> kind,
                                                                                    std::optional<std::string> instance_id) {
   auto s = state_;
+  Admission admitted(s);
+  // the cleanup authority resolved for this dispose, not the creator's.
+  AcasCredentialRequest credential_request{key.scope, key.thread_id, AcasCredentialOperation::Dispose,
+                                           key.agent_id, key.call_id, kind};
+  auto lease = co_await s->lease(s->resolve(credential_request));
+  detail::Service& svc = lease.service();
   std::vector<detail::Retained> targets;
   {
     std::lock_guard g(s->m);
@@ -573,7 +618,7 @@ boost::asio::awaitable<std::optional<DisposalFailure>> AcasSandboxBackend::dispo
   // unpinned extension (acas.md §6 item 16).
   std::vector<DisposalFailure> failures;
   for (const auto& t : targets) {
-    if (auto f = co_await s->delete_sandbox(t.id)) {
+    if (auto f = co_await s->delete_sandbox(svc, t.id)) {
       failures.push_back(*f);
       std::lock_guard g(s->m);
       s->retained.push_back(t);
@@ -584,6 +629,10 @@ boost::asio::awaitable<std::optional<DisposalFailure>> AcasSandboxBackend::dispo
 
 boost::asio::awaitable<ScopePurge> AcasSandboxBackend::dispose_scope(std::string scope, std::string thread_id) {
   auto s = state_;
+  Admission admitted(s);
+  AcasCredentialRequest credential_request{scope, thread_id, AcasCredentialOperation::DisposeScope, {}, {}, {}};
+  auto lease = co_await s->lease(s->resolve(credential_request));
+  detail::Service& svc = lease.service();
   const auto conversation = std::pair{scope, thread_id};
   bool acquire_active = false;
   {
@@ -595,9 +644,8 @@ boost::asio::awaitable<ScopePurge> AcasSandboxBackend::dispose_scope(std::string
   std::vector<detail::Retained> targets;
   try {
     // from the service, by label, so another replica's sandboxes are found too.
-    auto items = co_await s->service.list_all("/sandboxes",
-                                              detail::one_query("labels", scope_selector(scope, thread_id)),
-                                              Clock::now() + ms_of(s->config.request_timeout_seconds), "list");
+    auto items = co_await svc.list_all("/sandboxes", detail::one_query("labels", scope_selector(scope, thread_id)),
+                                       Clock::now() + ms_of(s->config.request_timeout_seconds), "list");
     for (const auto& item : items) {
       auto doc = detail::parse_sandbox_document(item);
       targets.push_back({doc.id, SandboxKey{scope, thread_id, {}, {}}, {}});
@@ -628,7 +676,7 @@ boost::asio::awaitable<ScopePurge> AcasSandboxBackend::dispose_scope(std::string
   int disposed = 0;
   for (const auto& t : targets) {
     if (!done.insert(t.id).second) continue;
-    if (auto f = co_await s->delete_sandbox(t.id)) {
+    if (auto f = co_await s->delete_sandbox(svc, t.id)) {
       failures.push_back(*f);
       std::lock_guard g(s->m);
       s->retained.push_back(t);
@@ -649,21 +697,31 @@ boost::asio::awaitable<void> AcasSandboxBackend::close() {
   auto s = state_;
   {
     std::lock_guard g(s->m);
-    s->closing = true;
+    s->closing = true;  // no new operation is admitted from here on
   }
-  const auto deadline = Clock::now() + ms_of(s->config.client_close_seconds);
+  const auto bound = ms_of(s->config.client_close_seconds);
+  const auto deadline = Clock::now() + bound;
+  int running = 0;
   for (;;) {
     {
       std::lock_guard g(s->m);
-      if (s->admitted == 0) break;
+      running = s->admitted;
     }
-    if (Clock::now() >= deadline) {
-      s->service.http().shutdown();
-      throw AcasClientCloseError("acas: close() timed out with operations still running");
-    }
+    if (running == 0 || Clock::now() >= deadline) break;
     co_await sleep_for(std::chrono::milliseconds(20));
   }
-  s->service.http().shutdown();
+  // Admitted operations drained (or out of time): no lease from now on, then every client
+  // not leased closes on its owner executor. Sandboxes are never deleted here.
+  s->clients.refuse();
+  std::vector<std::string> left = co_await s->clients.close_all(bound);
+  if (running > 0) left.insert(left.begin(), std::to_string(running) + " operation(s) still running");
+  if (!left.empty()) {
+    std::string list;
+    for (const auto& l : left) list += (list.empty() ? "" : "; ") + l;
+    throw AcasClientCloseError("acas: close() left resources open after client_close_seconds=" +
+                               std::to_string(s->config.client_close_seconds) + ": " + list +
+                               " (a later close() retries them)");
+  }
 }
 
 }  // namespace maf::sandbox::acas

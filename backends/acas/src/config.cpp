@@ -50,7 +50,7 @@ AcasConfig parse_acas_config(const nlohmann::json& j) {
                      {"endpoint", "subscription_id", "resource_group", "sandbox_group", "registry", "default_image", "api_version",
                       "allow_insecure_loopback", "token", "token_command", "token_env", "scope",
                       "managed_identity", "managed_identity_client_id", "imds_endpoint",
-                      "service_principal", "authority_host",
+                      "service_principal", "workload_identity", "authority_host",
                       "auto_suspend_seconds", "auto_delete_seconds", "read_timeout_seconds", "probe_timeout_seconds",
                       "exec_output_limit_bytes", "request_timeout_seconds", "create_timeout_seconds",
                       "delete_timeout_seconds", "poll_interval_seconds", "retry_after_cap_seconds", "http_workers",
@@ -72,6 +72,7 @@ AcasConfig parse_acas_config(const nlohmann::json& j) {
   read_bool(j, "managed_identity", c.managed_identity);
   read_string(j, "managed_identity_client_id", c.managed_identity_client_id);
   read_bool(j, "service_principal", c.service_principal);
+  read_bool(j, "workload_identity", c.workload_identity);
   read_string(j, "imds_endpoint", c.imds_endpoint);
   read_string(j, "authority_host", c.authority_host);
   for (const auto& [key, url] : {std::pair{"imds_endpoint", c.imds_endpoint}, std::pair{"authority_host", c.authority_host}})

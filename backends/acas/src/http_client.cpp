@@ -120,25 +120,35 @@ struct HttpClient::Impl {
   std::vector<std::thread> threads;
   std::atomic<bool> stopping{false};
   bool closed = false;
+  std::size_t max_workers = 1;
+  std::size_t idle = 0;  ///< workers waiting for a job
 
   void worker() {
+    std::unique_lock lock(m);
     for (;;) {
-      std::function<void()> job;
-      {
-        std::unique_lock lock(m);
-        cv.wait(lock, [&] { return closed || !queue.empty(); });
-        if (queue.empty()) return;
-        job = std::move(queue.front());
-        queue.pop_front();
-      }
+      ++idle;
+      cv.wait(lock, [&] { return closed || !queue.empty(); });
+      --idle;
+      if (queue.empty()) return;
+      std::function<void()> job = std::move(queue.front());
+      queue.pop_front();
+      lock.unlock();
       job();
+      lock.lock();
     }
+  }
+
+  // Under `m`: workers start on demand, up to max_workers (A-61 keeps one pool per client,
+  // and most clients never run more than a request or two at once).
+  void enqueue(std::function<void()> job) {
+    queue.push_back(std::move(job));
+    if (queue.size() > idle && threads.size() < max_workers) threads.emplace_back([this] { worker(); });
+    cv.notify_one();
   }
 };
 
 HttpClient::HttpClient(std::size_t workers) : impl_(std::make_shared<Impl>()) {
-  for (std::size_t i = 0; i < std::max<std::size_t>(1, workers); ++i)
-    impl_->threads.emplace_back([impl = impl_.get()] { impl->worker(); });
+  impl_->max_workers = std::max<std::size_t>(1, workers);
 }
 
 HttpClient::~HttpClient() { shutdown(); }
@@ -169,13 +179,12 @@ boost::asio::awaitable<HttpOutcome> HttpClient::perform(HttpRequest request) {
       });
       return;
     }
-    impl->queue.emplace_back([impl, request = std::move(request), shared, work, executor]() mutable {
+    impl->enqueue([impl, request = std::move(request), shared, work, executor]() mutable {
       HttpOutcome outcome = run_curl(request, impl->stopping);
       boost::asio::post(executor, [shared, work, outcome = std::move(outcome)]() mutable {
         (*shared)(std::exception_ptr{}, std::move(outcome));
       });
     });
-    impl->cv.notify_one();
   };
   co_return co_await boost::asio::async_initiate<decltype(boost::asio::use_awaitable),
                                                  void(std::exception_ptr, HttpOutcome)>(std::move(initiation),

@@ -54,6 +54,7 @@ struct HttpOutcome {
 
 class HttpClient {
 public:
+  /// At most `workers` threads, each started when a request finds no idle one.
   explicit HttpClient(std::size_t workers);
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;

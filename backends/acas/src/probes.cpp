@@ -26,30 +26,30 @@ Query path_and(const std::string& path, const char* key) {
 }
 
 // R-31 without the ancestor walk: the probe's own paths, made by the probe.
-boost::asio::awaitable<std::optional<EntryPayload>> stat_path(AcasSandboxBackend::State& s, const std::string& id,
+boost::asio::awaitable<std::optional<EntryPayload>> stat_path(Service& svc, const std::string& id,
                                                               std::string path, Clock::time_point deadline) {
   ServiceCall c{"GET", "/sandboxes/" + id + "/files/stat", one_query("path", path), std::nullopt, "application/json",
                 RetryClass::Read, deadline, 1 << 20, "files.stat (removal probe)"};
-  auto r = co_await s.service.call(std::move(c));
+  auto r = co_await svc.call(std::move(c));
   if (r.status == 404) co_return std::nullopt;
   Service::expect(r, {200}, "files.stat (removal probe)");
   co_return parse_entry(std::string_view(r.body));
 }
 
-boost::asio::awaitable<RemovalVerdict> observe_removal(AcasSandboxBackend::State& s, std::string id, std::string dir,
+boost::asio::awaitable<RemovalVerdict> observe_removal(Service& svc, std::string id, std::string dir,
                                                        std::string file) {
   const auto deadline = Clock::now() + kRemovalProbeBound;
   ServiceCall put{"PUT", "/sandboxes/" + id + "/files", path_and(file, "createDirs"), std::string("probe"),
                   "application/octet-stream", RetryClass::Idempotent, deadline, 1 << 20, "files.put (removal probe)"};
-  auto uploaded = co_await s.service.call(std::move(put));
+  auto uploaded = co_await svc.call(std::move(put));
   Service::expect(uploaded, {200, 201, 204}, "files.put (removal probe)");
-  auto made = co_await stat_path(s, id, file, deadline);
+  auto made = co_await stat_path(svc, id, file, deadline);
   if (!made || made->kind != EntryKind::File) co_return RemovalVerdict::Inconclusive;
   std::string command = removal_probe_script(file);
   std::string root = "/";
-  auto rm = co_await AcasSandbox::control_exec(s, id, std::move(command), std::move(root), deadline, 4096);
-  auto after_dir = co_await stat_path(s, id, dir, deadline);
-  auto after_file = co_await stat_path(s, id, file, deadline);
+  auto rm = co_await AcasSandbox::control_exec(svc, id, std::move(command), std::move(root), deadline, 4096);
+  auto after_dir = co_await stat_path(svc, id, dir, deadline);
+  auto after_file = co_await stat_path(svc, id, file, deadline);
   const bool dir_kept = after_dir && after_dir->kind == EntryKind::Directory;
   if (dir_kept && !after_file && rm.exit_code == 0) co_return RemovalVerdict::Pass;
   if (after_file && rm.exit_code == 1) co_return RemovalVerdict::Fail;
@@ -81,13 +81,13 @@ CapabilitySet served_capabilities(CapabilitySet ceiling, std::optional<RemovalVe
   return ceiling.difference(refused_by(*verdict));
 }
 
-boost::asio::awaitable<RemovalVerdict> removal_probe(std::shared_ptr<AcasSandboxBackend::State> s, std::string id) {
+boost::asio::awaitable<RemovalVerdict> removal_probe(Service& svc, std::string id) {
   const std::string dir = "/.maf-authority-" + random_hex32();
   const std::string file = dir + "/probe";
   std::optional<RemovalVerdict> verdict;
   std::exception_ptr failure;
   try {
-    verdict = co_await observe_removal(*s, id, dir, file);
+    verdict = co_await observe_removal(svc, id, dir, file);
   } catch (...) {
     failure = std::current_exception();
   }
@@ -97,7 +97,7 @@ boost::asio::awaitable<RemovalVerdict> removal_probe(std::shared_ptr<AcasSandbox
     ServiceCall c{"DELETE", "/sandboxes/" + id + "/files", path_and(dir, "recursive"), std::nullopt,
                   "application/json", RetryClass::Idempotent, Clock::now() + kRemovalProbeBound, 1 << 20,
                   "files.delete (removal probe)"};
-    auto r = co_await s->service.call(std::move(c));
+    auto r = co_await svc.call(std::move(c));
     if (r.status != 200 && r.status != 204 && r.status != 404)
       left = "HTTP " + std::to_string(r.status) + ": " + problem_summary(r.body);
   } catch (const std::exception& e) {
@@ -110,7 +110,7 @@ boost::asio::awaitable<RemovalVerdict> removal_probe(std::shared_ptr<AcasSandbox
   co_return *verdict;
 }
 
-boost::asio::awaitable<void> run_command_probes(std::shared_ptr<AcasSandboxBackend::State> s,
+boost::asio::awaitable<void> run_command_probes(Service& svc, std::shared_ptr<AcasSandboxBackend::State> s,
                                                 std::shared_ptr<Record> record, SandboxSpec spec, std::string image) {
   const CapabilitySet needs = spec.requires_capabilities();
   const bool exec = needs.contains(Capability::Exec);
@@ -127,7 +127,7 @@ boost::asio::awaitable<void> run_command_probes(std::shared_ptr<AcasSandboxBacke
     try {
       std::string command = "sh -c 'exit 0'";
       std::string root = "/";
-      auto sh = co_await AcasSandbox::control_exec(*s, record->id, std::move(command), std::move(root), deadline, 4096);
+      auto sh = co_await AcasSandbox::control_exec(svc, record->id, std::move(command), std::move(root), deadline, 4096);
       if (sh.exit_code != 0) why = "exit status " + std::to_string(sh.exit_code);
     } catch (const std::exception& e) {
       why = e.what();
@@ -140,7 +140,7 @@ boost::asio::awaitable<void> run_command_probes(std::shared_ptr<AcasSandboxBacke
       const std::string missing = "/tmp/maf-host-tools-probe-" + random_hex32();
       std::string command = host_tools_probe_script(missing);
       std::string root = "/";
-      auto r = co_await AcasSandbox::control_exec(*s, record->id, std::move(command), std::move(root), deadline, 4096);
+      auto r = co_await AcasSandbox::control_exec(svc, record->id, std::move(command), std::move(root), deadline, 4096);
       if (r.exit_code != 0) why = "exit status " + std::to_string(r.exit_code);
     } catch (const std::exception& e) {
       why = e.what();
@@ -153,14 +153,14 @@ boost::asio::awaitable<void> run_command_probes(std::shared_ptr<AcasSandboxBacke
     try {
       const std::string command = "printf x";
       const std::string root = "/";
-      auto r = co_await AcasSandbox::captured_exec(*s, record->id, command, root, deadline);
+      auto r = co_await AcasSandbox::captured_exec(svc, record->id, command, root, deadline);
       if (r.exit_code != 0 || r.stdout_bytes != "x" || !r.stderr_bytes.empty()) why = "unexpected result";
     } catch (const std::exception& e) {
       why = e.what();
     }
     if (!why.empty()) {
       // a failed capture probe invalidates and deletes the sandbox.
-      co_await s->invalidate(record, "exec-capture probe failed");
+      co_await s->invalidate(svc, record, "exec-capture probe failed");
       throw refuse("exec-capture", why);
     }
     record->capture_passed = true;

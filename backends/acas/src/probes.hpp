@@ -17,7 +17,7 @@ namespace maf::sandbox::acas::detail {
 /// delete the probe directory. A verdict only comes from what the guest did: a request that
 /// fails (status or transport) or a cleanup that fails leaves the probe incomplete, raised as
 /// that error, so the next acquire probes again.
-boost::asio::awaitable<RemovalVerdict> removal_probe(std::shared_ptr<AcasSandboxBackend::State> s, std::string id);
+boost::asio::awaitable<RemovalVerdict> removal_probe(Service& service, std::string id);
 
 /// Requirements a verdict refuses: fail → FILES_OUT, HOST_TOOLS, FILES_DELETE; inconclusive →
 /// FILES_DELETE; pass → none.
@@ -30,7 +30,7 @@ std::string to_string(RemovalVerdict verdict);
 /// HOST_TOOLS), each only when required and not yet passed on this sandbox. A failure raises
 /// SandboxCapabilityNotSupported naming the probe, the kind and the image; a failed capture
 /// probe invalidates the sandbox first.
-boost::asio::awaitable<void> run_command_probes(std::shared_ptr<AcasSandboxBackend::State> s,
+boost::asio::awaitable<void> run_command_probes(Service& service, std::shared_ptr<AcasSandboxBackend::State> s,
                                                 std::shared_ptr<Record> record, SandboxSpec spec, std::string image);
 
 }  // namespace maf::sandbox::acas::detail

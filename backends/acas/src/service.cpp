@@ -5,6 +5,8 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 
@@ -82,17 +84,35 @@ std::vector<std::string> base_headers(const std::string& bearer) {
 }
 }  // namespace
 
-Service::Service(const AcasConfig& config)
-    : config_(config), http_(std::make_unique<HttpClient>(static_cast<std::size_t>(config.http_workers))) {}
+Service::Service(const AcasConfig& config, std::shared_ptr<AcasTokenSource> source, std::string authority)
+    : config_(config),
+      source_(std::move(source)),
+      authority_(std::move(authority)),
+      http_(std::make_unique<HttpClient>(static_cast<std::size_t>(config.http_workers))) {}
 
-Service::~Service() = default;
+Service::~Service() { close(); }
 
-void Service::validate_endpoint() const {
-  const std::string& e = config_.endpoint;
-  if (e.empty() || config_.subscription_id.empty() || config_.resource_group.empty() || config_.sandbox_group.empty())
+void Service::close() {
+  if (closed_.exchange(true)) return;
+  std::exception_ptr failure;
+  if (source_) {
+    try {
+      source_->close();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  http_->shutdown();
+  // The source's text may carry a secret: only the fact is reported.
+  if (failure) throw AcasCredentialError("acas: the token source of authority '" + authority_ + "' failed to close");
+}
+
+void Service::validate_endpoint(const AcasConfig& config) {
+  const std::string& e = config.endpoint;
+  if (e.empty() || config.subscription_id.empty() || config.resource_group.empty() || config.sandbox_group.empty())
     throw ValueError("backend 'acas': endpoint, subscription_id, resource_group and sandbox_group must be configured");
   if (e.rfind("https://", 0) == 0) return;
-  if (e.rfind("http://", 0) == 0 && config_.allow_insecure_loopback) {
+  if (e.rfind("http://", 0) == 0 && config.allow_insecure_loopback) {
     std::string host = origin_of(e).substr(7);
     host = host.substr(0, host.rfind(':'));
     if (host == "127.0.0.1" || host == "localhost" || host == "[::1]") return;
@@ -112,10 +132,30 @@ std::string Service::url(const std::string& path, const std::vector<std::pair<st
   return u;
 }
 
+boost::asio::awaitable<std::string> Service::host_token() {
+  AcasAccessToken answer;
+  try {
+    answer = co_await source_->get_token(config_.scope);
+  } catch (const AcasCredentialError&) {
+    throw;
+  } catch (const std::exception&) {
+    // the provider's text may carry a secret; only the authority is named.
+    throw AcasCredentialError("acas: the token source of authority '" + authority_ + "' failed to give a token");
+  }
+  if (answer.token.empty())
+    throw AcasCredentialError("acas: the token source of authority '" + authority_ + "' gave an empty token");
+  TokenAnswer t;
+  t.token = std::move(answer.token);
+  t.expires_on = answer.expires_on;
+  co_return remember(t, Clock::now());
+}
+
 boost::asio::awaitable<std::string> Service::token() {
   auto now = Clock::now();
   // §1.1: refresh when fewer than five minutes remain.
   if (!cached_token_.empty() && now + std::chrono::minutes(5) < token_expires_) co_return cached_token_;
+  // a host's binding never falls back to the chain below.
+  if (source_) co_return co_await host_token();
   if (!config_.token.empty()) {
     cached_token_ = config_.token;
     token_expires_ = Clock::time_point::max();
@@ -155,6 +195,10 @@ boost::asio::awaitable<std::string> Service::token() {
     TokenAnswer answer = co_await service_principal_token();
     co_return remember(answer, now);
   }
+  if (config_.workload_identity) {
+    TokenAnswer answer = co_await workload_identity_token();
+    co_return remember(answer, now);
+  }
   if (config_.managed_identity) {
     TokenAnswer answer = co_await managed_identity_token();
     co_return remember(answer, now);
@@ -164,9 +208,8 @@ boost::asio::awaitable<std::string> Service::token() {
     token_expires_ = Clock::now() + std::chrono::hours(1);
     co_return cached_token_;
   }
-  // [TODO] workload identity (§1.1 #3); see docs/backends/acas.md.
-  throw AcasCredentialError("acas: no credential configured (token, token_command, service_principal, managed_identity, "
-                            "or $" + config_.token_env + ")");
+  throw AcasCredentialError("acas: no credential configured (token, token_command, service_principal, "
+                            "workload_identity, managed_identity, or $" + config_.token_env + ")");
 }
 
 namespace {
@@ -215,36 +258,68 @@ TokenAnswer token_answer(const HttpOutcome& o, const std::string& source) {
   }
 }
 
-struct ServicePrincipalRequest {
+struct EntraRequest {
   HttpRequest request;
   std::string where;  ///< the token endpoint, for messages
 };
 
-std::string required_env(const char* name) {
+std::string required_env(const char* source, const char* name) {
   const char* v = std::getenv(name);
-  if (!v || !*v) throw AcasCredentialError(std::string("acas: service_principal is configured but $") + name + " is not set");
+  if (!v || !*v) throw AcasCredentialError(std::string("acas: ") + source + " is configured but $" + name + " is not set");
   return v;
 }
 
-ServicePrincipalRequest service_principal_request(const AcasConfig& config) {
-  const std::string tenant = required_env("AZURE_TENANT_ID");
-  const std::string client = required_env("AZURE_CLIENT_ID");
-  const std::string secret = required_env("AZURE_CLIENT_SECRET");
+// §1.1 #2/#3: the client-credentials grant at `<authority>/<tenant>/oauth2/v2.0/token`; the
+// client proves itself by `proof` (a client_secret or a client_assertion).
+EntraRequest entra_request(const AcasConfig& config, const std::string& tenant, const std::string& client,
+                           const std::string& proof) {
   const char* host = std::getenv("AZURE_AUTHORITY_HOST");
   std::string authority = host && *host ? host : config.authority_host;
   while (!authority.empty() && authority.back() == '/') authority.pop_back();
-  ServicePrincipalRequest out;
+  EntraRequest out;
   out.where = authority + "/" + url_encode(tenant) + "/oauth2/v2.0/token";
   HttpRequest& r = out.request;
   r.method = "POST";
   r.url = out.where;
   r.headers.push_back("Content-Type: application/x-www-form-urlencoded");
   r.headers.push_back("Accept: application/json");
-  r.body = "grant_type=client_credentials&client_id=" + url_encode(client) + "&client_secret=" + url_encode(secret) +
+  r.body = "grant_type=client_credentials&client_id=" + url_encode(client) + "&" + proof +
            "&scope=" + url_encode(config.scope);
   r.timeout = ms_of(config.request_timeout_seconds);
   r.max_body = 1 << 20;
   return out;
+}
+
+EntraRequest service_principal_request(const AcasConfig& config) {
+  const char* source = "service_principal";
+  const std::string tenant = required_env(source, "AZURE_TENANT_ID");
+  const std::string client = required_env(source, "AZURE_CLIENT_ID");
+  const std::string secret = required_env(source, "AZURE_CLIENT_SECRET");
+  return entra_request(config, tenant, client, "client_secret=" + url_encode(secret));
+}
+
+// §1.1 #3: the projected token rotates, so the file is read at every fetch. Its content is
+// a secret: neither it nor the read error is quoted.
+EntraRequest workload_identity_request(const AcasConfig& config) {
+  const char* source = "workload_identity";
+  const std::string file = required_env(source, "AZURE_FEDERATED_TOKEN_FILE");
+  const std::string client = required_env(source, "AZURE_CLIENT_ID");
+  const std::string tenant = required_env(source, "AZURE_TENANT_ID");
+  std::string assertion;
+  if (std::FILE* f = std::fopen(file.c_str(), "rb")) {
+    char buffer[4096];
+    std::size_t n = 0;
+    while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0 && assertion.size() < (1u << 20)) assertion.append(buffer, n);
+    std::fclose(f);
+  } else {
+    throw AcasCredentialError("acas: workload_identity could not read $AZURE_FEDERATED_TOKEN_FILE '" + file + "'");
+  }
+  while (!assertion.empty() && std::isspace(static_cast<unsigned char>(assertion.back()))) assertion.pop_back();
+  if (assertion.empty())
+    throw AcasCredentialError("acas: workload_identity found $AZURE_FEDERATED_TOKEN_FILE '" + file + "' empty");
+  return entra_request(config, tenant, client,
+                       "client_assertion_type=" + url_encode("urn:ietf:params:oauth:client-assertion-type:jwt-bearer") +
+                           "&client_assertion=" + url_encode(assertion));
 }
 
 }  // namespace
@@ -259,11 +334,21 @@ std::string Service::remember(const TokenAnswer& answer, Clock::time_point now) 
   return cached_token_;
 }
 
-boost::asio::awaitable<TokenAnswer> Service::service_principal_token() {
-  ServicePrincipalRequest sp = service_principal_request(config_);
-  const std::string source = "acas: the service-principal token endpoint '" + sp.where + "'";
-  HttpOutcome o = co_await http_->perform(std::move(sp.request));
+boost::asio::awaitable<TokenAnswer> Service::entra_grant(HttpRequest request, std::string source) {
+  HttpOutcome o = co_await http_->perform(std::move(request));
   co_return token_answer(o, source);
+}
+
+boost::asio::awaitable<TokenAnswer> Service::service_principal_token() {
+  EntraRequest sp = service_principal_request(config_);
+  std::string source = "acas: the service-principal token endpoint '" + sp.where + "'";
+  co_return co_await entra_grant(std::move(sp.request), std::move(source));
+}
+
+boost::asio::awaitable<TokenAnswer> Service::workload_identity_token() {
+  EntraRequest wi = workload_identity_request(config_);
+  std::string source = "acas: the workload-identity token endpoint '" + wi.where + "'";
+  co_return co_await entra_grant(std::move(wi.request), std::move(source));
 }
 
 boost::asio::awaitable<TokenAnswer> Service::managed_identity_token() {

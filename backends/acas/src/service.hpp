@@ -6,6 +6,7 @@
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/awaitable.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -50,13 +51,22 @@ struct ServiceCall {
   bool exec_headers = false;  ///< A-21: Accept-Encoding: identity
 };
 
+/// One client: its curl workers, its token source and its token cache. Built by the
+/// client cache (client_cache.hpp) per (executor, authority, generation).
 class Service {
 public:
-  explicit Service(const AcasConfig& config);
+  /// `source` null = the default chain of §1.1 from `config`. `authority` names the
+  /// binding in messages (never a secret).
+  Service(const AcasConfig& config, std::shared_ptr<AcasTokenSource> source = nullptr,
+          std::string authority = "default");
   ~Service();
 
+  /// Closes the token source and stops the curl workers (aborting transfers). At most once;
+  /// a second call does nothing. Runs on the client's owner executor.
+  void close();
+
   /// Throws ValueError for an endpoint the config may not use (E-2, R-1).
-  void validate_endpoint() const;
+  static void validate_endpoint(const AcasConfig& config);
   /// Sends with retries. Throws TimeoutError at the deadline, AcasThrottledPastDeadline when
   /// a 429's wait would cross it, AcasTransportError when no answer came.
   boost::asio::awaitable<HttpResponse> call(ServiceCall call);
@@ -75,13 +85,20 @@ private:
   boost::asio::awaitable<std::string> token();
   boost::asio::awaitable<TokenAnswer> managed_identity_token();
   boost::asio::awaitable<TokenAnswer> service_principal_token();
+  boost::asio::awaitable<TokenAnswer> workload_identity_token();
+  /// POSTs an Entra client-credentials grant (§1.1 #2 and #3 share the endpoint).
+  boost::asio::awaitable<TokenAnswer> entra_grant(HttpRequest request, std::string source);
+  boost::asio::awaitable<std::string> host_token();
   /// Caches a fetched token until five minutes before it expires (one hour when unsaid).
   std::string remember(const TokenAnswer& answer, Clock::time_point now);
   boost::asio::awaitable<HttpResponse> send_url(const std::string& url, const ServiceCall& call);
   std::string url(const std::string& path, const std::vector<std::pair<std::string, std::string>>& query) const;
 
   AcasConfig config_;
+  std::shared_ptr<AcasTokenSource> source_;
+  std::string authority_;
   std::unique_ptr<HttpClient> http_;
+  std::atomic<bool> closed_{false};
   std::string cached_token_;
   Clock::time_point token_expires_{};
 };

@@ -17,6 +17,7 @@
 
 #include "maf/sandbox/acas/backend.hpp"
 #include "maf/sandbox/support/async_mutex.hpp"
+#include "client_cache.hpp"
 #include "service.hpp"
 
 namespace maf::sandbox::acas::detail {
@@ -38,6 +39,9 @@ struct Record {
   bool host_tools_passed = false;
   bool capture_passed = false;
   bool invalidated = false;
+  /// the acquire's binding; every later exec, file and polling request of this
+  /// sandbox, and its deletion after a failure, lease a client of it.
+  std::shared_ptr<const Binding> binding;
 };
 
 struct Retained {
@@ -54,10 +58,12 @@ std::string registry_key(const SandboxKey& key, const std::string& kind);
 namespace maf::sandbox::acas {
 
 struct AcasSandboxBackend::State : std::enable_shared_from_this<AcasSandboxBackend::State> {
-  explicit State(AcasConfig c) : config(std::move(c)), service(config) {}
+  explicit State(AcasConfig c);
 
   AcasConfig config;
-  detail::Service service;
+  detail::ClientCache clients;
+  /// No resolver: every operation shares this binding (the §1.1 chain).
+  std::shared_ptr<const detail::Binding> default_binding;
 
   std::mutex m;
   std::map<std::string, std::shared_ptr<detail::Record>> registry;
@@ -78,10 +84,18 @@ struct AcasSandboxBackend::State : std::enable_shared_from_this<AcasSandboxBacke
   void admit();
   void leave();
 
+  /// the binding for one operation, before any request. Throws AcasCredentialError
+  /// (never quoting the resolver) and never falls back to the default chain.
+  std::shared_ptr<const detail::Binding> resolve(const AcasCredentialRequest& request) const;
+  /// A lease on a client of `binding`, waiting at most client_wait_seconds.
+  boost::asio::awaitable<detail::ClientCache::Lease> lease(std::shared_ptr<const detail::Binding> binding);
+
   /// Deletes one sandbox and waits for 404. Never throws.
-  boost::asio::awaitable<std::optional<DisposalFailure>> delete_sandbox(std::string id);
-  /// drop from the registry, delete, retain on failure.
-  boost::asio::awaitable<void> invalidate(std::shared_ptr<detail::Record> record, std::string why);
+  boost::asio::awaitable<std::optional<DisposalFailure>> delete_sandbox(detail::Service& service, std::string id);
+  /// drop from the registry, delete, retain on failure. `service` is the caller's
+  /// lease, which holds the record's binding.
+  boost::asio::awaitable<void> invalidate(detail::Service& service, std::shared_ptr<detail::Record> record,
+                                          std::string why);
 };
 
 /// Scope guard over admit()/leave().

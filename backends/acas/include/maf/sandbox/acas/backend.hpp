@@ -19,6 +19,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "maf/sandbox/acas/credentials.hpp"
 #include "maf/sandbox/acas/errors.hpp"
 #include "maf/sandbox/backend.hpp"
 
@@ -41,10 +42,14 @@ struct AcasConfig {
   std::string api_version = "2026-02-01-preview";  ///< R-3, pinned by the client
   bool allow_insecure_loopback = false;
 
+  /// the host's per-operation resolver (credentials.hpp). When set, the chain below
+  /// is never used, not even when the resolver fails.
+  AcasCredentialResolver credential_resolver;
+
   /// Token sources (§1.1), first configured wins, a configured source that fails is an
   /// error (never a fall-through): `token`, then `token_command` (argv; prints the token or
-  /// az-CLI JSON), then `service_principal`, then `managed_identity`, then the environment
-  /// variable `token_env` (default ACAS_ACCESS_TOKEN).
+  /// az-CLI JSON), then `service_principal`, then `workload_identity`, then
+  /// `managed_identity`, then the environment variable `token_env` (default ACAS_ACCESS_TOKEN).
   std::string token;
   std::vector<std::string> token_command;
   /// §1.1 #4/#5: `$IDENTITY_ENDPOINT` with `X-IDENTITY-HEADER: $IDENTITY_HEADER` (App
@@ -54,6 +59,10 @@ struct AcasConfig {
   /// §1.1 #2: the client-credentials grant with `$AZURE_TENANT_ID`, `$AZURE_CLIENT_ID`,
   /// `$AZURE_CLIENT_SECRET` (each required) at `$AZURE_AUTHORITY_HOST` or `authority_host`.
   bool service_principal = false;
+  /// §1.1 #3: the same token endpoint with the federated token read from
+  /// `$AZURE_FEDERATED_TOKEN_FILE` (re-read at each fetch) as `client_assertion`, for
+  /// `$AZURE_CLIENT_ID` in `$AZURE_TENANT_ID` (each required).
+  bool workload_identity = false;
   std::string authority_host = "https://login.microsoftonline.com";
   std::string managed_identity_client_id;  ///< a user-assigned identity; empty = system-assigned
   std::string imds_endpoint = "http://169.254.169.254/metadata/identity/oauth2/token";
@@ -73,9 +82,11 @@ struct AcasConfig {
   double poll_interval_seconds = 3;      ///< R-71; tests use tens of milliseconds
   double retry_after_cap_seconds = 30;   ///< T-4 cap on a server-requested wait
   int http_workers = 8;                  ///< curl worker threads (http_client.hpp)
-  int max_clients_per_loop = 32;         ///< A-61 (validated; see docs for the gap)
-  double client_wait_seconds = 30;       ///< A-61
-  double client_close_seconds = 30;      ///< A-62: bound of close()
+  /// clients (curl workers + token source + token cache) alive at once per executor's
+  /// execution context, counting those being built and being closed.
+  int max_clients_per_loop = 32;
+  double client_wait_seconds = 30;       ///< A-61: bound of resolver + lease (wait and build)
+  double client_close_seconds = 30;      ///< A-62: bound of close()'s drain and of each client close
 };
 
 /// Throws ValueError naming the key for unknown keys, wrong types or out-of-range values.
@@ -96,8 +107,11 @@ public:
   boost::asio::awaitable<ScopePurge> dispose_scope(std::string scope, std::string thread_id) override;
 
   /// refuses new work for good (AcasCredentialError "closing or closed"), waits up to
-  /// `client_close_seconds` for admitted operations, then stops the HTTP workers. Never
-  /// deletes sandboxes. Throws AcasClientCloseError if operations were still running.
+  /// `client_close_seconds` for admitted operations, then closes every cached client on its
+  /// owner executor, each within `client_close_seconds`. Never deletes sandboxes. Throws
+  /// AcasClientCloseError naming what is left (operations still running, a client whose
+  /// close timed out, failed, or whose owner executor does not run); a later close() closes
+  /// what is still open and nothing twice.
   boost::asio::awaitable<void> close();
 
   struct State;
