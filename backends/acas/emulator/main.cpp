@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
                  "                   createMode (running|creating|failing), createGets, createDelayMs,\n"
                  "                   deleteLatencyMs, deleteMissing, execOutputCap, fifoReadMaxMs,\n"
                  "                   strictApiVersion, apiVersion, audience, forbidFirst, forbiddenAliases,\n"
+                 "                   throttle {route, every, retryAfter}, requireJsonBodyOnStopResume,\n"
                  "                   tokens {alias: token}, identity* and spClient* (token endpoints)\n"
                  "  POST /clock      {\"mode\": \"manual\"|\"real\"}, {\"advanceSeconds\": n} (manual; fires due\n"
                  "                   auto-suspend/auto-delete timers before it answers)\n"

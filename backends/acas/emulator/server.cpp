@@ -291,6 +291,7 @@ struct Emulator::Impl {
   std::map<std::string, std::string> tokens;  // token -> alias
   std::map<std::string, int> in_flight;       // route -> count
   int forbidden_served = 0;                   // E-42 forbidFirst, counted from its PUT /config
+  int throttle_seen = 0;                      // E-42 throttle, counted from its PUT /config
   // E-50: the emulator clock, in seconds. Real (steady time since `epoch`) unless switched
   // to manual, where only POST /clock {"advanceSeconds"} moves it.
   std::chrono::steady_clock::time_point epoch = std::chrono::steady_clock::now();
@@ -302,7 +303,7 @@ struct Emulator::Impl {
               {"createMode", "running"}, {"createGets", 1}, {"createDelayMs", 0},
               {"strictApiVersion", false}, {"apiVersion", "2026-02-01-preview"},
               {"audience", "https://dynamicsessions.io"}, {"forbidFirst", 0}, {"forbiddenAliases", json::array()},
-              {"nextLinkHostile", ""},
+              {"nextLinkHostile", ""}, {"throttle", nullptr}, {"requireJsonBodyOnStopResume", false},
               {"identityHeader", "emulator-identity-header"}, {"identityAlias", "default"}, {"identityExpiresIn", 3600},
               {"spClientId", "emulator-client"}, {"spClientSecret", "emulator-secret"}};
 
@@ -595,6 +596,14 @@ struct Emulator::Impl {
       ~Leave() { --n; }
     } leave{in_flight[route]};
 
+    // E-42 `throttle: {route, every, retryAfter}`: every k-th request on the route is a 429.
+    if (json th = config.value("throttle", json()); th.is_object() && th.value("route", "") == route &&
+                                                      th.value("every", 0) > 0 && ++throttle_seen % th.value("every", 0) == 0) {
+      record["throttled"] = true;
+      Reply r = Reply::of(429, json{{"title", "TooManyRequests"}, {"status", 429}});
+      r.headers.emplace_back("Retry-After", std::to_string(th.value("retryAfter", 1)));
+      co_return r;
+    }
     const std::string fault_path = route.rfind("files.", 0) == 0 ? in.param("path") : in.path;
     Fault* fault = match_fault(route, m, id, command, fault_path);
     if (fault) record["fault"] = fault->id;
@@ -810,6 +819,12 @@ struct Emulator::Impl {
     }
     if (s.state == "Deleting") co_return Reply::of(409, problem(409, "SandboxDeleting"));
     const bool disabled = s.state_details.is_object() && s.state_details.value("stoppedReason", "") == "Disabled";
+    // E-15 `requireJsonBodyOnStopResume`: a body-less stop/resume hangs (CYRUS C7).
+    if ((route == "resume" || route == "stop") && in.body.empty() && config.value("requireJsonBodyOnStopResume", false)) {
+      Reply r;
+      r.hang = true;
+      co_return r;
+    }
     if (route == "resume") {
       // E-15: a Disabled stop reason blocks resume (409, guessed).
       if (disabled) co_return Reply::of(409, problem(409, "SandboxDisabled", "the sandbox is disabled"));
@@ -1214,6 +1229,7 @@ struct Emulator::Impl {
           throw std::runtime_error("config " + k + ": unknown value " + v.dump());
       for (const auto& [k, v] : body.items()) {
         if (k == "forbidFirst") forbidden_served = 0;
+        if (k == "throttle") throttle_seen = 0;
         if (k == "tokens") {
           for (const auto& [alias, token] : v.items()) tokens[token.get<std::string>()] = alias;
         } else {
@@ -1239,6 +1255,7 @@ struct Emulator::Impl {
       manual_clock = false;
       epoch = std::chrono::steady_clock::now();
       forbidden_served = 0;
+      throttle_seen = 0;
       co_return json::object();
     }
     // E-50: {"mode": "manual"|"real"} and/or {"advanceSeconds": n} (manual only); an

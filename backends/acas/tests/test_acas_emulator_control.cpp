@@ -30,6 +30,7 @@ struct HttpCall {
   std::vector<std::string> headers;
   std::string token = "emulator-token";  // empty: no Authorization header
   bool decode = false;                   // let curl undo a Content-Encoding
+  long timeout_ms = 60000;
 };
 
 inline HttpAnswer http(const HttpCall& c) {
@@ -37,7 +38,7 @@ inline HttpAnswer http(const HttpCall& c) {
   std::unique_ptr<CURL, void (*)(CURL*)> h(curl_easy_init(), curl_easy_cleanup);
   curl_easy_setopt(h.get(), CURLOPT_URL, c.url.c_str());
   curl_easy_setopt(h.get(), CURLOPT_CUSTOMREQUEST, c.method.c_str());
-  curl_easy_setopt(h.get(), CURLOPT_TIMEOUT, 60L);
+  curl_easy_setopt(h.get(), CURLOPT_TIMEOUT_MS, c.timeout_ms);
   curl_easy_setopt(h.get(), CURLOPT_NOSIGNAL, 1L);
   if (c.decode) curl_easy_setopt(h.get(), CURLOPT_ACCEPT_ENCODING, "");
   if (c.method == "PUT" || c.method == "POST" || !c.body.empty()) {
@@ -221,11 +222,24 @@ TEST_CASE("E-50/E-17/E-15/E-16: the manual clock fires auto-suspend and auto-del
   CHECK(api.call("POST", "/sandboxes/" + b + "/stop").status == 200);
   CHECK(api.get(b)["stateDetails"]["stoppedReason"] == "UserStopped");
   CHECK(paused(cb) == "true");
+  // requireJsonBodyOnStopResume: a body-less resume hangs (CYRUS C7); `{}` is answered.
+  f.emulator->control("PUT", "/config", json{{"requireJsonBodyOnStopResume", true}});
+  HttpCall bare;
+  bare.method = "POST";
+  bare.url = api.url("/sandboxes/" + b + "/resume");
+  bare.timeout_ms = 300;
+  CHECK(http(bare).code == CURLE_OPERATION_TIMEDOUT);
+  CHECK(api.log("resume").back()["outcome"] == "hung");
+  CHECK(api.get(b)["state"] == "Stopped");
+  CHECK(api.call("POST", "/sandboxes/" + b + "/resume", json::object()).status == 200);
+  CHECK(api.call("POST", "/sandboxes/" + b + "/stop", json::object()).status == 200);
+  f.emulator->control("PUT", "/config", json{{"requireJsonBodyOnStopResume", false}});
   f.emulator->control("POST", "/sandboxes/" + b + "/state", json{{"state", "Stopped"}, {"stoppedReason", "Disabled"}});
   CHECK(api.call("POST", "/sandboxes/" + b + "/resume").status == 409);
   CHECK(api.exec(b, "true").status == 409);
   CHECK(causes(api.internal(b)["transitions"]) ==
-        std::vector<std::string>{"Running/api", "Stopped/auto-suspend", "Running/api", "Stopped/api"});
+        std::vector<std::string>{"Running/api", "Stopped/auto-suspend", "Running/api", "Stopped/api", "Running/api",
+                                 "Stopped/api"});
   CHECK(api.call("DELETE", "/sandboxes/" + b).status == 200);  // a paused container is removed too
   for (int i = 0; i < 600 && api.call("GET", "/sandboxes/" + b).status != 404; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -376,6 +390,19 @@ TEST_CASE("E-3/E-42/E-5/E-32/E-60/E-23: audience, forbidFirst, strict api-versio
   CHECK(api.call("GET", "/sandboxes").status == 403);
   CHECK(api.call("GET", "/sandboxes").status == 403);
   CHECK(api.call("GET", "/sandboxes").status == 200);
+  // E-42: every k-th request on the route is throttled with the configured Retry-After.
+  f.emulator->control("PUT", "/config", json{{"throttle", {{"route", "list"}, {"every", 2}, {"retryAfter", 3}}}});
+  std::vector<long> statuses;
+  std::string retry_after;
+  for (int i = 0; i < 4; ++i) {
+    auto answer = api.call("GET", "/sandboxes");
+    statuses.push_back(answer.status);
+    if (answer.status == 429) retry_after = answer.headers["retry-after"];
+  }
+  CHECK(statuses == std::vector<long>{200, 429, 200, 429});
+  CHECK(retry_after == "3");
+  CHECK(api.log("list").back()["throttled"] == true);
+  f.emulator->control("PUT", "/config", json{{"throttle", nullptr}});
 
   // E-5: recorded always; strict mode refuses a missing or different value.
   f.emulator->control("PUT", "/config", json{{"strictApiVersion", true}});
