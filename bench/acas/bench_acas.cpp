@@ -9,10 +9,15 @@
 // request log on, and the requests it made (method, target, body) become that operation's
 // floor — sent in order over one keep-alive libcurl easy handle, with the floor's own
 // sandbox ids and scope label substituted, without the backend's logic (no token cache, no
-// parsing beyond a create's id, no poll interval, no worker pool, no lock).
+// parsing beyond a create's id, no poll interval, no worker pool, no lock). A cold acquire's
+// recording is the create and then every call on the new sandbox (work directory, the A-14
+// removal probe, the A-15 command probes); the replay points those at the sandbox its own
+// create made. The backend's once-only work (first acquire) is left out of the recordings.
+// Stopping, even by a signal or the benchmark's death, stops the emulator, which deletes
+// every container it started.
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,8 +27,10 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <optional>
@@ -41,8 +48,6 @@
 #include "maf/sandbox/support/labels.hpp"
 #include "maf/sandbox/sync.hpp"
 
-extern char** environ;
-
 namespace {
 
 using namespace maf::sandbox;
@@ -51,41 +56,72 @@ using nlohmann::json;
 
 const std::string kToken = "emulator-token";
 
-/// The emulator as a child process: spawned with its stdout on a pipe, ready once it has
+/// The emulator as a child process: started with its stdout on a pipe, ready once it has
 /// printed its base URL, stopped with SIGTERM (it then deletes its containers) and reaped.
+/// It also gets SIGTERM when this process dies in any way (PR_SET_PDEATHSIG), so even a
+/// killed benchmark leaves no emulator, and so no container, behind.
 class EmulatorProcess {
 public:
   explicit EmulatorProcess(const std::string& binary) {
     int fds[2];
     require(::pipe2(fds, O_CLOEXEC) == 0, "pipe2");
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-    std::vector<char*> argv{const_cast<char*>(binary.c_str()), nullptr};
-    const int rc = ::posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ == 0) {  // async-signal-safe calls only until exec
+      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      if (::getppid() != parent) ::_exit(127);
+      ::dup2(fds[1], STDOUT_FILENO);
+      char* const argv[] = {const_cast<char*>(binary.c_str()), nullptr};
+      ::execv(binary.c_str(), argv);
+      ::_exit(127);
+    }
     ::close(fds[1]);
-    if (rc != 0) {
+    if (pid_ < 0) {
       ::close(fds[0]);
       throw std::runtime_error("cannot start " + binary);
     }
+    g_emulator_pid = pid_;
     char c;
     while (::read(fds[0], &c, 1) == 1 && c != '\n') base_url_.push_back(c);
     ::close(fds[0]);
     require(base_url_.rfind("http://", 0) == 0, "the emulator printed no base URL");
   }
-  ~EmulatorProcess() {
-    ::kill(pid_, SIGTERM);
+  ~EmulatorProcess() { stop(g_emulator_pid.exchange(-1)); }
+  EmulatorProcess(const EmulatorProcess&) = delete;
+  EmulatorProcess& operator=(const EmulatorProcess&) = delete;
+  const std::string& base_url() const { return base_url_; }
+
+  /// SIGTERM and reap: the emulator deletes every container it started before it exits.
+  static void stop(pid_t pid) {
+    if (pid <= 0) return;
+    ::kill(pid, SIGTERM);
     int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
   }
-  const std::string& base_url() const { return base_url_; }
+  /// The running emulator, for the interrupt cleanup (-1: none).
+  static inline std::atomic<pid_t> g_emulator_pid{-1};
 
 private:
   pid_t pid_ = -1;
   std::string base_url_;
 };
+
+/// The emulator's instance label (`acas-emulator=<instance>`, on every container it starts),
+/// read from the container of one of its sandboxes; empty if there is none.
+std::string emulator_instance(const std::string& sandbox_id) {
+  const char* client = std::getenv("MAF_SANDBOX_DOCKER");
+  const std::string cmd = std::string(client && *client ? client : "docker") + " ps -a --filter label=acas-sandbox=" +
+                          sandbox_id + " --format '{{.Label \"acas-emulator\"}}'";
+  std::string out;
+  if (FILE* p = ::popen(cmd.c_str(), "r")) {
+    char buf[256];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    ::pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out.find_first_of("'\n ") == std::string::npos ? out : std::string();
+}
 
 /// One request as the emulator logged it.
 struct Call {
@@ -108,16 +144,21 @@ public:
   Replayer& operator=(const Replayer&) = delete;
 
   /// Sends `calls` in order. A sandbox id of the recording not yet seen in this replay
-  /// stands for the next of `spare` (ids the floor owns); a create's new id joins `spare`.
-  /// `raw` is the body of a non-JSON request of its size. Returns `spare` as left.
-  std::deque<std::string> run(const std::vector<Call>& calls, std::deque<std::string> spare = {},
-                              const std::string& raw = {}) {
+  /// stands for the oldest sandbox this replay created and has not yet bound (a create is
+  /// followed by the calls on its new sandbox: polls, the probes), else for the
+  /// next of `spare` (ids the floor owns). `raw` is the body of a non-JSON request of its
+  /// size. Returns the ids of the sandboxes this replay created, in order.
+  std::vector<std::string> run(const std::vector<Call>& calls, std::deque<std::string> spare = {},
+                               const std::string& raw = {}) {
     auto subs = substitutions_;
+    std::vector<std::string> created;
+    std::deque<std::string> unbound;
     for (const auto& c : calls) {
       if (!c.sandbox.empty() && !subs.count(c.sandbox)) {
-        require(!spare.empty(), "replay: no floor sandbox for recorded id " + c.sandbox);
-        subs[c.sandbox] = spare.front();
-        spare.pop_front();
+        auto& from = unbound.empty() ? spare : unbound;
+        require(!from.empty(), "replay: no floor sandbox for recorded id " + c.sandbox);
+        subs[c.sandbox] = from.front();
+        from.pop_front();
       }
       std::optional<std::string> body;
       if (c.json_body) body = substitute(*c.json_body, subs);
@@ -127,9 +168,12 @@ public:
         body = raw.size() == c.raw_size ? raw : std::string(c.raw_size, 'x');
       const auto [status, reply] = send(c.method, substitute(c.target, subs), body, c.json_body.has_value());
       require(status > 0 && status < 500, "replay: " + c.method + " " + c.route + " answered " + std::to_string(status));
-      if (c.route == "create") spare.push_back(json::parse(reply).at("id").get<std::string>());
+      if (c.route == "create") {
+        created.push_back(json::parse(reply).at("id").get<std::string>());
+        unbound.push_back(created.back());
+      }
     }
-    return spare;
+    return created;
   }
 
   std::pair<long, std::string> send(const std::string& method, const std::string& target,
@@ -224,16 +268,18 @@ public:
         if (r.contains("body")) c.json_body = r["body"].dump();
         calls.push_back(std::move(c));
       }
+    std::string routes;
+    for (const auto& c : calls) routes += " " + c.route;
+    std::fprintf(stderr, "  recorded %zu requests:%s\n", calls.size(), routes.c_str());
     return calls;
   }
 
   void operations();
-  void throughput(int conversations);
+  void throughput(int conversations, int batches);
   boost::asio::awaitable<void> conversation(SandboxKey k, int& finished);
-  void print() const { table_.print(runs_, batches()); }
+  void print() const { table_.print(runs_); }
 
 private:
-  int batches() const { return std::max(3, runs_ / 3); }
   json log() {
     auto [status, body] = control_.send("GET", "/_emulator/requests", std::nullopt, false);
     require(status == 200, "emulator control /requests answered " + std::to_string(status));
@@ -274,10 +320,20 @@ private:
 void Bench::operations() {
   int serial = 0;
   const auto s = spec();
+  // What the backend does once (token, image resolution) stays out of the recording.
+  acquire(key("first"), s);
+  dispose(key("first"));
   // Cold acquire: a key never seen; disposed untimed (ours and the floor's alike).
   cold_ = record([&] {
     acquire(key("rec-cold"), s);
   });
+  // scripts/bench removes what a killed run left by the emulator's instance label.
+  for (const auto& c : cold_)
+    if (!c.sandbox.empty()) {
+      if (const auto instance = emulator_instance(c.sandbox); !instance.empty())
+        announce_sweep("label=acas-emulator=" + instance);
+      break;
+    }
   dispose(key("rec-cold"));
   table_.measure("acquire (cold)", "the same requests (create, polls) by libcurl", runs_,
                  [&] {
@@ -392,14 +448,19 @@ boost::asio::awaitable<void> Bench::conversation(SandboxKey k, int& finished) {
 
 // N conversations at once on one io_context (as a BlockingRunner host would run them),
 // beside N threads each replaying one recorded conversation over its own easy handle.
-void Bench::throughput(int conversations) {
+void Bench::throughput(int conversations, int batches) {
   auto one = [&](const std::string& thread, int n) {
     boost::asio::io_context io;
     int finished = 0;
-    for (int i = 0; i < n; ++i)
-      boost::asio::co_spawn(io, conversation(key("c" + std::to_string(i), thread), finished), [](std::exception_ptr e) {
+    for (int i = 0; i < n; ++i) {
+      // Appended, not `"c" + std::to_string(i)`: GCC 12 -O2 warns -Wrestrict (falsely) on
+      // operator+(const char*, std::string&&).
+      std::string agent(1, 'c');
+      agent += std::to_string(i);
+      boost::asio::co_spawn(io, conversation(key(agent, thread), finished), [](std::exception_ptr e) {
         if (e) std::rethrow_exception(e);
       });
+    }
     io.run();
     require(finished == n, "a conversation did not finish");
   };
@@ -408,7 +469,7 @@ void Bench::throughput(int conversations) {
   int serial = 0;
   auto& r = table_.measure(
       "throughput, " + std::to_string(conversations) + " conversations",
-      "N threads replaying one conversation's " + std::to_string(calls.size()) + " requests", batches(),
+      "N threads replaying one conversation's " + std::to_string(calls.size()) + " requests", batches,
       [&] { return timed([&] { one("tp-" + std::to_string(serial++), conversations); }); },
       [&] {
         return timed([&] {
@@ -429,6 +490,9 @@ void Bench::throughput(int conversations) {
 int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::max(3, std::atoi(argv[1])) : 10;
   const std::string emulator_path = argc > 2 ? argv[2] : MAF_ACAS_EMULATOR;
+  // Interrupted: stopping the emulator deletes every container it started (ours and the
+  // floor's sandboxes alike).
+  on_interrupt([] { EmulatorProcess::stop(EmulatorProcess::g_emulator_pid.exchange(-1)); });
   curl_global_init(CURL_GLOBAL_DEFAULT);
   int status = 0;
   try {
@@ -437,8 +501,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "acas backend through the emulator at %s, %d runs per operation\n",
                  emulator.base_url().c_str(), runs);
     bench.operations();
-    bench.throughput(8);
-    bench.throughput(32);
+    for (const int n : {8, 32}) bench.throughput(n, throughput_batches(n));
     bench.print();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_acas: %s\n", e.what());

@@ -4,12 +4,16 @@
 // process, so machine drift hits both alike, and the table reports medians and their ratio.
 // Header-only and not a benchmark itself (no CMakeLists.txt here, so bench/CMakeLists.txt
 // and scripts/test.d/70-bench-build do not take it for one).
+#include <fcntl.h>
 #include <malloc.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/awaitable.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +21,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "maf/sandbox.hpp"
@@ -59,8 +64,16 @@ struct Row {
   double ours_ms;
   double floor_ms;
   std::string floor_is;
+  int runs = 0;           // how many times each side ran (throughput rows: batches)
   int conversations = 0;  // throughput rows: conversations per batch
 };
+
+/// Batches per throughput row: $MAF_BENCH_THROUGHPUT_BATCHES, else 3 — and 1 for 32 or more
+/// conversations, which on a shared two-core engine take minutes per batch (RESULTS.md).
+inline int throughput_batches(int conversations) {
+  if (const char* v = std::getenv("MAF_BENCH_THROUGHPUT_BATCHES"); v && std::atoi(v) > 0) return std::atoi(v);
+  return conversations >= 32 ? 1 : 3;
+}
 
 /// Rows of one benchmark, printed as the markdown table scripts/bench puts into RESULTS.md.
 class Table {
@@ -74,14 +87,14 @@ public:
       a.push_back(ours());
       b.push_back(floor());
     }
-    rows_.push_back({operation, median(a), median(b), floor_is});
+    rows_.push_back({operation, median(a), median(b), floor_is, runs});
     std::fprintf(stderr, "  %-34s ours %10.1f ms   floor %10.1f ms\n", operation.c_str(), rows_.back().ours_ms,
                  rows_.back().floor_ms);
     return rows_.back();
   }
 
-  void print(int runs, int batches) const {
-    std::printf("Median of %d runs (throughput: of %d batches), milliseconds.\n\n", runs, batches);
+  void print(int runs) const {
+    std::printf("Median of %d runs (throughput: of the batches named below the table), milliseconds.\n\n", runs);
     std::printf("| operation | ours (ms) | floor (ms) | ratio | floor is |\n|---|---:|---:|---:|---|\n");
     for (const auto& r : rows_)
       std::printf("| %s | %s | %s | %s | %s |\n", r.operation.c_str(), fixed(r.ours_ms).c_str(),
@@ -89,8 +102,8 @@ public:
                   r.floor_is.c_str());
     for (const auto& r : rows_)
       if (r.conversations > 0)
-        std::printf("\n%s: %.1f conversations/s (floor %.1f/s).", r.operation.c_str(), r.conversations / r.ours_ms * 1e3,
-                    r.conversations / r.floor_ms * 1e3);
+        std::printf("\n%s: %.1f conversations/s (floor %.1f/s); median of %d batch%s.", r.operation.c_str(),
+                    r.conversations / r.ours_ms * 1e3, r.conversations / r.floor_ms * 1e3, r.runs, r.runs == 1 ? "" : "es");
     std::printf("\n");
   }
 
@@ -107,6 +120,73 @@ private:
   }
   std::vector<Row> rows_;
 };
+
+// ---- cleanup, also when interrupted ----------------------------------------------------
+
+/// The engine resources a benchmark makes carry labels it knows; `filter` is one docker
+/// `--filter` argument selecting them (e.g. `label=wslc-shim.session=wslc-bench-42`).
+/// Appended to $MAF_BENCH_SWEEP_FILE when set, so scripts/bench can remove what is left by
+/// label once the benchmark has ended, whatever its exit status (even after a SIGKILL).
+inline void announce_sweep(const std::string& filter) {
+  if (const char* file = std::getenv("MAF_BENCH_SWEEP_FILE"); file && *file) std::ofstream(file, std::ios::app) << filter << "\n";
+}
+
+/// Removes every container and network `filter` selects, through the docker CLI
+/// ($MAF_SANDBOX_DOCKER, else `docker`). Filters are label/name selectors the benchmark
+/// made itself (no shell metacharacters).
+inline void sweep_engine(const std::string& filter) {
+  const char* client = std::getenv("MAF_SANDBOX_DOCKER");
+  const std::string docker = client && *client ? client : "docker";
+  const std::string f = "'" + filter + "'";
+  const std::string cmd = docker + " ps -aq --filter " + f + " | xargs -r " + docker + " rm -f >/dev/null 2>&1; " +
+                          docker + " network ls -q --filter " + f + " | xargs -r " + docker +
+                          " network rm >/dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "sweeping %s failed\n", filter.c_str());
+}
+
+/// On SIGINT, SIGTERM or SIGHUP runs `cleanup` once (on its own thread: the handler only
+/// writes the signal to a pipe) and exits with 128 + the signal, so an interrupted or
+/// timed-out benchmark removes what it made instead of leaking it. Install it first thing in
+/// main, before anything is created; `cleanup` must not need the interrupted thread.
+inline void on_interrupt(std::function<void()> cleanup) {
+  static int fds[2] = {-1, -1};
+  static std::function<void()> stored;
+  stored = std::move(cleanup);
+  if (fds[0] >= 0) return;
+  require(::pipe2(fds, O_CLOEXEC) == 0, "pipe2");
+  struct sigaction sa {};
+  sa.sa_handler = [](int sig) {
+    const unsigned char b = static_cast<unsigned char>(sig);
+    [[maybe_unused]] const ssize_t n = ::write(fds[1], &b, 1);
+  };
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+  std::thread([] {
+    unsigned char sig = 0;
+    while (::read(fds[0], &sig, 1) < 0 && errno == EINTR) {
+    }
+    std::fprintf(stderr, "\ninterrupted (signal %d): cleaning up\n", sig);
+    try {
+      if (stored) stored();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "cleanup failed: %s\n", e.what());
+    }
+    ::_exit(128 + sig);
+  }).detach();
+}
+
+/// For a benchmark whose every engine resource `filter` selects: announces it to scripts/bench
+/// and, when interrupted, sweeps it — twice, 2 s apart, as a call in flight when the signal
+/// came may still make one.
+inline void sweep_on_interrupt(const std::string& filter) {
+  announce_sweep(filter);
+  on_interrupt([filter] {
+    sweep_engine(filter);
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    sweep_engine(filter);
+  });
+}
 
 // ---- memory -----------------------------------------------------------------------------
 

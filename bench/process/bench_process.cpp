@@ -414,6 +414,10 @@ std::string fixed(double v) {
 int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::max(3, std::atoi(argv[1])) : 25;
   const fs::path root = fs::temp_directory_path() / ("maf-bench-process-" + std::to_string(::getpid()));
+  maf_bench::on_interrupt([root] {  // interrupted: the guest trees go (the sandboxes are only those)
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  });
   int status = 0;
   try {
     Bench bench(root);

@@ -131,7 +131,7 @@ public:
   Bench(std::string shim, int runs)
       : shim_(std::move(shim)),
         runs_(runs),
-        scope_("wslc-bench-" + std::to_string(::getpid())),
+        scope_(session()),
         floor_scope_("wslc-floor-" + std::to_string(::getpid())),
         log_path_("/tmp/maf-bench-wslc-" + std::to_string(::getpid()) + ".log") {
     ::setenv("WSLC_SHIM_SESSION", scope_.c_str(), 1);
@@ -145,23 +145,24 @@ public:
       for (const auto& t : threads_) run_([&] { return backend_->dispose_scope(scope_, t); });
     } catch (...) {
     }
-    // Floor containers a failed run left (the replays remove their own on success).
-    const std::string sweep = "docker ps -aq --filter name=maf-bench-wslc-" + std::to_string(::getpid()) +
-                              " | xargs -r docker rm -f >/dev/null 2>&1";
-    if (std::system(sweep.c_str()) != 0) std::fprintf(stderr, "bench_wslc: sweeping floor containers failed\n");
+    // Floor containers a failed run left (the replays remove their own on success): every
+    // container of ours and of the floor carries the shim session label.
+    sweep_engine(session_filter());
     std::remove(log_path_.c_str());
   }
 
+  /// Selects every container and network the shim made for this process, ours and the floor's.
+  static std::string session_filter() { return "label=wslc-shim.session=" + session(); }
+  static std::string session() { return "wslc-bench-" + std::to_string(::getpid()); }
+
   void operations();
-  void throughput(int conversations);
+  void throughput(int conversations, int batches);
   void print() const {
-    table_.print(runs_, batches());
+    table_.print(runs_);
     std::printf("\nNo read, stat or collect rows: WSLC declares exec and files_in only (W-2).\n");
   }
 
 private:
-  int batches() const { return std::max(3, runs_ / 3); }
-
   SandboxKey key(const std::string& agent, const std::string& thread = "t") {
     if (std::find(threads_.begin(), threads_.end(), thread) == threads_.end()) threads_.push_back(thread);
     return {scope_, thread, agent, ""};
@@ -336,7 +337,7 @@ void Bench::operations() {
 
 // N conversations at once on one io_context, each acquire -> exec `true` -> write 1 KiB ->
 // dispose, beside N threads each replaying one recorded conversation's shim calls.
-void Bench::throughput(int conversations) {
+void Bench::throughput(int conversations, int batches) {
   const std::string payload(1024, 'c');
   auto conversation = [this](SandboxKey k, std::string content, int& finished) -> boost::asio::awaitable<void> {
     const SandboxSpec s = spec();
@@ -355,11 +356,16 @@ void Bench::throughput(int conversations) {
   auto ours = [&](const std::string& thread, int n) {
     boost::asio::io_context io;
     int finished = 0;
-    for (int i = 0; i < n; ++i)
-      boost::asio::co_spawn(io, conversation(key("c" + std::to_string(i), thread), payload, finished),
+    for (int i = 0; i < n; ++i) {
+      // Appended, not `"c" + std::to_string(i)`: GCC 12 -O2 warns -Wrestrict (falsely) on
+      // operator+(const char*, std::string&&).
+      std::string agent(1, 'c');
+      agent += std::to_string(i);
+      boost::asio::co_spawn(io, conversation(key(agent, thread), payload, finished),
                             [](std::exception_ptr e) {
                               if (e) std::rethrow_exception(e);
                             });
+    }
     io.run();
     require(finished == n, "a conversation did not finish");
   };
@@ -369,7 +375,7 @@ void Bench::throughput(int conversations) {
   int serial = 0;
   auto& r = table_.measure(
       "throughput, " + std::to_string(conversations) + " conversations",
-      "N threads replaying one conversation's " + std::to_string(calls.size()) + " shim calls", batches(),
+      "N threads replaying one conversation's " + std::to_string(calls.size()) + " shim calls", batches,
       [&] { return timed([&] { ours("tp-" + std::to_string(serial++), conversations); }); },
       [&] {
         std::vector<std::string> names;
@@ -390,12 +396,14 @@ void Bench::throughput(int conversations) {
 int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::max(3, std::atoi(argv[1])) : 10;
   const std::string shim = argc > 2 ? argv[2] : MAF_WSLC_SHIM;
+  // Interrupted or killed: every container and network the shim made for this process, ours
+  // and the floor's, carries the session label.
+  sweep_on_interrupt(Bench::session_filter());
   try {
     Bench bench(shim, runs);
     std::fprintf(stderr, "wslc backend through the shim %s, %d runs per operation\n", shim.c_str(), runs);
     bench.operations();
-    bench.throughput(8);
-    bench.throughput(32);
+    for (const int n : {8, 32}) bench.throughput(n, throughput_batches(n));
     bench.print();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_wslc: %s\n", e.what());
