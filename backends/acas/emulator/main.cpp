@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
                  "                   action: status | delay | drop (at: before-body|after-request|after-status|\n"
                  "                   mid-body) | reset | hang | trickle (chunkBytes, pauseMs) | mutate (delete,\n"
                  "                   set, wrap) | encoding (gzip)\n"
-                 "  GET|DELETE /faults, GET /requests, GET /sandboxes, PUT /catalogue, POST /reset,\n"
+                 "  GET|DELETE /faults, GET /requests, GET /counters, GET /sandboxes, PUT /catalogue, POST /reset,\n"
                  "  POST /sandboxes/{id}/state {state, stoppedReason}, POST /sandboxes/{id}/docker-exec {script, root}\n"
                  "See docs/backends/acas.md.\n";
     return 0;

@@ -14,6 +14,10 @@
 #include <boost/beast/http.hpp>
 #include <boost/crc.hpp>
 
+#include <sys/socket.h>
+
+#include <cerrno>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -376,6 +380,21 @@ struct Emulator::Impl {
     if (index && *index < log.size()) log[*index][key] = std::move(value);
   }
 
+  // True when the peer has closed (EOF or an error is pending); pipelined bytes are not EOF.
+  static bool peer_closed(tcp::socket& socket) {
+    char c;
+    const auto n = ::recv(socket.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+
+  void mark_client_gone(const json& record) {
+    if (!record.contains("exec") || !record.contains("sandbox")) return;
+    auto it = sandboxes.find(record["sandbox"].get<std::string>());
+    if (it == sandboxes.end()) return;
+    for (auto& e : it->second.exec_log)
+      if (e.value("seq", std::uint64_t{0}) == record.value("seq", std::uint64_t{0})) e["clientGone"] = true;
+  }
+
   static void close_socket(tcp::socket& socket, bool reset) {
     boost::system::error_code ignore;
     if (reset) socket.set_option(asio::socket_base::linger(true, 0), ignore);
@@ -472,6 +491,13 @@ struct Emulator::Impl {
       record["status"] = reply.status;
       record["responseBytes"] = res.body().size();
       record["outcome"] = reply.drop_at.empty() ? "completed" : "dropped-by-fault";
+      if (peer_closed(socket)) {
+        // E-24: the client went while the operation ran (the guest command was not stopped).
+        record["outcome"] = "client-gone-before-response";
+        mark_client_gone(record);
+        publish(record);
+        co_return;
+      }
       if (!reply.drop_at.empty()) record["dropAt"] = reply.drop_at;
       auto index = publish(record);
       std::size_t written = 0;
@@ -880,7 +906,8 @@ struct Emulator::Impl {
                            ? body["workingDirectory"].get<std::string>()
                            : "/";
       if (auto it = sandboxes.find(id); it != sandboxes.end()) ++it->second.execs;
-      json entry{{"command", body["command"]}, {"workingDirectory", wd}, {"startedAt", now_iso_ms()}};
+      json entry{{"seq", record["seq"]}, {"command", body["command"]}, {"workingDirectory", wd},
+                 {"startedAt", now_iso_ms()}, {"clientGone", false}};
       auto cap = config.value("execOutputCap", 1048576);
       auto r = co_await guest->exec(container, body["command"].get<std::string>(), wd, static_cast<std::size_t>(cap));
       record["exec"] = {{"exitCode", r.exit_code}, {"stdoutBytes", r.stdout_bytes.size()},
@@ -1204,6 +1231,7 @@ struct Emulator::Impl {
       co_return out;
     }
     if (path == "/requests" && method == "GET") co_return log;
+    if (path == "/counters" && method == "GET") co_return counters();
     if (path == "/sandboxes" && method == "GET") {
       json live = json::array();
       for (const auto& [id, s] : sandboxes) {
@@ -1307,6 +1335,35 @@ struct Emulator::Impl {
       co_return json{{"exitCode", r.exit_code}, {"stdout", r.stdout_bytes}, {"stderr", r.stderr_bytes}};
     }
     throw std::runtime_error("unknown control route " + method + " " + path);
+  }
+
+  // E-62, derived from the request log (so a reset clears them too) and the live state.
+  json counters() const {
+    json c{{"creates", 0}, {"deletes", json::object()}, {"lists", json::object()}, {"execs", json::object()},
+           {"unauthorized", json::object()}, {"forbidden", 0}, {"tooManyRequests", 0}, {"faultsFired", 0}, {"live", 0}};
+    auto bump = [](json& counter, const std::string& key) { counter[key] = counter.value(key, 0) + 1; };
+    for (const auto& r : log) {
+      const std::string route = r.value("route", "");
+      const int status = r.contains("status") && r["status"].is_number() ? r["status"].get<int>() : 0;
+      if (route == "create" && status == 200) c["creates"] = c["creates"].get<int>() + 1;
+      if (route == "delete") bump(c["deletes"], status ? std::to_string(status) : r.value("outcome", "none"));
+      if (route == "exec") bump(c["execs"], r.value("sandbox", ""));
+      if (route == "unauthorized") bump(c["unauthorized"], r["alias"].is_string() ? r["alias"].get<std::string>() : "(none)");
+      if (route == "list") {
+        std::string selector;
+        for (const auto& q : r.value("query", json::array()))
+          if (q[0] == "labels") selector = q[1].get<std::string>();
+        bump(c["lists"], selector);
+      }
+      if (status == 403) c["forbidden"] = c["forbidden"].get<int>() + 1;
+      if (status == 429) c["tooManyRequests"] = c["tooManyRequests"].get<int>() + 1;
+    }
+    int fired = 0, live = 0;
+    for (const auto& f : faults) fired += f.fired;
+    for (const auto& [id, s] : sandboxes) live += s.container.empty() ? 0 : 1;
+    c["faultsFired"] = fired;
+    c["live"] = live;
+    return c;
   }
 
   asio::awaitable<void> shutdown_all() {

@@ -402,6 +402,13 @@ TEST_CASE("E-3/E-42/E-5/E-32/E-60/E-23: audience, forbidFirst, strict api-versio
   CHECK(statuses == std::vector<long>{200, 429, 200, 429});
   CHECK(retry_after == "3");
   CHECK(api.log("list").back()["throttled"] == true);
+  // E-62: counters over the log so far.
+  auto counters = f.emulator->control("GET", "/counters");
+  CHECK(counters["unauthorized"]["bad"] == 1);
+  CHECK(counters["forbidden"] == 3);
+  CHECK(counters["tooManyRequests"] == 2);
+  CHECK(counters["lists"][""] == 7);  // 2 + 1 + 4 answered on the list route; 403s are route `forbidden`
+  CHECK(counters["live"] == 0);
   f.emulator->control("PUT", "/config", json{{"throttle", nullptr}});
 
   // E-5: recorded always; strict mode refuses a missing or different value.
@@ -451,6 +458,23 @@ TEST_CASE("E-3/E-42/E-5/E-32/E-60/E-23: audience, forbidFirst, strict api-versio
     CHECK(r["arrivedAt"].get<std::string>().back() == 'Z');
     CHECK(r["responseBytes"].get<std::size_t>() > 0);
   }
+
+  // E-24: a client gone mid-exec does not stop the command; the exec log says so.
+  HttpCall leaving;
+  leaving.method = "POST";
+  leaving.url = api.url("/sandboxes/" + id + "/executeShellCommand");
+  leaving.body = json{{"command", "sleep 1; echo done > /tmp/done"}}.dump();
+  leaving.timeout_ms = 200;
+  CHECK(http(leaving).code == CURLE_OPERATION_TIMEDOUT);
+  json last;
+  for (int i = 0; i < 200; ++i) {
+    last = api.internal(id)["execLog"].back();
+    if (last["command"] == "sleep 1; echo done > /tmp/done") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(last["clientGone"] == true);
+  CHECK(api.log("exec").back()["outcome"] == "client-gone-before-response");
+  CHECK(f.guest(id, "cat /tmp/done")["stdout"] == "done\n");
 
   // E-23: over the cap, the command's process group is killed inside the container (a
   // background child too), before the answer is sent.
