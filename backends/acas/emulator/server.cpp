@@ -114,7 +114,8 @@ std::string gzip_stored(const std::string& data) {
 
 std::string base64url_decode(std::string_view in) {
   std::string out;
-  int val = 0, bits = -8;
+  unsigned val = 0;
+  int bits = -8;
   for (char c : in) {
     int d;
     if (c >= 'A' && c <= 'Z') d = c - 'A';
@@ -123,7 +124,7 @@ std::string base64url_decode(std::string_view in) {
     else if (c == '-' || c == '+') d = 62;
     else if (c == '_' || c == '/') d = 63;
     else break;
-    val = (val << 6) | d;
+    val = ((val << 6) | static_cast<unsigned>(d)) & 0xffffffu;
     bits += 6;
     if (bits >= 0) {
       out.push_back(static_cast<char>((val >> bits) & 0xff));
@@ -652,7 +653,13 @@ struct Emulator::Impl {
       reply = Reply::of(500, problem(500, "InternalError", e.what()));
     }
     if (replaces) co_return fault_reply(*fault);
-    if (fault) shape(*fault, reply);
+    if (fault) {
+      try {
+        shape(*fault, reply);
+      } catch (const std::exception& e) {  // e.g. a pointer into an array that is too short
+        reply = Reply::of(500, problem(500, "FaultMutationFailed", e.what()));
+      }
+    }
     co_return reply;
   }
 
@@ -1218,6 +1225,11 @@ struct Emulator::Impl {
         throw std::runtime_error("mutate wants delete: [keys], set: {key: value}");
       for (const auto& k : f.mutate_delete)
         if (!k.is_string()) throw std::runtime_error("mutate delete wants strings");
+      // Pointer syntax is checked here, so a bad rule is a 400 now rather than a 500 later.
+      for (const auto& k : f.mutate_delete)
+        if (!k.get<std::string>().empty() && k.get<std::string>()[0] == '/') json::json_pointer check(k.get<std::string>());
+      for (const auto& [k, v] : f.mutate_set.items())
+        if (!k.empty() && k[0] == '/') json::json_pointer check(k);
       faults.push_back(std::move(f));
       co_return json{{"id", faults.back().id}};
     }

@@ -149,9 +149,10 @@ std::vector<std::string> causes(const json& transitions) {
 std::string base64url(const std::string& in) {
   static constexpr char k[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
   std::string out;
-  int val = 0, bits = -6;
+  unsigned val = 0;
+  int bits = -6;
   for (unsigned char c : in) {
-    val = (val << 8) + c;
+    val = ((val << 8) | c) & 0xffffffu;
     bits += 8;
     while (bits >= 0) {
       out.push_back(k[(val >> bits) & 0x3f]);
