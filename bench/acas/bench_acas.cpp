@@ -9,7 +9,8 @@
 // request log on, and the requests it made (method, target, body) become that operation's
 // floor — sent in order over one keep-alive libcurl easy handle, with the floor's own
 // sandbox ids and scope label substituted, without the backend's logic (no token cache, no
-// parsing beyond a create's id, no poll interval, no worker pool, no lock). A cold acquire's
+// parsing beyond a create's id, no worker pool, no lock); a poll (a delete's GETs) repeats at
+// the backend's interval until it answers as the recording's last did. A cold acquire's
 // recording is the create and then every call on the new sandbox (work directory, the A-14
 // removal probe, the A-15 command probes); the replay points those at the sandbox its own
 // create made. The backend's once-only work (first acquire) is left out of the recordings.
@@ -29,6 +30,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -38,6 +40,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -128,7 +131,14 @@ struct Call {
   std::string method, target, route, sandbox;
   std::optional<std::string> json_body;  // re-serialised JSON body
   std::size_t raw_size = 0;              // a non-JSON body (files.put) of this size
+  long status = 0;                       // what the emulator answered the recording
+
+  bool same_request(const Call& o) const { return method == o.method && target == o.target && json_body == o.json_body; }
 };
+
+/// The backend's poll interval (AcasConfig::poll_interval_seconds below), which the floor's
+/// polls keep too.
+constexpr auto kPollInterval = std::chrono::milliseconds(50);
 
 /// A bare libcurl easy handle (one keep-alive connection) sending logged calls again.
 class Replayer {
@@ -147,13 +157,17 @@ public:
   /// stands for the oldest sandbox this replay created and has not yet bound (a create is
   /// followed by the calls on its new sandbox: polls, the probes), else for the
   /// next of `spare` (ids the floor owns). `raw` is the body of a non-JSON request of its
-  /// size. Returns the ids of the sandboxes this replay created, in order.
+  /// size. A run of identical requests is a poll (a delete's GETs until 404): after sending
+  /// it as often as recorded, the replay repeats it every kPollInterval until it answers what
+  /// the recording's last one did, so the floor waits for the same outcome. Returns the ids
+  /// of the sandboxes this replay created, in order.
   std::vector<std::string> run(const std::vector<Call>& calls, std::deque<std::string> spare = {},
                                const std::string& raw = {}) {
     auto subs = substitutions_;
     std::vector<std::string> created;
     std::deque<std::string> unbound;
-    for (const auto& c : calls) {
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+      const Call& c = calls[i];
       if (!c.sandbox.empty() && !subs.count(c.sandbox)) {
         auto& from = unbound.empty() ? spare : unbound;
         require(!from.empty(), "replay: no floor sandbox for recorded id " + c.sandbox);
@@ -166,7 +180,13 @@ public:
         // The log keeps a non-JSON body's size only: `raw` when it fits (the payload of the
         // operation), else filler of that size (e.g. the removal probe's few bytes).
         body = raw.size() == c.raw_size ? raw : std::string(c.raw_size, 'x');
-      const auto [status, reply] = send(c.method, substitute(c.target, subs), body, c.json_body.has_value());
+      const std::string target = substitute(c.target, subs);
+      auto [status, reply] = send(c.method, target, body, c.json_body.has_value());
+      const bool ends_poll = i > 0 && calls[i - 1].same_request(c) && (i + 1 == calls.size() || !calls[i + 1].same_request(c));
+      for (const auto until = Clock::now() + std::chrono::seconds(120); ends_poll && status != c.status && Clock::now() < until;) {
+        std::this_thread::sleep_for(kPollInterval);
+        std::tie(status, reply) = send(c.method, target, body, c.json_body.has_value());
+      }
       require(status > 0 && status < 500, "replay: " + c.method + " " + c.route + " answered " + std::to_string(status));
       if (c.route == "create") {
         created.push_back(json::parse(reply).at("id").get<std::string>());
@@ -238,6 +258,9 @@ public:
     c.token = kToken;
     c.poll_interval_seconds = 0.05;  // as the emulator tests: the emulator answers at once
     c.read_timeout_seconds = 60;
+    // As tests and scripts/test.d/51-acas on this shared box: A-15's 10 s default failed the
+    // exec-capture probe under load (an exec of the emulator's takes seconds then).
+    c.probe_timeout_seconds = 30;
     backend_ = std::make_shared<acas::AcasSandboxBackend>(c);
   }
 
@@ -264,7 +287,8 @@ public:
     for (const auto& r : log())
       if (r.value("seq", std::uint64_t{0}) > since && r.value("route", "") != "unauthorized") {
         Call c{r.at("method").get<std::string>(), r.at("target").get<std::string>(), r.value("route", ""),
-               r.value("sandbox", ""), std::nullopt, r.value("bodySize", std::size_t{0})};
+               r.value("sandbox", ""), std::nullopt, r.value("bodySize", std::size_t{0}),
+               r["status"].is_number() ? r["status"].get<long>() : 0L};
         if (r.contains("body")) c.json_body = r["body"].dump();
         calls.push_back(std::move(c));
       }

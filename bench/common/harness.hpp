@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
@@ -25,6 +27,8 @@
 #include <vector>
 
 #include "maf/sandbox.hpp"
+
+extern char** environ;
 
 namespace maf_bench {
 
@@ -102,7 +106,7 @@ public:
                   r.floor_is.c_str());
     for (const auto& r : rows_)
       if (r.conversations > 0)
-        std::printf("\n%s: %.1f conversations/s (floor %.1f/s); median of %d batch%s.", r.operation.c_str(),
+        std::printf("\n%s: %.2f conversations/s (floor %.2f/s); median of %d batch%s.", r.operation.c_str(),
                     r.conversations / r.ours_ms * 1e3, r.conversations / r.floor_ms * 1e3, r.runs, r.runs == 1 ? "" : "es");
     std::printf("\n");
   }
@@ -120,6 +124,48 @@ private:
   }
   std::vector<Row> rows_;
 };
+
+/// `program` (searched on PATH) with `args` (argv[1..]), spawned bare and waited for — the
+/// floors' way to run a CLI, safe from any thread: `stdin_bytes` on its stdin (a pipe; when
+/// empty, /dev/null), stdout and stderr discarded, run from `cwd` when given. Returns the
+/// exit status (-1: killed by a signal).
+inline int spawn_and_wait(const std::string& program, const std::vector<std::string>& args,
+                          const std::string& stdin_bytes = {}, const std::string& cwd = {}) {
+  std::vector<char*> argv{const_cast<char*>(program.c_str())};
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  int in[2] = {-1, -1};
+  const bool feeds = !stdin_bytes.empty();
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (feeds) {
+    require(::pipe2(in, O_CLOEXEC) == 0, "pipe2");
+    posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  }
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
+  pid_t pid = -1;
+  const int rc = ::posix_spawnp(&pid, program.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (feeds) {
+    ::close(in[0]);
+    for (std::size_t at = 0; rc == 0 && at < stdin_bytes.size();) {
+      const ssize_t n = ::write(in[1], stdin_bytes.data() + at, stdin_bytes.size() - at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      at += static_cast<std::size_t>(n);
+    }
+    ::close(in[1]);
+  }
+  require(rc == 0, "cannot spawn " + program);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
 
 // ---- cleanup, also when interrupted ----------------------------------------------------
 

@@ -12,9 +12,6 @@
 // container names and scope label substituted, the same tar on stdin for `cp -` — without
 // the backend's logic (no key lock, no list parsing, no classification, no path walk).
 // WSLC declares exec and files_in only (W-2), so there are no read, stat or collect rows.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
@@ -41,8 +38,6 @@
 #include "maf/sandbox/support/tar.hpp"
 #include "maf/sandbox/sync.hpp"
 #include "maf/sandbox/wslc/backend.hpp"
-
-extern char** environ;
 
 namespace {
 
@@ -81,43 +76,10 @@ const std::string& scratch_dir() {
   return dir.path();
 }
 
-/// The shim spawned bare, from scratch_dir(): the same arguments, `stdin_bytes` on stdin for `cp -`, stdout and
-/// stderr discarded. Returns the exit status (the floor does not classify it).
+/// The shim spawned bare, from scratch_dir(): the same arguments, `stdin_bytes` on stdin for `cp -`. Returns the
+/// exit status (the floor does not classify it).
 int spawn_shim(const std::string& shim, const Call& args, const std::string& stdin_bytes) {
-  std::vector<char*> argv{const_cast<char*>(shim.c_str())};
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  int in[2] = {-1, -1};
-  const bool feeds = is_copy_in(args);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (feeds) {
-    require(::pipe2(in, O_CLOEXEC) == 0, "pipe2");
-    posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
-  } else {
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  }
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addchdir_np(&actions, scratch_dir().c_str());
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, shim.c_str(), &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (feeds) {
-    ::close(in[0]);
-    for (std::size_t at = 0; rc == 0 && at < stdin_bytes.size();) {
-      const ssize_t n = ::write(in[1], stdin_bytes.data() + at, stdin_bytes.size() - at);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      at += static_cast<std::size_t>(n);
-    }
-    ::close(in[1]);
-  }
-  require(rc == 0, "cannot spawn " + shim);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return spawn_and_wait(shim, args, is_copy_in(args) ? stdin_bytes : std::string(), scratch_dir());
 }
 
 std::string replace_all(std::string s, const std::map<std::string, std::string>& subs) {
