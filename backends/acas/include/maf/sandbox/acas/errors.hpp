@@ -30,14 +30,19 @@ public:
   using AcasResponseInvalid::AcasResponseInvalid;
 };
 
-/// A credential could not be obtained, or the backend is closing (A-60…A-62). Messages never
-/// carry provider output (it may contain a token).
+/// A credential could not be obtained (a source, the host's resolver or its factory failed,
+/// A-60), no client could be leased within client_wait_seconds (A-61, "limit N clients per
+/// loop"), or the backend is closing (A-62). Messages never carry provider output (it may
+/// contain a token).
 class AcasCredentialError : public RuntimeError {
 public:
   using RuntimeError::RuntimeError;
 };
 
-/// close() could not release everything in time (A-62).
+/// close() left something open (A-62): operations still running after client_close_seconds,
+/// a client still leased, or a client whose close failed or did not run within
+/// client_close_seconds (e.g. its owner executor is not running). The message names each; a
+/// later close() retries what is still open and closes nothing twice.
 class AcasClientCloseError : public RuntimeError {
 public:
   using RuntimeError::RuntimeError;
