@@ -9,20 +9,29 @@
 // classification: `docker exec|cp|run|rm` spawned directly, and the same HTTP exchanges
 // through the backend's own HTTP client (docker_http.hpp).
 //
+// Issue 14's rows besides: warm acquire, write/stat/read of 1 MiB, dispose_scope of 3 (a list
+// by name and three removals for the floors) and throughput of 8 and 32 concurrent
+// conversations (per transport on one io_context, beside N threads of bare CLI calls).
+//
 // Memory (issue 14): the peak resident set above the idle baseline while 32 MiB goes into a
 // sandbox and back, and while an exec returns 8 MiB of stdout, once per transport.
 #include <unistd.h>
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -59,7 +68,8 @@ public:
 
 struct Row {
   std::string operation;
-  double cli, api, raw_cli, raw_api;  // medians, ms
+  double cli, api, raw_cli, raw_api;  // medians, ms (raw_api NaN: not measured)
+  int conversations = 0;              // throughput rows: conversations per batch
 };
 
 class Bench {
@@ -88,10 +98,8 @@ public:
           run_([&] { return (*b)->dispose_scope(scope_, "t"); });
         } catch (...) {
         }
-    for (const auto& name : raw_names_) try {
-        cli({"rm", "-f", name});
-      } catch (...) {
-      }
+    // Whatever is left, raw containers included: all carry the scope label.
+    maf_bench::sweep_engine("label=maf-sandbox.scope=" + scope_);
   }
 
   void all() {
@@ -135,22 +143,31 @@ public:
         run_([&] { return (*sb)->write_file(name, kib); });
     raw_api_write(raw, "/", kib);
 
+    row("warm acquire (held sandbox)", [&] { run_([&] { return cli_->acquire(wc, spec); }); },
+        [&] { run_([&] { return api_->acquire(wa, spec); }); }, [&] { cli({"inspect", raw}); },
+        [&] { require(api("GET", prefix_ + "/containers/" + raw + "/json").status == 200, "inspect"); });
     const Command true_argv(std::vector<std::string>{"true"});
     row("warm exec `true`", [&] { run_([&] { return sc->exec(true_argv); }); },
         [&] { run_([&] { return sa->exec(true_argv); }); }, [&] { cli({"exec", raw, "true"}); },
         [&] { raw_api_exec(raw); });
-    row("write 1 KiB (incl. freeze)", [&] { run_([&] { return sc->write_file("bench.txt", kib); }); },
-        [&] { run_([&] { return sa->write_file("bench.txt", kib); }); },
-        [&] { cli({"cp", "-", raw + ":/"}, tar_of("tmp/bench.txt", kib)); },
-        [&] { raw_api_write(raw, "/", kib); });
-    row("stat 1 KiB file (incl. freeze)", [&] { require(run_([&] { return sc->stat_file("bench.txt"); }).has_value(), "stat"); },
-        [&] { require(run_([&] { return sa->stat_file("bench.txt"); }).has_value(), "stat"); },
-        [&] { cli({"cp", raw + ":/tmp/bench.txt", "-"}); },
-        [&] { require(api("HEAD", prefix_ + "/containers/" + raw + "/archive?path=/tmp/bench.txt").status == 200, "head"); });
-    row("read 1 KiB (incl. freeze)", [&] { run_([&] { return sc->read_file("bench.txt", ".", 1 << 20); }); },
-        [&] { run_([&] { return sa->read_file("bench.txt", ".", 1 << 20); }); },
-        [&] { cli({"cp", raw + ":/tmp/bench.txt", "-"}); },
-        [&] { require(api("GET", prefix_ + "/containers/" + raw + "/archive?path=/tmp/bench.txt").status == 200, "get"); });
+    for (const std::size_t size : {std::size_t{1024}, std::size_t{1} << 20}) {
+      const std::string payload(size, 'x'), of = size == 1024 ? "1 KiB" : "1 MiB";
+      const std::int64_t cap = std::int64_t{4} << 20;
+      row("write " + of + " (incl. freeze)", [&] { run_([&] { return sc->write_file("bench.txt", payload); }); },
+          [&] { run_([&] { return sa->write_file("bench.txt", payload); }); },
+          [&] { cli({"cp", "-", raw + ":/"}, tar_of("tmp/bench.txt", payload)); },
+          [&] { raw_api_write(raw, "/", payload); });
+      row("stat " + of + " file (incl. freeze)",
+          [&] { require(run_([&] { return sc->stat_file("bench.txt"); }).has_value(), "stat"); },
+          [&] { require(run_([&] { return sa->stat_file("bench.txt"); }).has_value(), "stat"); },
+          [&] { cli({"cp", raw + ":/tmp/bench.txt", "-"}); },
+          [&] { require(api("HEAD", prefix_ + "/containers/" + raw + "/archive?path=/tmp/bench.txt").status == 200, "head"); });
+      row("read " + of + " (incl. freeze)", [&] { run_([&] { return sc->read_file("bench.txt", ".", cap); }); },
+          [&] { run_([&] { return sa->read_file("bench.txt", ".", cap); }); },
+          [&] { cli({"cp", raw + ":/tmp/bench.txt", "-"}); },
+          [&] { require(api("GET", prefix_ + "/containers/" + raw + "/archive?path=/tmp/bench.txt").status == 200, "get"); });
+    }
+    raw_api_write(raw, "/", kib);  // the raw collect floor reads 1 KiB, as ours
     auto sink = std::make_shared<DiscardingSink>();
     row("collect 3 outputs of 1 KiB", [&] { run_([&] { return collect_outputs(*sc, spec, sink); }); },
         [&] { run_([&] { return collect_outputs(*sa, spec, sink); }); },
@@ -160,7 +177,156 @@ public:
         [&] {
           for (int i = 0; i < 3; ++i) api("GET", prefix_ + "/containers/" + raw + "/archive?path=/tmp/bench.txt");
         });
+    sc.reset();
+    sa.reset();
+    dispose_scope_of_3(spec, cold);
   }
+
+  // dispose_scope of 3: three sandboxes per transport under their own thread (both backends
+  // share the engine and purge by label), beside listing three raw containers by name and
+  // removing them.
+  void dispose_scope_of_3(const SandboxSpec& spec, int runs) {
+    std::vector<double> v[4];
+    for (int i = 0; i < runs; ++i) {
+      const std::string n = std::to_string(i);
+      for (auto* b : {&cli_, &api_})
+        for (const char* agent : {"a", "b", "c"}) {
+          const SandboxKey k{scope_, (b == &cli_ ? "scope-cli-" : "scope-api-") + n, agent, ""};
+          run_([&] { return (*b)->acquire(k, spec); });
+        }
+      for (int j = 0; j < 3; ++j) {
+        raw_cli_run(raw_name("scope-cli-" + n + "-", j));
+        raw_api_run(raw_name("scope-api-" + n + "-", j));
+      }
+      for (auto* b : {&cli_, &api_}) {
+        const std::string thread = (b == &cli_ ? "scope-cli-" : "scope-api-") + n;
+        v[b == &cli_ ? 0 : 1].push_back(timed([&] {
+          const auto purge = run_([&] { return (*b)->dispose_scope(scope_, thread); });
+          require(purge.disposed == 3 && !purge.undisposed, "dispose_scope missed a sandbox");
+        }));
+      }
+      v[2].push_back(timed([&] {
+        const std::string ids = cli({"ps", "-aq", "--filter", "name=" + scope_ + "-raw-scope-cli-" + n + "-"});
+        std::vector<std::string> rm{"rm", "-f"};
+        for (std::size_t at = 0, nl; at < ids.size(); at = nl + 1) {
+          nl = ids.find('\n', at);
+          if (nl == std::string::npos) nl = ids.size();
+          if (nl > at) rm.push_back(ids.substr(at, nl - at));
+        }
+        require(rm.size() == 5, "raw list found " + std::to_string(rm.size() - 2) + " containers, not 3");
+        cli(rm);
+      }));
+      v[3].push_back(timed([&] {
+        const std::string filters = R"({"name":[")" + scope_ + "-raw-scope-api-" + n + R"(-"]})";
+        auto listed = api("GET", prefix_ + "/containers/json?all=1&filters=" + url_encode(filters));
+        require(listed.status == 200, "list");
+        const auto items = nlohmann::json::parse(listed.body);
+        require(items.size() == 3, "raw API list found " + std::to_string(items.size()) + " containers, not 3");
+        for (const auto& c : items)
+          require(api("DELETE", prefix_ + "/containers/" + c.at("Id").get<std::string>() + "?force=1").status == 204,
+                  "rm");
+      }));
+    }
+    add("dispose_scope of 3", v);
+  }
+
+public:
+  /// N conversations at once — acquire, exec `true`, write 1 KiB, collect it, dispose — per
+  /// transport on one io_context, beside N threads each running the same steps as bare docker
+  /// CLI calls (run, exec, cp in, cp out, rm). No raw-API column: the raw HTTP client is one
+  /// connection, not N.
+  void throughput(int conversations, int batches) {
+    SandboxSpec::Fields f;
+    f.kind = "conversation";
+    f.image = kImage;
+    f.requires_capabilities = {Capability::Exec, Capability::FilesIn, Capability::FilesOut};
+    f.declared_outputs = {DeclaredOutput{.path = "out-1.txt", .media_type = "text/plain"}};
+    const SandboxSpec spec(std::move(f));
+    const std::string content(1024, 'c');
+    const std::string tar = tar_of("tmp/out-1.txt", content);
+    std::vector<double> v[4];
+    for (int b = 0; b < batches; ++b) {
+      for (auto* backend : {&cli_, &api_}) {
+        const std::string thread = "tp-" + std::to_string(conversations) + "-" + std::to_string(b) +
+                                   (backend == &cli_ ? "-cli" : "-api");
+        v[backend == &cli_ ? 0 : 1].push_back(timed([&] {
+          boost::asio::io_context io;
+          int finished = 0;
+          for (int i = 0; i < conversations; ++i) {
+            std::string agent(1, 'c');
+            agent += std::to_string(i);
+            boost::asio::co_spawn(io, conversation(**backend, SandboxKey{scope_, thread, agent, ""}, spec, content, finished),
+                                  [](std::exception_ptr e) {
+                                    if (e) std::rethrow_exception(e);
+                                  });
+          }
+          io.run();
+          require(finished == conversations, "a conversation did not finish");
+        }));
+      }
+      std::vector<std::string> names;
+      for (int i = 0; i < conversations; ++i)
+        names.push_back(raw_name("tp-" + std::to_string(conversations) + "-" + std::to_string(b) + "-", i));
+      v[2].push_back(timed([&] {
+        std::vector<std::thread> threads;
+        for (const auto& n : names)
+          threads.emplace_back([&, n] {
+            spawn_docker({"run", "-d", "--name", n, "--network", "none", "--security-opt", "no-new-privileges",
+                          "--pids-limit", "512", "--label", "maf-sandbox.scope=" + scope_, kImage, "sleep", "infinity"});
+            spawn_docker({"exec", n, "true"});
+            spawn_docker({"cp", "-", n + ":/"}, tar);
+            spawn_docker({"cp", n + ":/tmp/out-1.txt", "-"});
+            spawn_docker({"rm", "-f", n});
+          });
+        for (auto& t : threads) t.join();
+      }));
+      v[3].push_back(std::nan(""));
+    }
+    add("throughput, " + std::to_string(conversations) + " conversations (" + std::to_string(batches) + " batch" +
+            (batches == 1 ? "" : "es") + ")",
+        v, conversations);
+  }
+
+private:
+  static boost::asio::awaitable<void> conversation(dk::DockerSandboxBackend& backend, SandboxKey k, SandboxSpec spec,
+                                                   std::string content, int& finished) {
+    auto sb = co_await backend.acquire(k, spec);
+    std::vector<std::string> argv{"true"};
+    auto r = co_await sb->exec(std::move(argv));
+    require(r.exit_code == 0, "exec failed");
+    const std::string path = "out-1.txt";  // named locals, not temporaries, inside co_await (GCC 12)
+    co_await sb->write_file(path, std::move(content));
+    auto sink = std::make_shared<DiscardingSink>();
+    auto landed = co_await collect_outputs(*sb, spec, sink);
+    require(landed.size() == 1, "collect failed");
+    sb.reset();
+    const std::optional<std::string> any_kind, any_instance;
+    auto failure = co_await backend.dispose(k, any_kind, any_instance);
+    require(!failure, "dispose failed");
+    ++finished;
+  }
+
+  /// The docker CLI spawned bare and waited for (thread-safe, unlike the runner). Throws on a
+  /// non-zero exit.
+  void spawn_docker(const std::vector<std::string>& args, const std::string& stdin_bytes = {}) const {
+    require(maf_bench::spawn_and_wait(docker_, args, stdin_bytes) == 0, "docker " + args[0] + " failed");
+  }
+
+  static std::string url_encode(const std::string& s) {
+    std::string out;
+    for (const unsigned char c : s) {
+      if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+        out.push_back(static_cast<char>(c));
+      } else {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, "%%%02X", c);
+        out += buf;
+      }
+    }
+    return out;
+  }
+
+public:
 
   // Peak RSS per phase and transport, as bench_process measures it (harness.hpp).
   void memory() {
@@ -200,21 +366,33 @@ public:
   }
 
   void print() const {
-    std::printf("Median of %d runs (cold rows: %d), milliseconds, one engine, one process. Raw floors: "
-                "`docker exec|cp|run|rm` spawned bare, and the same Engine-API exchanges through the "
-                "backend's HTTP client — no freeze, no ancestor walk, no probes.\n\n",
+    std::printf("Median of %d runs (cold and dispose_scope rows: %d; throughput rows: the batches they name), "
+                "milliseconds, one engine, one process. Raw floors: `docker exec|cp|run|rm|ps` spawned bare, and "
+                "the same Engine-API exchanges through the backend's HTTP client — no freeze, no ancestor walk, "
+                "no probes.\n\n",
                 runs_, std::max(3, runs_ / 2));
     std::printf("| operation | CLI transport | API transport | raw CLI | raw API | API ÷ CLI transport | "
                 "API ÷ raw CLI |\n|---|---:|---:|---:|---:|---:|---:|\n");
+    auto ms = [](double v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f", v);
+      return std::isnan(v) ? std::string("—") : std::string(buf);
+    };
     for (const auto& r : rows_)
-      std::printf("| %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f |\n", r.operation.c_str(), r.cli, r.api, r.raw_cli,
-                  r.raw_api, r.api / r.cli, r.api / r.raw_cli);
+      std::printf("| %s | %.1f | %.1f | %.1f | %s | %.2f | %.2f |\n", r.operation.c_str(), r.cli, r.api, r.raw_cli,
+                  ms(r.raw_api).c_str(), r.api / r.cli, r.api / r.raw_cli);
+    for (const auto& r : rows_)
+      if (r.conversations > 0)
+        std::printf("\n%s: %.2f conversations/s over the CLI transport, %.2f over the API transport, %.2f raw CLI.",
+                    r.operation.c_str(), r.conversations / r.cli * 1e3, r.conversations / r.api * 1e3,
+                    r.conversations / r.raw_cli * 1e3);
+    std::printf("\n");
     if (!memory_.empty()) maf_bench::print_memory(memory_);
   }
 
 private:
-  void add(const std::string& op, std::vector<double> (&v)[4]) {
-    rows_.push_back({op, median(v[0]), median(v[1]), median(v[2]), median(v[3])});
+  void add(const std::string& op, std::vector<double> (&v)[4], int conversations = 0) {
+    rows_.push_back({op, median(v[0]), median(v[1]), median(v[2]), median(v[3]), conversations});
     const Row& r = rows_.back();
     std::fprintf(stderr, "  %-36s cli %8.1f  api %8.1f  raw-cli %8.1f  raw-api %8.1f ms\n", op.c_str(), r.cli, r.api,
                  r.raw_cli, r.raw_api);
@@ -233,10 +411,7 @@ private:
     add(op, v);
   }
 
-  std::string raw_name(const std::string& what, int i) {
-    raw_names_.push_back(scope_ + "-raw-" + what + "-" + std::to_string(i));
-    return raw_names_.back();
-  }
+  std::string raw_name(const std::string& what, int i) const { return scope_ + "-raw-" + what + "-" + std::to_string(i); }
 
   static std::string tar_of(const std::string& path, const std::string& content) {
     support::TarWriter tar;
@@ -306,7 +481,6 @@ private:
   BlockingRunner run_;
   std::unique_ptr<dk::detail::HttpClient> http_;
   std::shared_ptr<dk::DockerSandboxBackend> cli_, api_;
-  std::vector<std::string> raw_names_;
   std::vector<Row> rows_;
   std::vector<maf_bench::MemoryRow> memory_;
 };
@@ -315,10 +489,14 @@ private:
 
 int main(int argc, char** argv) {
   const int runs = argc > 1 ? std::max(3, std::atoi(argv[1])) : 10;
+  // Interrupted or killed: every container of ours and of the raw floors carries the scope
+  // label (Bench's scope).
+  maf_bench::sweep_on_interrupt("label=maf-sandbox.scope=bench-" + std::to_string(::getpid()));
   try {
     Bench bench(runs);
     std::fprintf(stderr, "docker backend, %d runs per warm operation\n", runs);
     bench.all();
+    for (const int n : {8, 32}) bench.throughput(n, maf_bench::throughput_batches(n));
     bench.memory();
     bench.print();
   } catch (const std::exception& e) {
