@@ -257,10 +257,11 @@ public:
     c.sandbox_group = "group";
     c.token = kToken;
     c.poll_interval_seconds = 0.05;  // as the emulator tests: the emulator answers at once
-    c.read_timeout_seconds = 60;
-    // As tests and scripts/test.d/51-acas on this shared box: A-15's 10 s default failed the
-    // exec-capture probe under load (an exec of the emulator's takes seconds then).
-    c.probe_timeout_seconds = 30;
+    // Generous bounds: they decide nothing timed, and on the shared two-core box an emulator
+    // exec takes seconds under load — a 1 MiB write_file (about 24 staged execs) ran out of a
+    // 60 s read_timeout_seconds, and A-15's 10 s default failed the exec-capture probe.
+    c.read_timeout_seconds = 300;
+    c.probe_timeout_seconds = 60;
     backend_ = std::make_shared<acas::AcasSandboxBackend>(c);
   }
 
