@@ -360,7 +360,10 @@ void Bench::operations() {
       break;
     }
   dispose(key("rec-cold"));
-  table_.measure("acquire (cold)", "the same requests (create, polls) by libcurl", runs_,
+  table_.measure("acquire (cold)",
+                 "the same requests by libcurl (create, work directory, A-14/A-15 probes: " +
+                     std::to_string(cold_.size()) + " requests)",
+                 runs_,
                  [&] {
                    const auto k = key("cold-" + std::to_string(serial++));
                    const double t = timed([&] { acquire(k, s); });
