@@ -118,6 +118,12 @@ void TarWriter::add_directory(std::string_view name, const TarEntryMeta& meta) {
 }
 
 void TarWriter::add_file(std::string_view name, std::string_view content, const TarEntryMeta& meta) {
+  // One allocation for the entry, its padding and the end-of-archive blocks: growing by
+  // doubling would briefly hold the old and the new buffer — for one large file, three times
+  // the payload at peak (the caller's bytes, the old buffer, the new). Reserved pages that are
+  // never written cost no memory; a long PAX path may still cost one more growth.
+  const std::size_t padded = (content.size() + kBlock - 1) / kBlock * kBlock;
+  out_.reserve(out_.size() + 4 * kBlock + 2 * name.size() + padded + 2 * kBlock);
   begin_file(name, content.size(), meta);
   append_body(content);
   end_body();
