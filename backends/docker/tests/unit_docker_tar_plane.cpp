@@ -1,0 +1,54 @@
+// Offline tests of the tar-plane reader (docker.md §6.3, D-18): the first entry of a
+// `docker cp C:path -` stream, fed to the reader in slices.
+#include <catch2/catch.hpp>
+
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/support/tar.hpp"
+#include "tar_plane.hpp"
+
+using namespace maf::sandbox;
+using docker::detail::parse_first_entry;
+
+namespace {
+
+std::string archive_of(const std::string& name, const std::string& body) {
+  support::TarWriter w;
+  w.add_file(name, body, {.mode = 0644, .uid = 0, .gid = 0, .mtime = 1});
+  return std::move(w).finish();
+}
+
+std::string patterned(std::size_t n) {
+  std::string s(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 7 + i / 4093) & 0xff);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("D-18: a body several slices long is read whole and exact") {
+  const std::string body = patterned((std::size_t{3} << 20) + 12345);  // crosses 1 MiB slices unaligned
+  const std::string tar = archive_of("work/big.bin", body);
+  auto head = parse_first_entry(tar, false, false, "/work/big.bin");
+  CHECK_FALSE(head.need_more);
+  CHECK(head.entry.size == body.size());
+  CHECK(head.body.empty());
+  auto full = parse_first_entry(tar, false, true, "/work/big.bin");
+  CHECK_FALSE(full.need_more);
+  CHECK(full.body == body);
+}
+
+TEST_CASE("D-18: a prefix cut by the read limit asks for more; an uncut short stream is an OSError") {
+  const std::string body = patterned((std::size_t{2} << 20) + 1);
+  const std::string tar = archive_of("f", body);
+  // Cut mid-body: the header is known, the body is not complete.
+  const std::string prefix = tar.substr(0, (std::size_t{1} << 20) + 700);
+  auto head = parse_first_entry(prefix, true, false, "/f");
+  CHECK_FALSE(head.need_more);
+  CHECK(head.entry.size == body.size());
+  CHECK(parse_first_entry(prefix, true, true, "/f").need_more);
+  CHECK_THROWS_AS(parse_first_entry(prefix, false, true, "/f"), OSError);
+  CHECK_THROWS_WITH(parse_first_entry(prefix, false, true, "/f"), Catch::Contains("'/f'") && Catch::Contains("truncated"));
+  // Cut inside the header itself.
+  CHECK(parse_first_entry(tar.substr(0, 100), true, false, "/f").need_more);
+  CHECK_THROWS_AS(parse_first_entry(std::string(), false, false, "/f"), OSError);
+}
