@@ -73,7 +73,8 @@ std::vector<std::string> cumulative_components(const std::string& absolute_path)
     std::size_t j = absolute_path.find('/', i);
     if (j == std::string::npos) j = absolute_path.size();
     if (j > i) {
-      current += "/" + absolute_path.substr(i, j - i);
+      current += '/';
+      current.append(absolute_path, i, j - i);  // (`"/" + substr` trips GCC 12's -Wrestrict)
       out.push_back(current);
     }
     i = j + 1;

@@ -52,3 +52,11 @@ TEST_CASE("D-18: a prefix cut by the read limit asks for more; an uncut short st
   CHECK(parse_first_entry(tar.substr(0, 100), true, false, "/f").need_more);
   CHECK_THROWS_AS(parse_first_entry(std::string(), false, false, "/f"), OSError);
 }
+
+TEST_CASE("D-14: cumulative_components lists every directory on the path, outermost first") {
+  using docker::detail::cumulative_components;
+  CHECK(cumulative_components("/a/b/c") == std::vector<std::string>{"/a", "/a/b", "/a/b/c"});
+  CHECK(cumulative_components("/maf-sandbox/work/") == std::vector<std::string>{"/maf-sandbox", "/maf-sandbox/work"});
+  CHECK(cumulative_components("/x//y") == std::vector<std::string>{"/x", "/x/y"});
+  CHECK(cumulative_components("/").empty());
+}
