@@ -611,6 +611,8 @@ struct Emulator::Impl {
                                            config.value("apiVersion", "")));
     json parsed = in.content_type.rfind("application/json", 0) == 0 ? json::parse(in.body, nullptr, false) : json();
     if (!parsed.is_discarded() && !parsed.is_null()) record["body"] = parsed;
+    // E-60: a body that is not JSON (an octet upload) is kept as its first 4 KiB, base64.
+    else if (!in.body.empty()) record["bodyHead"] = detail::base64_encode(std::string_view(in.body).substr(0, 4096));
     record["bodySize"] = in.body.size();
     record["acceptEncoding"] = in.accept_encoding;
     std::string command = route == "exec" && parsed.is_object() && parsed.contains("command") &&

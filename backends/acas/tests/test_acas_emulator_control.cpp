@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "maf/sandbox/support/labels.hpp"
+#include "../src/response.hpp"
 namespace acas_test {
 
 struct HttpAnswer {
@@ -339,6 +340,15 @@ TEST_CASE("E-41: trickle, mutate, encoding and drop at each point of the exchang
   CHECK(before["dropAt"] == "before-body");
   CHECK(before["outcome"] == "dropped-by-fault");
   CHECK(api.call("GET", sb + "/files/stat", nullptr, "&path=/m/new").status == 404);
+  // E-60: an octet body is logged as its first 4 KiB (base64), beside its full size.
+  std::string upload;
+  for (int i = 0; i < 5000; ++i) upload.push_back(static_cast<char>(i % 251));
+  put.body = upload;
+  CHECK(http(put).status == 200);
+  auto landed = api.log("files.put").back();
+  CHECK(landed["bodySize"] == 5000);
+  CHECK_FALSE(landed.contains("body"));
+  CHECK(maf::sandbox::acas::detail::base64_decode(landed["bodyHead"].get<std::string>()) == upload.substr(0, 4096));
   // drop after the request, after the real effect: the directory exists, no answer came.
   f.fault({{"route", "files.mkdir"}, {"action", "drop"}, {"afterEffect", true}});
   CHECK(api.call("POST", sb + "/files/mkdir", json{{"path", "/m/d"}}).code != CURLE_OK);
