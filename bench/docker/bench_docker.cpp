@@ -23,7 +23,6 @@
 #include <boost/asio/io_context.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -218,7 +217,7 @@ public:
       }));
       v[3].push_back(timed([&] {
         const std::string filters = R"({"name":[")" + scope_ + "-raw-scope-api-" + n + R"(-"]})";
-        auto listed = api("GET", prefix_ + "/containers/json?all=1&filters=" + url_encode(filters));
+        auto listed = api("GET", prefix_ + "/containers/json?all=1&filters=" + docker::detail::url_escape(filters));
         require(listed.status == 200, "list");
         const auto items = nlohmann::json::parse(listed.body);
         require(items.size() == 3, "raw API list found " + std::to_string(items.size()) + " containers, not 3");
@@ -310,20 +309,6 @@ private:
   /// non-zero exit.
   void spawn_docker(const std::vector<std::string>& args, const std::string& stdin_bytes = {}) const {
     require(maf_bench::spawn_and_wait(docker_, args, stdin_bytes) == 0, "docker " + args[0] + " failed");
-  }
-
-  static std::string url_encode(const std::string& s) {
-    std::string out;
-    for (const unsigned char c : s) {
-      if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-        out.push_back(static_cast<char>(c));
-      } else {
-        char buf[4];
-        std::snprintf(buf, sizeof buf, "%%%02X", c);
-        out += buf;
-      }
-    }
-    return out;
   }
 
 public:
