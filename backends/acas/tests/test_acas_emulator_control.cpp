@@ -285,7 +285,7 @@ TEST_CASE("E-13: createMode creating turns Running after N GETs or a delay on th
   f.emulator->control("POST", "/reset");
 }
 
-TEST_CASE("E-41: trickle, mutate, encoding and drop at each point of the exchange") {
+TEST_CASE("E-41/E-60: trickle, mutate, encoding and drop at each point of the exchange; an octet body logged by its head") {
   Fixture f;
   Api api{f};
   const std::string id = api.create();
