@@ -208,9 +208,9 @@ awaitable<std::string> DockerSandbox::do_read_file(const std::string& absolute_p
       throw SandboxTransferCapExceeded("backend 'docker': guest file '" + absolute_path + "' is " +
                                        std::to_string(head.entry.size) + " bytes, over the read cap max_bytes=" +
                                        std::to_string(max_bytes));
-    FirstEntry full = parse_first_entry(got.bytes, got.cut, true, absolute_path);
-    if (full.need_more) continue;
-    co_return std::move(full.body);
+    std::optional<std::string> body = take_file_body(std::move(got.bytes), head, got.cut, absolute_path);
+    if (!body) continue;
+    co_return std::move(*body);
   }
   throw OSError("backend 'docker': the tar stream of guest file '" + absolute_path +
                 "' did not fit its header prefix and cap");

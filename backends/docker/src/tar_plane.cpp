@@ -29,6 +29,7 @@ FirstEntry parse_first_entry(const std::string& bytes, bool cut, bool want_body,
       switch (ev.kind) {
         case support::TarReader::Event::header:
           out.entry = *ev.entry;
+          out.body_offset = static_cast<std::size_t>(reader.offset());
           have_header = true;
           if (!want_body) return out;
           // One allocation for the body; never more than the stream could hold.
@@ -63,6 +64,21 @@ FirstEntry parse_first_entry(const std::string& bytes, bool cut, bool want_body,
     }
     throw OSError("backend 'docker': malformed tar stream for guest path '" + path + "': " + e.what());
   }
+}
+
+std::optional<std::string> take_file_body(std::string&& stream, const FirstEntry& head, bool cut,
+                                          const std::string& path) {
+  // A regular file's body is contiguous in a tar stream, right after its header blocks.
+  const std::uint64_t size = head.entry.size;
+  const std::size_t start = head.body_offset;
+  if (start > stream.size() || stream.size() - start < size) {
+    if (cut) return std::nullopt;
+    throw OSError("backend 'docker': the tar stream of guest path '" + path + "' ended early (truncated body)");
+  }
+  std::string body = std::move(stream);
+  body.erase(0, start);  // a move within the buffer, no second allocation
+  body.resize(static_cast<std::size_t>(size));
+  return body;
 }
 
 std::vector<std::string> cumulative_components(const std::string& absolute_path) {

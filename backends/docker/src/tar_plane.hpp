@@ -27,12 +27,23 @@ struct FirstEntry {
   bool need_more = false;  ///< the prefix was cut before the entry (or its body) completed
   support::TarEntry entry;
   std::string body;  ///< only when `want_body`
+  /// Where the entry's body starts in the stream (after its header and any extended
+  /// headers); meaningful once `entry` is known.
+  std::size_t body_offset = 0;
 };
 
 /// Parse the first entry of `bytes`; `cut` says the stream was longer than `bytes`. With
 /// `want_body`, the entry's body is collected too. Throws OSError naming `path` for a
 /// stream that ends without a header or mid-body, and for refused extended metadata.
 FirstEntry parse_first_entry(const std::string& bytes, bool cut, bool want_body, const std::string& path);
+
+/// The body of `head` — the first entry of `stream`, a regular file, as parse_first_entry
+/// found it — taken out of `stream` in place: the stream's own buffer becomes the body, so
+/// reading a file holds one copy of it rather than the stream and a second copy (a 32 MiB
+/// read peaked at just over 2x the payload). nullopt when `cut` and the stream ends before
+/// the body does; OSError naming `path` when an uncut stream ends early.
+std::optional<std::string> take_file_body(std::string&& stream, const FirstEntry& head, bool cut,
+                                          const std::string& path);
 
 /// Every directory on an absolute, normalised guest path, outermost first, "/" excluded:
 /// "/a/b/c" -> {"/a", "/a/b", "/a/b/c"}.

@@ -8,6 +8,7 @@
 
 using namespace maf::sandbox;
 using docker::detail::parse_first_entry;
+using docker::detail::take_file_body;
 
 namespace {
 
@@ -51,6 +52,41 @@ TEST_CASE("D-18: a prefix cut by the read limit asks for more; an uncut short st
   // Cut inside the header itself.
   CHECK(parse_first_entry(tar.substr(0, 100), true, false, "/f").need_more);
   CHECK_THROWS_AS(parse_first_entry(std::string(), false, false, "/f"), OSError);
+}
+
+TEST_CASE("D-18: take_file_body turns the stream's own buffer into the body") {
+  const std::string body = patterned((std::size_t{2} << 20) + 777);
+  // A name over 100 bytes gets a pax extended header first: the body starts after it.
+  const std::string long_name = "work/" + std::string(150, 'n') + ".bin";
+  for (const std::string& name : {std::string("work/f.bin"), long_name}) {
+    std::string tar = archive_of(name, body);
+    auto head = parse_first_entry(tar, false, false, "/" + name);
+    REQUIRE_FALSE(head.need_more);
+    CHECK(head.entry.name == name);
+    CHECK(head.body_offset % 512 == 0);
+    CHECK(head.body_offset >= (name == long_name ? 1536u : 512u));
+    const char* buffer = tar.data();
+    auto taken = take_file_body(std::move(tar), head, false, "/" + name);
+    REQUIRE(taken);
+    CHECK(*taken == body);
+    CHECK(taken->data() == buffer);  // in place: the very allocation the stream came in
+  }
+}
+
+TEST_CASE("D-18: take_file_body of a stream cut mid-body asks for more; uncut, it is an OSError naming the path") {
+  const std::string body = patterned((std::size_t{1} << 20) + 3);
+  const std::string tar = archive_of("f", body);
+  const std::string prefix = tar.substr(0, 512 + body.size() - 1);  // one body byte short
+  auto head = parse_first_entry(prefix, true, false, "/f");
+  REQUIRE_FALSE(head.need_more);
+  CHECK_FALSE(take_file_body(std::string(prefix), head, true, "/f"));
+  CHECK_THROWS_AS(take_file_body(std::string(prefix), head, false, "/f"), OSError);
+  CHECK_THROWS_WITH(take_file_body(std::string(prefix), head, false, "/f"),
+                    Catch::Contains("'/f'") && Catch::Contains("truncated"));
+  // Exactly the body, no padding or end blocks after it: complete.
+  auto exact = take_file_body(tar.substr(0, 512 + body.size()), head, false, "/f");
+  REQUIRE(exact);
+  CHECK(*exact == body);
 }
 
 TEST_CASE("D-14: cumulative_components lists every directory on the path, outermost first") {
