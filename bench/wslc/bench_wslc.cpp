@@ -12,6 +12,10 @@
 // container names and scope label substituted, the same tar on stdin for `cp -` — without
 // the backend's logic (no key lock, no list parsing, no classification, no path walk).
 // WSLC declares exec and files_in only (W-2), so there are no read, stat or collect rows.
+//
+// After the time table, peak RSS per memory phase (harness.hpp): a write at the per-file cap
+// and an exec whose stdout is exactly the output cap. MAF_BENCH_MEMORY_ONLY=1 runs only those
+// (as bench_docker does), for checking a memory fix by hand.
 #include <unistd.h>
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
@@ -119,9 +123,16 @@ public:
 
   void operations();
   void throughput(int conversations, int batches);
+  void memory();
   void print() const {
-    table_.print(runs_);
-    std::printf("\nNo read, stat or collect rows: WSLC declares exec and files_in only (W-2).\n");
+    if (timed_) {
+      table_.print(runs_);
+      std::printf("\nNo read, stat or collect rows: WSLC declares exec and files_in only (W-2).\n");
+    }
+    if (memory_.empty()) return;
+    print_memory(memory_);
+    std::printf("\nNo read-out phase: WSLC declares exec and files_in only (W-2). The write is 8 MiB, not "
+                "32 MiB: write_file refuses a body over 8 MiB before any engine call (W-6).\n");
   }
 
 private:
@@ -203,6 +214,8 @@ private:
     return std::move(tar).finish();
   }();
   Table table_;
+  bool timed_ = false;  // operations() or throughput() ran: the time table has rows
+  std::vector<MemoryRow> memory_;
 };
 
 std::string file_tar(const std::string& guest_path, const std::string& content) {
@@ -212,6 +225,7 @@ std::string file_tar(const std::string& guest_path, const std::string& content) 
 }
 
 void Bench::operations() {
+  timed_ = true;
   int serial = 0;
   // The first acquire also checks wslc's version (once per backend): out of the recording.
   const auto first = key("first");
@@ -300,6 +314,7 @@ void Bench::operations() {
 // N conversations at once on one io_context, each acquire -> exec `true` -> write 1 KiB ->
 // dispose, beside N threads each replaying one recorded conversation's shim calls.
 void Bench::throughput(int conversations, int batches) {
+  timed_ = true;
   const std::string payload(1024, 'c');
   auto conversation = [this](SandboxKey k, std::string content, int& finished) -> boost::asio::awaitable<void> {
     const SandboxSpec s = spec();
@@ -353,6 +368,32 @@ void Bench::throughput(int conversations, int batches) {
   r.conversations = conversations;
 }
 
+// Peak RSS per phase, as bench_process and bench_docker measure it (harness.hpp), each at the
+// largest payload WSLC allows: W-6 caps a written file at 8 MiB, and W-7 keeps at most 8 MiB
+// of stdout and stderr together — exactly 8 MiB passes (the backend refuses only more), so
+// the exec prints 8 MiB to stdout and nothing to stderr.
+void Bench::memory() {
+  const std::size_t file = std::size_t{8} << 20, out = std::size_t{8} << 20;
+  const auto k = key("memory");
+  auto sb = acquire(k);
+  memory_.push_back(memory_phase("write 8 MiB into the sandbox (the W-6 per-file cap)", file, [&] {
+    run_.run_void([&]() -> boost::asio::awaitable<void> {
+      std::string payload(file, 'm');
+      const std::string path = "big.bin";  // named locals, not temporaries, inside co_await (GCC 12)
+      co_await sb->write_file(path, std::move(payload));
+    });
+  }));
+  const Command print8("head -c " + std::to_string(out) + " /dev/zero");
+  memory_.push_back(memory_phase("exec printing 8 MiB to stdout (exactly the W-7 cap)", out, [&] {
+    run_.run_void([&]() -> boost::asio::awaitable<void> {
+      auto r = co_await sb->exec(print8);
+      require(r.exit_code == 0 && r.stdout_bytes.size() == out && r.stderr_bytes.empty(), "8 MiB exec lost bytes");
+    });
+  }));
+  sb.reset();
+  dispose(k);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -364,8 +405,13 @@ int main(int argc, char** argv) {
   try {
     Bench bench(shim, runs);
     std::fprintf(stderr, "wslc backend through the shim %s, %d runs per operation\n", shim.c_str(), runs);
-    bench.operations();
-    for (const int n : {8, 32}) bench.throughput(n, throughput_batches(n));
+    // MAF_BENCH_MEMORY_ONLY=1: the memory phases alone (minutes less, for checking a fix).
+    const char* memory_only = std::getenv("MAF_BENCH_MEMORY_ONLY");
+    if (!memory_only || std::string(memory_only) != "1") {
+      bench.operations();
+      for (const int n : {8, 32}) bench.throughput(n, throughput_batches(n));
+    }
+    bench.memory();
     bench.print();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_wslc: %s\n", e.what());
