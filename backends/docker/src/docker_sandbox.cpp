@@ -239,7 +239,9 @@ awaitable<void> DockerSandbox::do_remove(const std::string& absolute_path, bool 
       ExecCall call;
       call.container = p_.container;
       call.argv = {"rm", recursive ? "-rf" : "-f", "--", absolute_path};
-      call.working_directory = "/";  // [port decision] a removed work dir must not fail the removal
+      // [port decision] a removed work dir must not fail the removal. (assign(1, '/'), not
+      // `= "/"`: GCC 12 at -O2 reports a false -Wrestrict on the literal's copy here.)
+      call.working_directory.assign(1, '/');
       if (root) call.user = "0";
       call.timeout = p_.command_timeout;
       return call;

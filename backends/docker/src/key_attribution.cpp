@@ -19,7 +19,7 @@ namespace maf::sandbox::docker::detail {
 namespace {
 
 void append_u_escape(std::string& out, unsigned unit) {
-  char buf[8];
+  char buf[16];  // room for any unsigned, though a UTF-16 unit takes four digits
   std::snprintf(buf, sizeof buf, "\\u%04x", unit);  // Python writes lowercase hex
   out += buf;
 }
