@@ -4,6 +4,8 @@
 
 #include "maf/sandbox/support/subprocess.hpp"
 
+#include "maf/sandbox/support/capture_buffer.hpp"
+
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
@@ -18,7 +20,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -139,76 +140,6 @@ struct CompletionFor final : Completion {
     asio::post(executor, [h = std::move(handler), error, r = std::move(result)]() mutable { h(error, std::move(r)); });
   }
   Handler handler;
-};
-
-/// Captured output that grows without ever holding two copies of itself. The first
-/// `kHeadBytes` grow in an ordinary string (most outputs are small); past that, bytes go to
-/// anonymous mappings of `kChunkBytes`. A growing std::string reallocates to twice its size
-/// and copies, old and new buffer both resident, so an 8 MiB capture used to peak at 2-2.4x
-/// its size (bench/RESULTS.md). A mapping's pages become resident only as they are written
-/// and go back to the kernel at munmap, whereas freed malloc blocks of this size may stay
-/// resident in the heap once glibc's dynamic mmap threshold has risen; so `take()` reserves
-/// the exact total once and moves the chunks in order, unmapping each as soon as it is
-/// copied: the peak is the output plus the head plus one chunk.
-class CaptureBuffer {
-public:
-  static constexpr std::size_t kHeadBytes = std::size_t{1} << 20;
-  static constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
-
-  /// Throws std::bad_alloc when no mapping can be had.
-  void append(const char* data, std::size_t n) {
-    const std::size_t to_head = head_.size() < kHeadBytes && chunks_.empty() ? std::min(n, kHeadBytes - head_.size()) : 0;
-    head_.append(data, to_head);
-    data += to_head;
-    n -= to_head;
-    while (n > 0) {
-      if (chunks_.empty() || chunks_.back().used == kChunkBytes) chunks_.emplace_back();
-      Mapping& m = chunks_.back();
-      const std::size_t take = std::min(n, kChunkBytes - m.used);
-      std::memcpy(m.data + m.used, data, take);
-      m.used += take;
-      data += take;
-      n -= take;
-    }
-  }
-
-  /// Everything appended, as one string; leaves the buffer empty.
-  std::string take() {
-    if (chunks_.empty()) return std::move(head_);
-    std::size_t total = head_.size();
-    for (const auto& m : chunks_) total += m.used;
-    std::string out;
-    out.reserve(total);
-    out.append(head_);
-    std::string().swap(head_);
-    for (auto& m : chunks_) {
-      out.append(m.data, m.used);
-      m.unmap();
-    }
-    chunks_.clear();
-    return out;
-  }
-
-private:
-  struct Mapping {
-    Mapping() {
-      void* p = ::mmap(nullptr, kChunkBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (p == MAP_FAILED) throw std::bad_alloc();
-      data = static_cast<char*>(p);
-    }
-    Mapping(Mapping&& o) noexcept : data(std::exchange(o.data, nullptr)), used(o.used) {}
-    Mapping& operator=(Mapping&&) = delete;
-    ~Mapping() { unmap(); }
-    void unmap() noexcept {
-      if (data) ::munmap(data, kChunkBytes);
-      data = nullptr;
-    }
-    char* data = nullptr;
-    std::size_t used = 0;
-  };
-
-  std::string head_;
-  std::vector<Mapping> chunks_;
 };
 
 /// One output stream being drained.

@@ -18,6 +18,7 @@
 #include "docker_http.hpp"
 #include "maf/sandbox/docker/cli_transport.hpp"
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/support/capture_buffer.hpp"
 
 namespace maf::sandbox::docker {
 
@@ -51,6 +52,28 @@ std::string message_of(const HttpResponse& r) {
   return text.empty() ? "HTTP " + std::to_string(r.status) : text;
 }
 
+/// Go's os.FileMode type bits (dir, symlink, device, pipe, socket, char device, irregular):
+/// none set is a regular file.
+constexpr std::uint32_t kGoModeTypeBits =
+    (1u << 31) | (1u << 27) | (1u << 26) | (1u << 25) | (1u << 24) | (1u << 21) | (1u << 19);
+/// What a one-file tar stream holds beside the body: extended headers (bounded by the tar
+/// plane's 64 KiB prefix), the header block, padding and the two end blocks.
+constexpr std::size_t kTarOverhead = (64 + 2) * 1024;
+
+/// X-Docker-Container-Path-Stat (base64 JSON); status Unsupported when absent or unreadable.
+PathStat decode_path_stat(const std::string& header) {
+  PathStat s;
+  if (header.empty()) return s;
+  try {
+    auto j = json::parse(detail::base64_decode(header));
+    s.mode = j.at("mode").get<std::uint32_t>();
+    s.size = j.at("size").get<std::int64_t>();
+    s.status = PathStatStatus::Ok;
+  } catch (const json::exception&) {
+  }
+  return s;
+}
+
 /// docker's RAMInBytes: a decimal, an optional binary unit (b k m g t p), an optional "b".
 std::optional<std::int64_t> memory_bytes(const std::string& text) {
   std::size_t i = 0;
@@ -81,7 +104,9 @@ std::string filters_query(const std::vector<std::string>& labels, const std::opt
   return "filters=" + url_escape(filters.dump());
 }
 
-/// The 8-byte-header multiplexed exec stream, demultiplexed with per-stream caps.
+/// The 8-byte-header multiplexed exec stream, demultiplexed with per-stream caps. Each
+/// stream is captured in a support::CaptureBuffer (no doubling: an exec printing 8 MiB
+/// peaked at 2x its output) and moved into `out` by finish().
 struct Demux {
   std::string header;
   std::size_t body_left = 0;
@@ -89,6 +114,13 @@ struct Demux {
   ExecOutcome* out = nullptr;
   std::size_t max_stdout = 0;
   std::size_t max_stderr = 0;
+  support::CaptureBuffer stdout_bytes, stderr_bytes;
+
+  /// What was captured, into out->stdout_bytes / stderr_bytes.
+  void finish() {
+    out->stdout_bytes = stdout_bytes.take();
+    out->stderr_bytes = stderr_bytes.take();
+  }
 
   /// False once a cap is passed (reading stops).
   bool feed(std::string_view bytes) {
@@ -108,7 +140,7 @@ struct Demux {
       }
       const std::size_t take = std::min(body_left, bytes.size());
       const bool to_stderr = stream == 2;
-      std::string& sink = to_stderr ? out->stderr_bytes : out->stdout_bytes;
+      support::CaptureBuffer& sink = to_stderr ? stderr_bytes : stdout_bytes;
       const std::size_t cap = to_stderr ? max_stderr : max_stdout;
       const std::size_t room = cap - std::min(cap, sink.size());
       sink.append(bytes.substr(0, std::min(take, room)));
@@ -368,6 +400,7 @@ public:
     } catch (const detail::HttpFailure& e) {
       throw OSError("backend 'docker': exec stream in container " + c.container + ": " + e.what());
     }
+    demux.finish();
     if (started.status != 200 && started.status != 101) {
       o.exit_code = 1;
       o.stderr_bytes = "Error response from daemon: " + message_of(started);
@@ -396,6 +429,15 @@ public:
     request.target = co_await versioned(std::move(arg29));
     request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
     request.max_body = read_limit;
+    // A regular file's stream is its body plus headers, padding and the end blocks: reserved
+    // once from the path stat the answer carries (a 32 MiB read held 2x the file while the
+    // body grew by doubling). Anything else grows as it comes.
+    request.expected_body = [](const HttpResponse& head) -> std::size_t {
+      if (head.status != 200) return 0;
+      const PathStat stat = decode_path_stat(head.path_stat);
+      if (stat.status != PathStatStatus::Ok || (stat.mode & kGoModeTypeBits) || stat.size < 0) return 0;
+      return static_cast<std::size_t>(stat.size) + kTarOverhead;
+    };
     std::string arg30 = "cp " + container + ":" + path;
     auto r = co_await send(std::move(request), std::move(arg30));
     if (r.status == 200) {
@@ -421,16 +463,8 @@ public:
     request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
     std::string arg32 = "stat " + container + ":" + path;
     auto r = co_await send(std::move(request), std::move(arg32));
-    PathStat s;
-    if (r.status != 200 || r.path_stat.empty()) co_return s;  // the tar plane classifies
-    try {
-      auto j = json::parse(detail::base64_decode(r.path_stat));
-      s.mode = j.at("mode").get<std::uint32_t>();
-      s.size = j.at("size").get<std::int64_t>();
-      s.status = PathStatStatus::Ok;
-    } catch (const json::exception&) {
-    }
-    co_return s;
+    if (r.status != 200) co_return PathStat{};  // the tar plane classifies
+    co_return decode_path_stat(r.path_stat);
   }
 
   awaitable<void> archive_put(std::string container, std::string destination, std::string tar) override {
@@ -576,6 +610,7 @@ public:
     demux.out = &split;
     demux.max_stdout = demux.max_stderr = max_bytes;
     demux.feed(r.body);
+    demux.finish();
     co_return split.stdout_bytes + split.stderr_bytes;
   }
 

@@ -19,6 +19,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdint>
@@ -186,6 +187,9 @@ asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::func
   response.status = static_cast<int>(parser.get().result_int());
   if (auto it = parser.get().find("X-Docker-Container-Path-Stat"); it != parser.get().end())
     response.path_stat = std::string(it->value());
+  if (request.expected_body && !sink)
+    if (const std::size_t expected = request.expected_body(response); expected > 0)
+      response.body.reserve(std::min(expected, request.max_body));
 
   std::array<char, 64 * 1024> chunk;
   bool stopped = false;

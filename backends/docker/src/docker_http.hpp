@@ -46,6 +46,11 @@ struct HttpRequest {
   std::optional<std::chrono::steady_clock::time_point> deadline;
   /// Body bytes kept in HttpResponse::body; reading stops past it (the connection is dropped).
   std::size_t max_body = std::size_t{16} << 20;
+  /// Asked once the response header is read (status and path_stat set, body empty): how many
+  /// body bytes to expect. The body is reserved to that (at most max_body) in one allocation,
+  /// so a large body is not grown by doubling — old and new buffer both resident while it
+  /// moves. Unset, or 0: grow as bytes come.
+  std::function<std::size_t(const struct HttpResponse&)> expected_body;
 };
 
 struct HttpResponse {
