@@ -6,8 +6,9 @@
 //
 // Every variant of a row runs alternately within each round, so engine drift hits all four
 // alike. The raw floors do the bare transfer with no freeze, no ancestor walk and no
-// classification: `docker exec|cp|run|rm` spawned directly, and the same HTTP exchanges
-// through the backend's own HTTP client (docker_http.hpp).
+// classification (except warm acquire's, whose work is a freeze: see that row): `docker
+// exec|cp|run|rm` spawned directly, and the same HTTP exchanges through the backend's own
+// HTTP client (docker_http.hpp).
 //
 // Issue 14's rows besides: warm acquire, write/stat/read of 1 MiB, dispose_scope of 3 (a list
 // by name and three removals for the floors) and throughput of 8 and 32 concurrent
@@ -142,9 +143,25 @@ public:
         run_([&] { return (*sb)->write_file(name, kib); });
     raw_api_write(raw, "/", kib);
 
+    // A warm acquire is a lookup plus the work-directory check, which docker.md §5.4 runs
+    // under one freeze on every acquire: state, pause, a stat per work-directory component
+    // (/maf-sandbox, /maf-sandbox/work), unpause. Unlike the other rows, this floor does the
+    // freeze too — it is the work — stating two directories of the raw container instead.
     row("warm acquire (held sandbox)", [&] { run_([&] { return cli_->acquire(wc, spec); }); },
-        [&] { run_([&] { return api_->acquire(wa, spec); }); }, [&] { cli({"inspect", raw}); },
-        [&] { require(api("GET", prefix_ + "/containers/" + raw + "/json").status == 200, "inspect"); });
+        [&] { run_([&] { return api_->acquire(wa, spec); }); },
+        [&] {
+          cli({"inspect", raw});
+          cli({"pause", raw});
+          for (const char* dir : {"/etc", "/tmp"}) cli({"cp", raw + ":" + dir, "-"});
+          cli({"unpause", raw});
+        },
+        [&] {
+          require(api("GET", prefix_ + "/containers/" + raw + "/json").status == 200, "inspect");
+          require(api("POST", prefix_ + "/containers/" + raw + "/pause").status == 204, "pause");
+          for (const char* dir : {"/etc", "/tmp"})
+            require(api("HEAD", prefix_ + "/containers/" + raw + "/archive?path=" + dir).status == 200, "head");
+          require(api("POST", prefix_ + "/containers/" + raw + "/unpause").status == 204, "unpause");
+        });
     const Command true_argv(std::vector<std::string>{"true"});
     row("warm exec `true`", [&] { run_([&] { return sc->exec(true_argv); }); },
         [&] { run_([&] { return sa->exec(true_argv); }); }, [&] { cli({"exec", raw, "true"}); },
