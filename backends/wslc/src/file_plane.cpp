@@ -2,10 +2,12 @@
 // through `container cp - N:/` (wslc.md W-21, W-22, W-24).
 #include "file_plane.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/support/tar.hpp"
 #include "maf/sandbox/wslc/commands.hpp"
 #include "maf/sandbox/wslc/error_codes.hpp"
 
@@ -94,14 +96,51 @@ awaitable<std::optional<GuestStat>> engine_stat(const FilePlane& plane, const st
   raise_wslc_failure(describe(plane, "cp", path), r.exit_code, r.stderr_bytes);
 }
 
-awaitable<void> upload_tar(const FilePlane& plane, std::string tar, const std::string& path) {
-  WslcCall call;
+namespace {
+
+/// upload_file's stdin chunk; the ustar block.
+constexpr std::size_t kUploadChunk = std::size_t{256} << 10, kTarBlock = 512;
+
+awaitable<void> copy_in(const FilePlane& plane, WslcCall call, const std::string& path) {
   call.args = copy_in_args(plane.container);
-  call.stdin_bytes = std::move(tar);
   call.timeout = plane.command_timeout;
   call.max_stdout = call.max_stderr = 64 * 1024;
   WslcOutcome r = co_await run_lifecycle(*plane.runner, std::move(call), "container cp -");
   if (r.exit_code != 0) raise_wslc_failure(describe(plane, "cp -", path), r.exit_code, r.stderr_bytes);
+}
+
+}  // namespace
+
+awaitable<void> upload_tar(const FilePlane& plane, std::string tar, const std::string& path) {
+  WslcCall call;
+  call.stdin_bytes = std::move(tar);
+  co_await copy_in(plane, std::move(call), path);
+}
+
+awaitable<void> upload_file(const FilePlane& plane, const std::string& path, std::string_view content,
+                            std::int64_t mtime) {
+  // Built whole, the archive was a copy of the file beside the caller's bytes: a write
+  // peaked at twice its payload (bench/wslc's memory phase). Streamed, the extra is a
+  // chunk or two. The source runs only while the call is in flight (the runner closes stdin
+  // when it reaps wslc), and the caller's `content` outlives the call.
+  // The writer makes the header (a pax one too, for a long name); the body follows as is,
+  // then zeros to the block and the two zero blocks that end the archive.
+  support::TarWriter header;
+  header.begin_file(path.substr(1), content.size(), {.mode = 0644, .uid = 0, .gid = 0, .mtime = mtime});
+  WslcCall call;
+  call.stdin_bytes = header.output();
+  const std::size_t tail = (kTarBlock - content.size() % kTarBlock) % kTarBlock + 2 * kTarBlock;
+  call.stdin_source = [content, tail, at = std::size_t{0}, done = false]() mutable -> std::string {
+    if (at < content.size()) {
+      const std::size_t n = std::min(kUploadChunk, content.size() - at);
+      at += n;
+      return std::string(content.substr(at - n, n));
+    }
+    if (done) return {};
+    done = true;
+    return std::string(tail, '\0');
+  };
+  co_await copy_in(plane, std::move(call), path);
 }
 
 }  // namespace maf::sandbox::wslc::detail

@@ -3,8 +3,10 @@
 // sandbox's hooks and acquire's work-base walk (W-18).
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "maf/sandbox/sandbox.hpp"
 #include "maf/sandbox/wslc/runner.hpp"
@@ -24,5 +26,11 @@ boost::asio::awaitable<std::optional<GuestStat>> engine_stat(const FilePlane& pl
 
 /// Extract `tar` at `/` of the container (`container cp - N:/`); raises naming `path`.
 boost::asio::awaitable<void> upload_tar(const FilePlane& plane, std::string tar, const std::string& path);
+
+/// The W-24 upload of one file at absolute `path`: the same one-entry archive, streamed —
+/// its header, then `content` a chunk at a time, then padding and end blocks — so no
+/// second whole copy of the file is ever held. `content` must outlive the call.
+boost::asio::awaitable<void> upload_file(const FilePlane& plane, const std::string& path, std::string_view content,
+                                         std::int64_t mtime);
 
 }  // namespace maf::sandbox::wslc::detail

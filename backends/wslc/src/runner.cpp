@@ -21,6 +21,7 @@ public:
     o.argv.push_back(path_);
     o.argv.insert(o.argv.end(), std::make_move_iterator(call.args.begin()), std::make_move_iterator(call.args.end()));
     o.stdin_bytes = std::move(call.stdin_bytes);
+    o.stdin_source = std::move(call.stdin_source);
     o.timeout = call.timeout;
     o.max_stdout = call.max_stdout;
     o.max_stderr = call.max_stderr;

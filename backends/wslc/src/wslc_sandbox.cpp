@@ -6,7 +6,6 @@
 
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
-#include "maf/sandbox/support/tar.hpp"
 #include "maf/sandbox/wslc/commands.hpp"
 #include "maf/sandbox/wslc/errors.hpp"
 
@@ -83,10 +82,7 @@ awaitable<void> WslcSandbox::do_write_file(const std::string& absolute_path, con
                                .count();
   // One entry, no directory entries: the engine creates missing parents (root, 0755) and
   // leaves existing ones alone (W-24). `/` is the only destination sure to exist.
-  support::TarWriter tar;
-  tar.add_file(absolute_path.substr(1), content, {.mode = 0644, .uid = 0, .gid = 0, .mtime = now});
-  std::string archive = std::move(tar).finish();
-  co_await upload_tar(plane_, std::move(archive), absolute_path);
+  co_await upload_file(plane_, absolute_path, content, now);
 }
 
 }  // namespace maf::sandbox::wslc::detail

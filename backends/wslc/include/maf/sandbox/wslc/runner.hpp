@@ -1,15 +1,17 @@
 #pragma once
 /// @file wslc/runner.hpp
-/// The one subprocess seam (wslc.md W-40): argv, optional stdin bytes, deadline, caps,
-/// optional cwd -> exit status and raw bytes. A deadline kills and reaps the child before
-/// `support::SubprocessTimeout` leaves; a spawn failure is WslcBackendUnavailable naming
-/// `wslc_path`. Tests substitute a runner (T-14: one that always throws).
+/// The one subprocess seam (wslc.md W-40): argv, optional stdin bytes (given whole, or
+/// streamed from a source), deadline, caps, optional cwd -> exit status and raw bytes. A
+/// deadline kills and reaps the child before `support::SubprocessTimeout` leaves; a spawn
+/// failure is WslcBackendUnavailable naming `wslc_path`. Tests substitute a runner (T-14:
+/// one that always throws).
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/awaitable.hpp>
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,6 +22,9 @@ namespace maf::sandbox::wslc {
 struct WslcCall {
   std::vector<std::string> args;  ///< without the program (commands.hpp)
   std::optional<std::string> stdin_bytes;
+  /// More stdin after `stdin_bytes`, one chunk per call until an empty one (support's
+  /// ChunkSource): a large upload streamed from the caller's bytes, never copied whole.
+  std::function<std::string()> stdin_source;
   std::optional<std::chrono::milliseconds> timeout;
   std::size_t max_stdout = std::size_t{1} << 20;
   std::size_t max_stderr = std::size_t{1} << 20;
