@@ -89,6 +89,9 @@ boost::asio::awaitable<ExecResult> AcasSandbox::captured_exec(Service& svc, cons
       std::tuple{'o', manifest.stdout_size, &result.stdout_bytes},
       std::tuple{'e', manifest.stderr_size, &result.stderr_bytes}};
   for (const auto& [stream, size, target] : streams) {
+    // The manifest gives the size (at most the limit): growing by appends would reallocate
+    // by doubling and at the last step hold the stream about twice.
+    target->reserve(static_cast<std::size_t>(size));
     for (std::int64_t i = 0; i * kChunkBytes < size; ++i) {
       auto chunk = co_await control_exec(svc, id, capture_chunk_script(token, stream, i), "/", deadline,
                                          4 * static_cast<std::size_t>(kChunkBytes));
@@ -211,11 +214,16 @@ boost::asio::awaitable<void> AcasSandbox::do_write_file(const std::string& absol
   std::exception_ptr failure;
   bool between = false;  // the deadline passed with no command in flight
   try {
-    std::vector<std::string> steps{write_begin_script(parent, absolute_path, staged)};
-    for (std::size_t off = 0; off < content.size(); off += kChunkBytes)
-      steps.push_back(write_chunk_script(staged, base64_encode(std::string_view(content).substr(off, kChunkBytes))));
-    steps.push_back(write_commit_script(absolute_path, staged));
-    for (auto& script : steps) {
+    // Each command is made when it is sent: all of them made first would hold the content a
+    // second time, a third larger in base64, for the whole transfer.
+    const std::size_t chunks = (content.size() + kChunkBytes - 1) / kChunkBytes;
+    for (std::size_t step = 0; step < chunks + 2; ++step) {
+      std::string script;
+      if (step == 0) script = write_begin_script(parent, absolute_path, staged);
+      else if (step <= chunks)
+        script = write_chunk_script(
+            staged, base64_encode(std::string_view(content).substr((step - 1) * kChunkBytes, kChunkBytes)));
+      else script = write_commit_script(absolute_path, staged);
       auto answer = co_await control_exec(svc, record_->id, std::move(script), "/", deadline, 4096);
       if (answer.exit_code != 0) {
         refused = std::move(answer);
