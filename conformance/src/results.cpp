@@ -51,7 +51,10 @@ Suite parse_suite(std::string_view text) {
   for (const auto& n : kSuiteNames)
     if (text == n.option || text == n.label) return n.suite;
   std::string valid;
-  for (const auto& n : kSuiteNames) valid += (valid.empty() ? "" : ", ") + std::string(n.option);
+  for (const auto& n : kSuiteNames) {
+    if (!valid.empty()) valid += ", ";
+    valid += n.option;
+  }
   throw ValueError("'" + std::string(text) + "' is not a conformance suite (valid: " + valid + ")");
 }
 

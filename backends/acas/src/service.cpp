@@ -128,7 +128,12 @@ std::string Service::url(const std::string& path, const std::vector<std::pair<st
   std::string u = base + "/subscriptions/" + url_encode(config_.subscription_id) + "/resourceGroups/" +
                   url_encode(config_.resource_group) + "/sandboxGroups/" + url_encode(config_.sandbox_group) + path +
                   "?api-version=" + url_encode(config_.api_version);
-  for (const auto& [k, v] : query) u += "&" + url_encode(k) + "=" + url_encode(v);
+  for (const auto& [k, v] : query) {
+    u += '&';
+    u += url_encode(k);
+    u += '=';
+    u += url_encode(v);
+  }
   return u;
 }
 

@@ -37,8 +37,18 @@ std::string Allowlist::describe() const {
   for (const auto& e : entries_) {
     if (!out.empty()) out += ',';
     const bool v6 = e.host.find(':') != std::string::npos;
-    out += v6 && e.port ? "[" + e.host + "]" : e.host;
-    if (e.port) out += ":" + std::to_string(*e.port);
+    // Appended piecewise: `"[" + host + "]"` trips a false GCC 12 -Wrestrict at -O2.
+    if (v6 && e.port) {
+      out += '[';
+      out += e.host;
+      out += ']';
+    } else {
+      out += e.host;
+    }
+    if (e.port) {
+      out += ':';
+      out += std::to_string(*e.port);
+    }
   }
   return out;
 }
