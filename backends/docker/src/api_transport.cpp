@@ -468,13 +468,21 @@ public:
   }
 
   awaitable<void> archive_put(std::string container, std::string destination, std::string tar) override {
+    TarUpload whole;
+    whole.head = std::move(tar);
+    co_await archive_put_upload(std::move(container), std::move(destination), std::move(whole));
+  }
+
+  awaitable<void> archive_put_upload(std::string container, std::string destination, TarUpload upload) override {
     HttpRequest request;
     request.method = "PUT";
     // What `docker cp - C:/` sends: refuse to replace a directory with a non-directory and
     // keep the tar headers' owners (no copyUIDGID).
     std::string arg33 = "/containers/" + url_escape(container) + "/archive?path=" + url_escape(destination) + "&noOverwriteDirNonDir=true";
     request.target = co_await versioned(std::move(arg33));
-    request.body = std::move(tar);
+    request.body = std::move(upload.head);
+    request.borrowed_body = upload.body;  // `upload`'s caller keeps it until this returns
+    request.trailing_zeros = upload.tail_zeros;
     request.content_type = "application/x-tar";
     request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
     std::string arg34 = "cp - " + container + ":" + destination;

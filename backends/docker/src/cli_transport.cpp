@@ -23,6 +23,21 @@ DockerTransport::~DockerTransport() = default;
 // `docker cp` has no stat-only form: the CLI transport answers every stat on the tar plane.
 boost::asio::awaitable<PathStat> DockerTransport::path_stat(std::string, std::string) { co_return PathStat{}; }
 
+std::string TarUpload::joined() const {
+  std::string out;
+  out.reserve(size());
+  out.append(head);
+  out.append(body);
+  out.append(tail_zeros, '\0');
+  return out;
+}
+
+boost::asio::awaitable<void> DockerTransport::archive_put_upload(std::string container, std::string destination,
+                                                                 TarUpload upload) {
+  std::string tar = upload.joined();
+  co_await archive_put(std::move(container), std::move(destination), std::move(tar));
+}
+
 namespace {
 [[noreturn]] void no_egress_plane(const char* what) {
   throw OSError(std::string("backend 'docker': this transport has no egress plane (") + what +
@@ -91,6 +106,7 @@ struct RunOptions {
   std::size_t max_stderr = std::size_t{1} << 20;
   const char* verb = nullptr;
   bool exec = false;  // exec's bound is the caller's, and absent means none
+  support::ChunkSource stdin_source{};  // more stdin after stdin_bytes
 };
 
 class CliTransport final : public DockerTransport {
@@ -270,8 +286,31 @@ public:
   }
 
   awaitable<void> archive_put(std::string container, std::string destination, std::string tar) override {
-    std::vector<std::string> args{"cp", "-", container + ":" + destination};
     RunOptions options{.stdin_bytes = std::move(tar), .verb = "cp"};
+    co_await copy_in(std::move(container), std::move(destination), std::move(options));
+  }
+
+  awaitable<void> archive_put_upload(std::string container, std::string destination, TarUpload upload) override {
+    // stdin is the head, then the borrowed body in 256 KiB pieces, then the zeros; the
+    // source is only called while the client runs, within this call.
+    static constexpr std::size_t kPiece = std::size_t{256} << 10;
+    RunOptions options{.stdin_bytes = std::move(upload.head), .verb = "cp"};
+    options.stdin_source = [body = upload.body, zeros = upload.tail_zeros, at = std::size_t{0},
+                            tail_sent = false]() mutable -> std::string {
+      if (at < body.size()) {
+        const std::size_t n = std::min(kPiece, body.size() - at);
+        at += n;
+        return std::string(body.substr(at - n, n));
+      }
+      if (tail_sent || zeros == 0) return {};
+      tail_sent = true;
+      return std::string(zeros, '\0');
+    };
+    co_await copy_in(std::move(container), std::move(destination), std::move(options));
+  }
+
+  awaitable<void> copy_in(std::string container, std::string destination, RunOptions options) {
+    std::vector<std::string> args{"cp", "-", container + ":" + destination};
     auto r = co_await run(std::move(args), std::move(options));
     if (!r.ok()) {
       if (contains_ci(r.stderr_bytes, "not a directory"))
@@ -426,6 +465,7 @@ private:
     o.argv = {config_.docker_path, "--context", context_};
     o.argv.insert(o.argv.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
     o.stdin_bytes = std::move(ro.stdin_bytes);
+    o.stdin_source = std::move(ro.stdin_source);
     o.timeout = ro.exec ? ro.timeout : ro.timeout.value_or(config_.command_timeout());
     o.max_stdout = ro.max_stdout;
     o.max_stderr = ro.max_stderr;

@@ -11,10 +11,13 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/basic_stream.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
@@ -24,6 +27,7 @@
 #include <cctype>
 #include <cstdint>
 #include <limits>
+#include <vector>
 
 #include "maf/sandbox/errors.hpp"
 
@@ -156,20 +160,38 @@ asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::func
     check(ec, ("connecting to " + endpoint_.display).c_str());
   }
 
-  http::request<http::string_body> req(verb_of(request.method), request.target, 11);
-  req.set(http::field::host, "docker");  // any name: the daemon does not route on it
-  req.set(http::field::user_agent, "maf-sandbox-docker");
-  if (!request.content_type.empty()) req.set(http::field::content_type, request.content_type);
-  const bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT";
-  req.body() = std::move(request.body);
-  if (has_body) req.prepare_payload();
-  req.keep_alive(true);
-
   arm(stream, request.deadline);
-  {
+  if (request.borrowed_body.empty() && request.trailing_zeros == 0) {
+    http::request<http::string_body> req(verb_of(request.method), request.target, 11);
+    req.set(http::field::host, "docker");  // any name: the daemon does not route on it
+    req.set(http::field::user_agent, "maf-sandbox-docker");
+    if (!request.content_type.empty()) req.set(http::field::content_type, request.content_type);
+    const bool has_body = !request.body.empty() || request.method == "POST" || request.method == "PUT";
+    req.body() = std::move(request.body);
+    if (has_body) req.prepare_payload();
+    req.keep_alive(true);
     auto token = asio::redirect_error(asio::use_awaitable, ec);
     co_await http::async_write(stream, req, token);
     check(ec, "sending the request");
+  } else {
+    // The header with the whole length, then the three parts straight from their buffers:
+    // a large upload is never joined into one string.
+    http::request<http::empty_body> req(verb_of(request.method), request.target, 11);
+    req.set(http::field::host, "docker");
+    req.set(http::field::user_agent, "maf-sandbox-docker");
+    if (!request.content_type.empty()) req.set(http::field::content_type, request.content_type);
+    req.content_length(request.body.size() + request.borrowed_body.size() + request.trailing_zeros);
+    req.keep_alive(true);
+    http::request_serializer<http::empty_body> serializer(req);
+    auto token = asio::redirect_error(asio::use_awaitable, ec);
+    co_await http::async_write_header(stream, serializer, token);
+    check(ec, "sending the request header");
+    const std::string zeros(std::min<std::size_t>(request.trailing_zeros, 64 * 1024), '\0');
+    std::vector<asio::const_buffer> parts{asio::buffer(request.body), asio::buffer(request.borrowed_body)};
+    for (std::size_t left = request.trailing_zeros; left > 0; left -= std::min(left, zeros.size()))
+      parts.push_back(asio::buffer(zeros.data(), std::min(left, zeros.size())));
+    co_await asio::async_write(stream, parts, token);
+    check(ec, "sending the request body");
   }
 
   beast::flat_buffer buffer;

@@ -41,6 +41,10 @@ struct HttpRequest {
   std::string method;  ///< GET, HEAD, POST, PUT, DELETE
   std::string target;  ///< path and query, already escaped
   std::string body;
+  /// Sent after `body`, not copied: bytes the caller keeps alive until request() completes,
+  /// then `trailing_zeros` zero bytes (a large upload streamed from the caller's buffer).
+  std::string_view borrowed_body;
+  std::size_t trailing_zeros = 0;
   std::string content_type;  ///< empty: no body header
   /// Absent: no deadline (an exec with no timeout).
   std::optional<std::chrono::steady_clock::time_point> deadline;

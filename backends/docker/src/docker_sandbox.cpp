@@ -185,10 +185,12 @@ awaitable<void> DockerSandbox::do_write_file(const std::string& absolute_path, c
     tar.add_directory(chain[i].substr(1), {.mode = 0755, .uid = static_cast<std::uint64_t>(uid),
                                            .gid = static_cast<std::uint64_t>(gid), .mtime = mtime});
   }
-  tar.add_file(absolute_path.substr(1), content,
-               {.mode = 0644, .uid = static_cast<std::uint64_t>(p_.uid), .gid = static_cast<std::uint64_t>(p_.gid),
-                .mtime = mtime});
-  co_await p_.transport->archive_put(p_.container, "/", std::move(tar).finish());
+  // The body goes from `content` itself (the transports stream it): no copy of the file in
+  // an archive.
+  TarUpload upload = file_upload(std::move(tar), absolute_path.substr(1), content,
+                                 {.mode = 0644, .uid = static_cast<std::uint64_t>(p_.uid),
+                                  .gid = static_cast<std::uint64_t>(p_.gid), .mtime = mtime});
+  co_await p_.transport->archive_put_upload(p_.container, "/", std::move(upload));
 }
 
 awaitable<std::string> DockerSandbox::do_read_file(const std::string& absolute_path, std::int64_t max_bytes) {

@@ -121,6 +121,8 @@ public:
   /// Bytes produced so far (a caller may stream them out and `clear_output()`).
   const std::string& output() const noexcept { return out_; }
   void clear_output() noexcept { out_.clear(); }
+  /// Bytes produced so far, moved out (no end blocks appended, unlike finish()).
+  std::string take_output() && noexcept { return std::move(out_); }
 
   /// Appends the two zero blocks that end an archive and returns the whole output.
   std::string finish() &&;

@@ -22,6 +22,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace maf::sandbox::docker {
@@ -107,6 +108,19 @@ struct ArchiveGet {
 /// `HEAD /containers/{id}/archive`, which reads no body). `Unsupported` — the transport has
 /// no such probe (the CLI), or the answer was not conclusive — sends the caller to the tar
 /// plane, whose classification is the reference.
+/// A one-pass tar stream for DockerTransport::archive_put_upload: `head` (every block up
+/// to the last file's body), then `body`, then `tail_zeros` zero bytes (the body's padding
+/// and the two end blocks).
+struct TarUpload {
+  std::string head;
+  std::string_view body;  ///< borrowed: valid until archive_put_upload completes
+  std::size_t tail_zeros = 0;
+
+  std::size_t size() const noexcept { return head.size() + body.size() + tail_zeros; }
+  /// The whole archive as one string (what archive_put takes).
+  std::string joined() const;
+};
+
 enum class PathStatStatus { Unsupported, Ok };
 
 struct PathStat {
@@ -176,6 +190,13 @@ public:
   /// Extract a tar stream at `destination` (always "/" here). Throws with the engine's text.
   virtual boost::asio::awaitable<void> archive_put(std::string container, std::string destination,
                                                    std::string tar) = 0;
+
+  /// archive_put of an archive whose last file body is the caller's bytes, borrowed: a
+  /// transport streams `head`, `body`, then the zeros instead of holding a copy of the body
+  /// in the archive (a 32 MiB write peaked at 2x the payload). The default joins them and
+  /// calls archive_put, so a transport (or a test double) without streaming still works.
+  virtual boost::asio::awaitable<void> archive_put_upload(std::string container, std::string destination,
+                                                          TarUpload upload);
 
   /// Containers (stopped ones included) carrying every `label=value` (or bare `label`)
   /// filter, optionally restricted to names matching `name_regex`.
