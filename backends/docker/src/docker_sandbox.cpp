@@ -56,17 +56,6 @@ GuestStat to_guest_stat(const PathStat& p) {
   return s;
 }
 
-/// Kind and size of one guest path: the transport's body-less stat where it has one, the
-/// tar plane otherwise (and for every answer the stat cannot classify, absence included).
-awaitable<std::optional<GuestStat>> probe(DockerTransport& transport, const std::string& container,
-                                          const std::string& path) {
-  PathStat quick = co_await transport.path_stat(container, path);
-  if (quick.status == PathStatStatus::Ok) co_return to_guest_stat(quick);
-  auto entry = co_await tar_stat(transport, container, path);
-  if (!entry) co_return std::nullopt;
-  co_return to_guest_stat(*entry);
-}
-
 std::int64_t now_seconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -77,6 +66,15 @@ bool at_or_below(const std::string& path, const std::string& base) {
 }
 
 }  // namespace
+
+awaitable<std::optional<GuestStat>> probe(DockerTransport& transport, const std::string& container,
+                                          const std::string& path) {
+  PathStat quick = co_await transport.path_stat(container, path);
+  if (quick.status == PathStatStatus::Ok) co_return to_guest_stat(quick);
+  auto entry = co_await tar_stat(transport, container, path);
+  if (!entry) co_return std::nullopt;
+  co_return to_guest_stat(*entry);
+}
 
 awaitable<std::optional<support::TarEntry>> tar_stat(DockerTransport& transport, const std::string& container,
                                                      const std::string& path) {

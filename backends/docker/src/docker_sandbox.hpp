@@ -24,6 +24,13 @@ boost::asio::awaitable<std::optional<support::TarEntry>> tar_stat(DockerTranspor
                                                                   const std::string& container,
                                                                   const std::string& path);
 
+/// Kind (and a file's size) of one guest path, no-follow like tar_stat: the transport's
+/// body-less stat where it has one (the Engine API's HEAD, ~1 ms against ~100 ms for a tar
+/// stream), the tar plane otherwise and for every answer the stat cannot classify, absence
+/// included. Absent when nothing is there.
+boost::asio::awaitable<std::optional<GuestStat>> probe(DockerTransport& transport, const std::string& container,
+                                                       const std::string& path);
+
 struct DockerSandboxParts {
   std::shared_ptr<DockerTransport> transport;
   std::shared_ptr<FreezeSlot> freeze;
