@@ -371,7 +371,8 @@ public:
     std::printf("Median of %d runs (cold and dispose_scope rows: %d; throughput rows: the batches they name), "
                 "milliseconds, one engine, one process. Raw floors: `docker exec|cp|run|rm|ps` spawned bare, and "
                 "the same Engine-API exchanges through the backend's HTTP client — no freeze, no ancestor walk, "
-                "no probes.\n\n",
+                "no probes (except warm acquire's floors: lookup, pause, a stat of two directories, unpause — "
+                "the work-directory check a warm acquire is).\n\n",
                 runs_, std::max(3, runs_ / 2));
     std::printf("| operation | CLI transport | API transport | raw CLI | raw API | API ÷ CLI transport | "
                 "API ÷ raw CLI |\n|---|---:|---:|---:|---:|---:|---:|\n");
