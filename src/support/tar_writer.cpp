@@ -158,6 +158,38 @@ void TarWriter::end_body() {
   body_size_ = 0;
 }
 
+TarStream TarWriter::finish_with_file(std::string_view name, std::string_view content, const TarEntryMeta& meta) && {
+  begin_file(name, content.size(), meta);
+  TarStream stream;
+  stream.head = std::move(out_);
+  stream.body = content;
+  stream.tail_zeros = (kBlock - content.size() % kBlock) % kBlock + 2 * kBlock;  // padding, end blocks
+  return stream;
+}
+
+std::string TarStream::joined() const {
+  std::string out;
+  out.reserve(size());
+  out.append(head);
+  out.append(body);
+  out.append(tail_zeros, '\0');
+  return out;
+}
+
+std::function<std::string()> TarStream::after_head(std::size_t piece) const {
+  return [body = body, zeros = tail_zeros, piece = std::max<std::size_t>(piece, 1), at = std::size_t{0},
+          zeros_sent = false]() mutable -> std::string {
+    if (at < body.size()) {
+      const std::size_t n = std::min(piece, body.size() - at);
+      at += n;
+      return std::string(body.substr(at - n, n));
+    }
+    if (zeros_sent || zeros == 0) return {};
+    zeros_sent = true;
+    return std::string(zeros, '\0');
+  };
+}
+
 std::string TarWriter::finish() && {
   if (body_remaining_ != 0) throw ValueError("tar writer: finished while a file body was incomplete");
   out_.append(2 * kBlock, '\0');

@@ -354,3 +354,31 @@ TEST_CASE("tar reader: base-256 numeric fields", "[tar]") {
   REQUIRE(parsed.size() == 1);
   CHECK(parsed[0].entry.uid == (std::uint64_t{1} << 40));
 }
+
+TEST_CASE("finish_with_file: the one-pass stream joins, and streams piecewise, to the archive finish() makes") {
+  using namespace maf::sandbox::support;
+  const TarEntryMeta dir{.mode = 0755, .uid = 0, .gid = 0, .mtime = 7};
+  const TarEntryMeta file{.mode = 0644, .uid = 1000, .gid = 1000, .mtime = 7};
+  const std::string long_name = "maf-sandbox/work/" + std::string(140, 'x') + ".txt";  // a pax header
+  for (const std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{511}, std::size_t{512},
+                                 std::size_t{513}, (std::size_t{1} << 20) + 3})
+    for (const std::string& name : {std::string("maf-sandbox/work/a.bin"), long_name}) {
+      std::string content(size, '\0');
+      for (std::size_t i = 0; i < size; ++i) content[i] = static_cast<char>((i * 7 + i / 509) & 0xff);
+      TarWriter whole, entries;
+      for (auto* w : {&whole, &entries}) w->add_directory("maf-sandbox/work", dir);
+      whole.add_file(name, content, file);
+      const std::string expected = std::move(whole).finish();
+      const TarStream stream = std::move(entries).finish_with_file(name, content, file);
+      CHECK(stream.body.data() == content.data());  // borrowed, not copied
+      CHECK(stream.size() == expected.size());
+      CHECK(stream.joined() == expected);
+      std::string piecewise = stream.head;
+      auto next = stream.after_head(4096);
+      for (std::string piece = next(); !piece.empty(); piece = next()) {
+        CHECK(piece.size() <= std::max<std::size_t>(4096, stream.tail_zeros));
+        piecewise += piece;
+      }
+      CHECK(piecewise == expected);
+    }
+}

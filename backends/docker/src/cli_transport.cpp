@@ -23,15 +23,6 @@ DockerTransport::~DockerTransport() = default;
 // `docker cp` has no stat-only form: the CLI transport answers every stat on the tar plane.
 boost::asio::awaitable<PathStat> DockerTransport::path_stat(std::string, std::string) { co_return PathStat{}; }
 
-std::string TarUpload::joined() const {
-  std::string out;
-  out.reserve(size());
-  out.append(head);
-  out.append(body);
-  out.append(tail_zeros, '\0');
-  return out;
-}
-
 boost::asio::awaitable<void> DockerTransport::archive_put_upload(std::string container, std::string destination,
                                                                  TarUpload upload) {
   std::string tar = upload.joined();
@@ -295,17 +286,7 @@ public:
     // source is only called while the client runs, within this call.
     static constexpr std::size_t kPiece = std::size_t{256} << 10;
     RunOptions options{.stdin_bytes = std::move(upload.head), .verb = "cp"};
-    options.stdin_source = [body = upload.body, zeros = upload.tail_zeros, at = std::size_t{0},
-                            tail_sent = false]() mutable -> std::string {
-      if (at < body.size()) {
-        const std::size_t n = std::min(kPiece, body.size() - at);
-        at += n;
-        return std::string(body.substr(at - n, n));
-      }
-      if (tail_sent || zeros == 0) return {};
-      tail_sent = true;
-      return std::string(zeros, '\0');
-    };
+    options.stdin_source = upload.after_head(kPiece);
     co_await copy_in(std::move(container), std::move(destination), std::move(options));
   }
 

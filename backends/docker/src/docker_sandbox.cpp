@@ -185,7 +185,7 @@ awaitable<void> DockerSandbox::do_write_file(const std::string& absolute_path, c
   }
   // The body goes from `content` itself (the transports stream it): no copy of the file in
   // an archive.
-  TarUpload upload = file_upload(std::move(tar), absolute_path.substr(1), content,
+  TarUpload upload = std::move(tar).finish_with_file(absolute_path.substr(1), content,
                                  {.mode = 0644, .uid = static_cast<std::uint64_t>(p_.uid),
                                   .gid = static_cast<std::uint64_t>(p_.gid), .mtime = mtime});
   co_await p_.transport->archive_put_upload(p_.container, "/", std::move(upload));

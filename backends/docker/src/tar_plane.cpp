@@ -81,17 +81,6 @@ std::optional<std::string> take_file_body(std::string&& stream, const FirstEntry
   return body;
 }
 
-TarUpload file_upload(support::TarWriter entries, std::string_view name, std::string_view content,
-                      const support::TarEntryMeta& meta) {
-  constexpr std::size_t kBlock = 512;
-  entries.begin_file(name, content.size(), meta);
-  TarUpload upload;
-  upload.head = std::move(entries).take_output();
-  upload.body = content;
-  upload.tail_zeros = (kBlock - content.size() % kBlock) % kBlock + 2 * kBlock;  // padding, end blocks
-  return upload;
-}
-
 std::vector<std::string> cumulative_components(const std::string& absolute_path) {
   std::vector<std::string> out;
   std::string current;

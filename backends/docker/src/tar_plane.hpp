@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "maf/sandbox/docker/transport.hpp"
 #include "maf/sandbox/support/tar.hpp"
 
 namespace maf::sandbox::docker::detail {
@@ -45,12 +44,6 @@ FirstEntry parse_first_entry(const std::string& bytes, bool cut, bool want_body,
 /// the body does; OSError naming `path` when an uncut stream ends early.
 std::optional<std::string> take_file_body(std::string&& stream, const FirstEntry& head, bool cut,
                                           const std::string& path);
-
-/// The archive `entries` holds, then one file `name` whose body is `content`, borrowed, as
-/// a one-pass upload (DockerTransport::archive_put_upload): joined, it is byte for byte
-/// what `entries.add_file(name, content, meta)` and `finish()` would have made.
-TarUpload file_upload(support::TarWriter entries, std::string_view name, std::string_view content,
-                      const support::TarEntryMeta& meta);
 
 /// Every directory on an absolute, normalised guest path, outermost first, "/" excluded:
 /// "/a/b/c" -> {"/a", "/a/b", "/a/b/c"}.

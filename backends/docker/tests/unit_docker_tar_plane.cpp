@@ -9,7 +9,6 @@
 using namespace maf::sandbox;
 using docker::detail::parse_first_entry;
 using docker::detail::take_file_body;
-using docker::detail::file_upload;
 
 namespace {
 
@@ -88,24 +87,6 @@ TEST_CASE("D-18: take_file_body of a stream cut mid-body asks for more; uncut, i
   auto exact = take_file_body(tar.substr(0, 512 + body.size()), head, false, "/f");
   REQUIRE(exact);
   CHECK(*exact == body);
-}
-
-TEST_CASE("D-14: a write's one-pass upload joins to the very archive TarWriter makes whole") {
-  const support::TarEntryMeta dir{.mode = 0755, .uid = 0, .gid = 0, .mtime = 7};
-  const support::TarEntryMeta file{.mode = 0644, .uid = 1000, .gid = 1000, .mtime = 7};
-  const std::string long_name = "maf-sandbox/work/" + std::string(140, 'x') + ".txt";  // a pax header
-  for (const std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{511}, std::size_t{512},
-                                 std::size_t{513}, (std::size_t{1} << 20) + 3})
-    for (const std::string& name : {std::string("maf-sandbox/work/a.bin"), long_name}) {
-      const std::string content = patterned(size);
-      support::TarWriter whole, entries;
-      for (auto* w : {&whole, &entries}) w->add_directory("maf-sandbox/work", dir);
-      whole.add_file(name, content, file);
-      const auto upload = file_upload(std::move(entries), name, content, file);
-      CHECK(upload.body.data() == content.data());  // borrowed, not copied
-      CHECK(upload.size() == upload.joined().size());
-      CHECK(upload.joined() == std::move(whole).finish());
-    }
 }
 
 TEST_CASE("D-14: cumulative_components lists every directory on the path, outermost first") {

@@ -98,8 +98,8 @@ awaitable<std::optional<GuestStat>> engine_stat(const FilePlane& plane, const st
 
 namespace {
 
-/// upload_file's stdin chunk; the ustar block.
-constexpr std::size_t kUploadChunk = std::size_t{256} << 10, kTarBlock = 512;
+/// upload_file's stdin piece.
+constexpr std::size_t kUploadChunk = std::size_t{256} << 10;
 
 awaitable<void> copy_in(const FilePlane& plane, WslcCall call, const std::string& path) {
   call.args = copy_in_args(plane.container);
@@ -125,21 +125,11 @@ awaitable<void> upload_file(const FilePlane& plane, const std::string& path, std
   // when it reaps wslc), and the caller's `content` outlives the call.
   // The writer makes the header (a pax one too, for a long name); the body follows as is,
   // then zeros to the block and the two zero blocks that end the archive.
-  support::TarWriter header;
-  header.begin_file(path.substr(1), content.size(), {.mode = 0644, .uid = 0, .gid = 0, .mtime = mtime});
+  support::TarStream stream = support::TarWriter().finish_with_file(
+      path.substr(1), content, {.mode = 0644, .uid = 0, .gid = 0, .mtime = mtime});
   WslcCall call;
-  call.stdin_bytes = header.output();
-  const std::size_t tail = (kTarBlock - content.size() % kTarBlock) % kTarBlock + 2 * kTarBlock;
-  call.stdin_source = [content, tail, at = std::size_t{0}, done = false]() mutable -> std::string {
-    if (at < content.size()) {
-      const std::size_t n = std::min(kUploadChunk, content.size() - at);
-      at += n;
-      return std::string(content.substr(at - n, n));
-    }
-    if (done) return {};
-    done = true;
-    return std::string(tail, '\0');
-  };
+  call.stdin_bytes = std::move(stream.head);
+  call.stdin_source = stream.after_head(kUploadChunk);
   co_await copy_in(plane, std::move(call), path);
 }
 

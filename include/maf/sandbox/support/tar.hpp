@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -105,6 +106,22 @@ struct TarEntryMeta {
 ///   w.add_file("work/a.txt", "hello", {.mode = 0644, .uid = 1000, .gid = 1000});
 ///   std::string archive = std::move(w).finish();
 /// @endcode
+/// A tar archive whose last file body is borrowed, for one-pass uploads: `head` (every block
+/// up to that body), then `body`, then `tail_zeros` zero bytes (padding and the end blocks).
+/// An uploader streams it instead of holding a copy of a large file inside an archive.
+struct TarStream {
+  std::string head;
+  std::string_view body;  ///< borrowed: valid while the caller's bytes are
+  std::size_t tail_zeros = 0;
+
+  std::size_t size() const noexcept { return head.size() + body.size() + tail_zeros; }
+  /// The whole archive as one string.
+  std::string joined() const;
+  /// What follows `head`, one piece per call: the body in `piece`-byte slices, then the
+  /// zeros, then "" (a subprocess's stdin_source). Borrows `body` as the stream does.
+  std::function<std::string()> after_head(std::size_t piece) const;
+};
+
 class TarWriter {
 public:
   void add_directory(std::string_view name, const TarEntryMeta& meta);
@@ -121,8 +138,9 @@ public:
   /// Bytes produced so far (a caller may stream them out and `clear_output()`).
   const std::string& output() const noexcept { return out_; }
   void clear_output() noexcept { out_.clear(); }
-  /// Bytes produced so far, moved out (no end blocks appended, unlike finish()).
-  std::string take_output() && noexcept { return std::move(out_); }
+  /// Ends the archive with one file whose body is `content`, borrowed rather than copied:
+  /// a one-pass upload (see TarStream) of exactly what add_file + finish() would make.
+  TarStream finish_with_file(std::string_view name, std::string_view content, const TarEntryMeta& meta) &&;
 
   /// Appends the two zero blocks that end an archive and returns the whole output.
   std::string finish() &&;

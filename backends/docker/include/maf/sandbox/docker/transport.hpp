@@ -25,6 +25,8 @@
 #include <string_view>
 #include <vector>
 
+#include "maf/sandbox/support/tar.hpp"
+
 namespace maf::sandbox::docker {
 
 /// `.State` of a container (docker.md §5 step 2). A paused container reports Running too.
@@ -108,18 +110,8 @@ struct ArchiveGet {
 /// `HEAD /containers/{id}/archive`, which reads no body). `Unsupported` — the transport has
 /// no such probe (the CLI), or the answer was not conclusive — sends the caller to the tar
 /// plane, whose classification is the reference.
-/// A one-pass tar stream for DockerTransport::archive_put_upload: `head` (every block up
-/// to the last file's body), then `body`, then `tail_zeros` zero bytes (the body's padding
-/// and the two end blocks).
-struct TarUpload {
-  std::string head;
-  std::string_view body;  ///< borrowed: valid until archive_put_upload completes
-  std::size_t tail_zeros = 0;
-
-  std::size_t size() const noexcept { return head.size() + body.size() + tail_zeros; }
-  /// The whole archive as one string (what archive_put takes).
-  std::string joined() const;
-};
+/// A one-pass tar stream for DockerTransport::archive_put_upload (support/tar.hpp).
+using TarUpload = support::TarStream;
 
 enum class PathStatStatus { Unsupported, Ok };
 
