@@ -1,11 +1,19 @@
 // SandboxRouter policy: construction (C-60…C-63), the ordered checks (C-65…C-68), acquire
-// and disposal (C-69…C-76), concurrency of the pure policy methods (C-77).
+// and disposal (C-69…C-76), concurrency of the policy methods and of whole conversations
+// (C-77; both also run under TSan, label `tsan`).
 #include <catch2/catch.hpp>
 
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <future>
 #include <thread>
 
 #include "maf/sandbox.hpp"
 #include "maf/sandbox/sync.hpp"
+#include "maf/sandbox/testing/in_process.hpp"
 #include "unit/policy_fakes.hpp"
 
 using namespace maf::sandbox;
@@ -382,4 +390,73 @@ TEST_CASE("C-77: policy checks may run concurrently from many threads") {
     });
   for (auto& th : threads) th.join();
   CHECK(refusals == 8000);
+}
+
+namespace {
+
+// One conversation as a host runs it: acquire through the router, use the sandbox (when the
+// backend gives one), dispose. Returns what it read back, or "" when the fake served it.
+boost::asio::awaitable<std::string> conversation(SandboxRouter& router, SandboxKey key, SandboxSpec spec) {
+  std::shared_ptr<Sandbox> sandbox = co_await router.acquire(key, std::move(spec));
+  std::string read_back;
+  if (sandbox) {
+    // GCC 12: no temporaries inside a co_await expression.
+    const std::string name = key.thread_id + "/" + key.agent_id + ".txt";
+    const std::string content = key.agent_id;
+    Command touch{std::vector<std::string>{"touch", name + ".done"}};
+    co_await sandbox->write_file(name, content);
+    co_await sandbox->exec(std::move(touch));
+    const std::string here = ".";
+    read_back = co_await sandbox->read_file(name, here, 1024);
+  }
+  co_await router.dispose(key);
+  co_return read_back;
+}
+
+}  // namespace
+
+TEST_CASE("C-77 / C-69 / C-71 / C-73: whole conversations run concurrently through one router") {
+  // PER_SPEC over a fake without EXEC (serves the exec-free kind) and the in-process double
+  // (serves the rest): every conversation is selected, acquired, used and disposed on a
+  // four-thread pool while a purger sweeps the scope from a plain thread with its own runner.
+  BackendDeclarations no_exec = generous_declarations();
+  no_exec.capabilities.erase(Capability::Exec);
+  auto files_only = fake("files-only", "none", no_exec);
+  auto in_process = std::make_shared<testing::InProcessSandboxBackend>();
+  RouterOptions options = floor_at(Isolation::None);
+  options.selection = Selection::PerSpec;
+  SandboxRouter router({files_only, in_process}, options);
+
+  constexpr int kThreads = 4, kConversations = 64;
+  boost::asio::thread_pool pool(kThreads);
+  std::vector<std::future<std::string>> results;
+  for (int i = 0; i < kConversations; ++i) {
+    const bool needs_exec = i % 2 == 0;
+    SandboxKey key{"scope", "t" + std::to_string(i % kThreads), "a" + std::to_string(i), ""};
+    SandboxSpec spec = needs_exec ? spec_of({.kind = "runner", .requires_capabilities = {Capability::Exec}})
+                                  : spec_of({.kind = "reader", .requires_capabilities = {Capability::FilesIn}});
+    results.push_back(boost::asio::co_spawn(pool, conversation(router, key, std::move(spec)),
+                                            boost::asio::use_future));
+  }
+  std::vector<ScopePurge> purges;  // Catch2 assertions are not thread-safe: checked after the join
+  std::thread purger([&] {
+    BlockingRunner run;
+    for (int i = 0; i < 20; ++i)
+      purges.push_back(run([&] { return router.dispose_scope("scope", "t" + std::to_string(i % kThreads)); }));
+  });
+  for (int i = 0; i < kConversations; ++i) {
+    const std::string read_back = results[static_cast<std::size_t>(i)].get();
+    CHECK(read_back == (i % 2 == 0 ? "a" + std::to_string(i) : ""));
+  }
+  purger.join();
+  pool.join();
+
+  CHECK(purges == std::vector<ScopePurge>(20, ScopePurge{2, std::nullopt}));  // each backend reports one
+  CHECK(in_process->keys().size() == kConversations / 2);    // selection went by the spec
+  CHECK(files_only->acquired.size() == kConversations / 2);
+  CHECK(in_process->disposed().size() == kConversations);    // C-71: dispose asks every backend
+  CHECK(files_only->disposed.size() == kConversations);
+  CHECK(in_process->purged().size() == 20);
+  CHECK(in_process->sandbox()->commands().size() == kConversations / 2);
+  CHECK(in_process->sandbox()->contents().size() == kConversations / 2);  // the double records, never runs, a touch
 }
