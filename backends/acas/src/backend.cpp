@@ -1,8 +1,5 @@
 // AcasSandboxBackend: get-or-create, warm reuse, disposal (acas.md §5.1–§5.3, §5.7).
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -14,6 +11,7 @@
 #include "probes.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/labels.hpp"
+#include "maf/sandbox/support/sleep.hpp"
 #include "response.hpp"
 #include "state.hpp"
 
@@ -57,11 +55,6 @@ std::string selector(const std::vector<std::pair<std::string, std::string>>& pai
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-boost::asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
-  boost::asio::steady_timer t(co_await boost::asio::this_coro::executor, d);
-  co_await t.async_wait(boost::asio::use_awaitable);
 }
 
 // Non-coroutine builders (GCC 12: no initializer_list inside a coroutine body).
@@ -183,7 +176,7 @@ boost::asio::awaitable<std::optional<DisposalFailure>> AcasSandboxBackend::State
       if (g.status != 200)
         co_return DisposalFailure{kDisposalRefused, "sandbox " + id + ": polling the deletion answered HTTP " +
                                                         std::to_string(g.status)};
-      co_await sleep_for(std::min(ms_of(config.poll_interval_seconds),
+      co_await support::sleep_for(std::min(ms_of(config.poll_interval_seconds),
                                   std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now())));
     }
   } catch (const TimeoutError& e) {
@@ -341,7 +334,7 @@ boost::asio::awaitable<bool> ensure_running(AcasSandboxBackend::State& s, detail
     } else if (doc.state != "Resuming" || Clock::now() >= deadline) {
       co_return false;
     }
-    co_await sleep_for(ms_of(s.config.poll_interval_seconds));
+    co_await support::sleep_for(ms_of(s.config.poll_interval_seconds));
   }
 }
 
@@ -390,7 +383,7 @@ boost::asio::awaitable<std::shared_ptr<Record>> create_sandbox(AcasSandboxBacken
       co_await s.invalidate(svc, record, "create ended in state '" + state + "'");
       throw RuntimeError("acas: sandbox " + record->id + " did not reach Running (state '" + state + "')");
     }
-    co_await sleep_for(ms_of(s.config.poll_interval_seconds));
+    co_await support::sleep_for(ms_of(s.config.poll_interval_seconds));
     ServiceCall call_6{"GET", "/sandboxes/" + record->id, {}, std::nullopt,
                                                  "application/json", RetryClass::Read, deadline, 1 << 20, "get"};
     auto g = co_await svc.call(std::move(call_6));
@@ -708,7 +701,7 @@ boost::asio::awaitable<void> AcasSandboxBackend::close() {
       running = s->admitted;
     }
     if (running == 0 || Clock::now() >= deadline) break;
-    co_await sleep_for(std::chrono::milliseconds(20));
+    co_await support::sleep_for(std::chrono::milliseconds(20));
   }
   // Admitted operations drained (or out of time): no lease from now on, then every client
   // not leased closes on its owner executor. Sandboxes are never deleted here.

@@ -4,9 +4,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/execution_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -16,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "maf/sandbox/logging.hpp"
+#include "maf/sandbox/support/sleep.hpp"
 
 namespace maf::sandbox::acas::detail {
 
@@ -106,11 +105,6 @@ private:
   std::vector<std::weak_ptr<ClientCache::Core>> cores_;
 };
 
-boost::asio::awaitable<void> pause(std::chrono::milliseconds d) {
-  asio::steady_timer t(co_await asio::this_coro::executor, d);
-  co_await t.async_wait(asio::use_awaitable);
-}
-
 enum class CloseOutcome { Pending, Closed, Failed };
 
 // Posts the close to the entry's owner executor. The entry leaves the cache when the close
@@ -138,7 +132,7 @@ boost::asio::awaitable<void> await_outcomes(std::vector<std::shared_ptr<std::ato
   for (;;) {
     const bool all = std::all_of(outcomes.begin(), outcomes.end(), [](const auto& o) { return *o != CloseOutcome::Pending; });
     if (all || Clock::now() >= deadline) co_return;
-    co_await pause(std::chrono::milliseconds(10));
+    co_await support::sleep_for(std::chrono::milliseconds(10));
   }
 }
 
@@ -193,6 +187,9 @@ boost::asio::awaitable<ClientCache::Lease> ClientCache::lease(std::shared_ptr<co
   const auto close_bound = std::chrono::milliseconds(static_cast<std::int64_t>(core->config.client_close_seconds * 1000));
   for (;;) {
     std::shared_ptr<Entry> ready, build, evict;
+    // Another caller is building this very client: a context run on several threads can
+    // see it between its entry and its activation. Wait for it rather than build a twin.
+    bool sibling_building = false;
     {
       std::lock_guard g(core->m);
       if (core->refusing) throw AcasCredentialError("acas: the backend is closing or closed");
@@ -200,15 +197,18 @@ boost::asio::awaitable<ClientCache::Lease> ClientCache::lease(std::shared_ptr<co
       for (const auto& e : core->entries) {
         if (e->context != context) continue;
         ++here;
-        if (e->phase == Entry::Phase::Active && e->authority == binding->authority &&
-            e->generation == binding->generation) {
+        if (e->authority != binding->authority || e->generation != binding->generation) continue;
+        if (e->phase == Entry::Phase::Active) {
           ready = e;
           break;
         }
+        if (e->phase == Entry::Phase::Constructing) sibling_building = true;
       }
       if (ready) {
         ++ready->leases;
         ready->used = ++core->tick;
+      } else if (sibling_building) {
+        // nothing to take yet: poll below
       } else if (here < limit) {
         build = std::make_shared<Entry>();
         build->context = context;
@@ -260,11 +260,19 @@ boost::asio::awaitable<ClientCache::Lease> ClientCache::lease(std::shared_ptr<co
       co_await await_outcomes(outcomes, std::min(deadline, Clock::now() + close_bound));
       continue;  // a close still pending keeps counting against the limit
     }
+    if (sibling_building) {
+      if (Clock::now() >= deadline)
+        throw AcasCredentialError("acas: the client of authority '" + binding->authority +
+                                  "' was still being built by another caller after client_wait_seconds=" +
+                                  std::to_string(core->config.client_wait_seconds));
+      co_await support::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
     if (Clock::now() >= deadline)
       throw AcasCredentialError("acas: no client for authority '" + binding->authority + "' within client_wait_seconds=" +
                                 std::to_string(core->config.client_wait_seconds) + ": limit " + std::to_string(limit) +
                                 " clients per loop, all in use");
-    co_await pause(std::chrono::milliseconds(10));
+    co_await support::sleep_for(std::chrono::milliseconds(10));
   }
 }
 

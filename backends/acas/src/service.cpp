@@ -155,17 +155,34 @@ boost::asio::awaitable<std::string> Service::host_token() {
   co_return remember(t, Clock::now());
 }
 
-boost::asio::awaitable<std::string> Service::token() {
-  auto now = Clock::now();
+std::optional<std::string> Service::cached_token(Clock::time_point now) const {
+  std::lock_guard guard(token_state_);
   // §1.1: refresh when fewer than five minutes remain.
-  if (!cached_token_.empty() && now + std::chrono::minutes(5) < token_expires_) co_return cached_token_;
+  if (!cached_token_.empty() && now + std::chrono::minutes(5) < token_expires_) return cached_token_;
+  return std::nullopt;
+}
+
+std::string Service::store_token(std::string token, Clock::time_point expires) {
+  std::lock_guard guard(token_state_);
+  cached_token_ = std::move(token);
+  token_expires_ = expires;
+  return cached_token_;
+}
+
+boost::asio::awaitable<std::string> Service::token() {
+  if (auto cached = cached_token(Clock::now())) co_return std::move(*cached);
+  // One refresh at a time: a client is shared by every coroutine of its execution context,
+  // which a host may run on several threads; the others wait and take the fresh token.
+  support::AsyncMutex::Lock refreshing = co_await refresh_.scoped();
+  const auto now = Clock::now();
+  if (auto cached = cached_token(now)) co_return std::move(*cached);
+  co_return co_await fetch_token(now);
+}
+
+boost::asio::awaitable<std::string> Service::fetch_token(Clock::time_point now) {
   // a host's binding never falls back to the chain below.
   if (source_) co_return co_await host_token();
-  if (!config_.token.empty()) {
-    cached_token_ = config_.token;
-    token_expires_ = Clock::time_point::max();
-    co_return cached_token_;
-  }
+  if (!config_.token.empty()) co_return store_token(config_.token, Clock::time_point::max());
   if (!config_.token_command.empty()) {
     support::SubprocessOptions o;
     o.argv = config_.token_command;
@@ -188,13 +205,10 @@ boost::asio::awaitable<std::string> Service::token() {
     } catch (const AcasResponseInvalid&) {
       throw AcasCredentialError("acas: the token command '" + config_.token_command[0] + "' printed no usable token");
     }
-    cached_token_ = answer.token;
-    token_expires_ = Clock::time_point::max();
-    if (answer.expires_on) {
-      auto left = std::chrono::seconds(*answer.expires_on - static_cast<std::int64_t>(std::time(nullptr)));
-      token_expires_ = now + left;
-    }
-    co_return cached_token_;
+    Clock::time_point expires = Clock::time_point::max();
+    if (answer.expires_on)
+      expires = now + std::chrono::seconds(*answer.expires_on - static_cast<std::int64_t>(std::time(nullptr)));
+    co_return store_token(std::move(answer.token), expires);
   }
   if (config_.service_principal) {
     TokenAnswer answer = co_await service_principal_token();
@@ -209,9 +223,7 @@ boost::asio::awaitable<std::string> Service::token() {
     co_return remember(answer, now);
   }
   if (const char* env = std::getenv(config_.token_env.c_str()); env && *env) {
-    cached_token_ = env;
-    token_expires_ = Clock::now() + std::chrono::hours(1);
-    co_return cached_token_;
+    co_return store_token(env, Clock::now() + std::chrono::hours(1));
   }
   throw AcasCredentialError("acas: no credential configured (token, token_command, service_principal, "
                             "workload_identity, managed_identity, or $" + config_.token_env + ")");
@@ -330,13 +342,12 @@ EntraRequest workload_identity_request(const AcasConfig& config) {
 }  // namespace
 
 std::string Service::remember(const TokenAnswer& answer, Clock::time_point now) {
-  cached_token_ = answer.token;
-  token_expires_ = now + std::chrono::hours(1);
+  Clock::time_point expires = now + std::chrono::hours(1);
   if (answer.expires_on)
-    token_expires_ = now + std::chrono::seconds(*answer.expires_on - static_cast<std::int64_t>(std::time(nullptr)));
+    expires = now + std::chrono::seconds(*answer.expires_on - static_cast<std::int64_t>(std::time(nullptr)));
   else if (answer.expires_in)
-    token_expires_ = now + std::chrono::seconds(*answer.expires_in);
-  return cached_token_;
+    expires = now + std::chrono::seconds(*answer.expires_in);
+  return store_token(answer.token, expires);
 }
 
 boost::asio::awaitable<TokenAnswer> Service::entra_grant(HttpRequest request, std::string source) {

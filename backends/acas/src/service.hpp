@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "http_client.hpp"
 #include "response.hpp"
 #include "maf/sandbox/acas/backend.hpp"
+#include "maf/sandbox/support/async_mutex.hpp"
 
 namespace maf::sandbox::acas::detail {
 
@@ -82,7 +84,12 @@ public:
   const AcasConfig& config() const { return config_; }
 
 private:
+  /// The cached token, or one fetched by a single refresh (the others wait for it).
   boost::asio::awaitable<std::string> token();
+  /// The source chain of §1.1, run under `refresh_`; stores what it gets.
+  boost::asio::awaitable<std::string> fetch_token(Clock::time_point now);
+  std::optional<std::string> cached_token(Clock::time_point now) const;
+  std::string store_token(std::string token, Clock::time_point expires);
   boost::asio::awaitable<TokenAnswer> managed_identity_token();
   boost::asio::awaitable<TokenAnswer> service_principal_token();
   boost::asio::awaitable<TokenAnswer> workload_identity_token();
@@ -99,8 +106,13 @@ private:
   std::string authority_;
   std::unique_ptr<HttpClient> http_;
   std::atomic<bool> closed_{false};
+  // The token cache is read and written from any thread that runs the client's execution
+  // context (one io_context may be run on several): `token_state_` guards the two fields,
+  // `refresh_` makes a refresh single-flight.
+  mutable std::mutex token_state_;
   std::string cached_token_;
   Clock::time_point token_expires_{};
+  support::AsyncMutex refresh_;
 };
 
 std::string url_encode(std::string_view text);

@@ -11,19 +11,24 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
 
 #include <atomic>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
 
 #include "acas_fixture.hpp"
+#include "maf/sandbox/support/sleep.hpp"
 
 using namespace acas_test;
 using maf::sandbox::BlockingRunner;
@@ -72,6 +77,22 @@ public:
   }
 };
 
+// A token source that counts its fetches and takes its time over each, so that callers
+// arriving together all find the cache empty.
+class SlowCountingSource final : public AcasTokenSource {
+public:
+  SlowCountingSource(std::string token, std::atomic<int>& fetched) : token_(std::move(token)), fetched_(fetched) {}
+  boost::asio::awaitable<AcasAccessToken> get_token(std::string) override {
+    ++fetched_;
+    co_await maf::sandbox::support::sleep_for(std::chrono::milliseconds(200));
+    co_return AcasAccessToken{token_, {}};
+  }
+
+private:
+  std::string token_;
+  std::atomic<int>& fetched_;
+};
+
 // The token alias of every data-plane request after `since`.
 std::set<std::string> aliases(const Fixture& f, std::uint64_t since) {
   std::set<std::string> out;
@@ -79,11 +100,6 @@ std::set<std::string> aliases(const Fixture& f, std::uint64_t since) {
     if (r.value("seq", std::uint64_t{0}) > since && r.value("route", "") != "identity")
       out.insert(r["alias"].is_string() ? r["alias"].get<std::string>() : "<none>");
   return out;
-}
-
-boost::asio::awaitable<void> pause(std::chrono::milliseconds d) {
-  boost::asio::steady_timer t(co_await boost::asio::this_coro::executor, d);
-  co_await t.async_wait(boost::asio::use_awaitable);
 }
 
 // An exec started beside the caller's work on the same executor, and how it ended.
@@ -110,10 +126,10 @@ boost::asio::awaitable<std::pair<std::shared_ptr<Background>, bool>> beside_exec
   auto bg = std::make_shared<Background>();
   auto executor = co_await boost::asio::this_coro::executor;
   boost::asio::co_spawn(executor, exec_into(sb, std::move(command), bg), boost::asio::detached);
-  co_await pause(std::chrono::milliseconds(200));
+  co_await maf::sandbox::support::sleep_for(std::chrono::milliseconds(200));
   co_await then();
   const bool ended_first = bg->done();
-  while (!bg->done()) co_await pause(std::chrono::milliseconds(20));
+  while (!bg->done()) co_await maf::sandbox::support::sleep_for(std::chrono::milliseconds(20));
   co_return std::pair{bg, ended_first};
 }
 
@@ -459,4 +475,43 @@ TEST_CASE("§1.1 #3: the workload-identity source exchanges the federated token 
   for (const char* v : {"AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_AUTHORITY_HOST"}) ::unsetenv(v);
   CHECK(maf::sandbox::acas::parse_acas_config(json{{"workload_identity", true}}).workload_identity);
   CHECK_THROWS_AS(maf::sandbox::acas::parse_acas_config(json{{"workload_identity", 1}}), maf::sandbox::ValueError);
+}
+
+TEST_CASE("A-61 / §1.1: one io_context run on four threads shares one client; sixteen purges arriving together fetch its token once") {
+  Fixture f;
+  f.emulator->control("PUT", "/config", {{"tokens", {{"A", "token-a"}}}});
+  std::atomic<int> fetched{0};
+  std::atomic<int> resolved{0};
+  std::atomic<int> made{0};
+  auto config = f.config();
+  config.credential_resolver = [&](const AcasCredentialRequest&) {
+    ++resolved;
+    AcasTokenSourceFactory factory = [&fetched, &made] {
+      ++made;
+      return std::make_shared<SlowCountingSource>("token-a", fetched);
+    };
+    return AcasCredentialBinding{"A", "1", factory};
+  };
+  auto backend = f.backend(config);
+  const auto since = f.last_seq();
+  {
+    boost::asio::io_context io;
+    auto work = boost::asio::make_work_guard(io);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) threads.emplace_back([&io] { io.run(); });
+    // Each purge lists the group by label (a data-plane request, so it needs the token).
+    std::vector<std::future<maf::sandbox::ScopePurge>> purges;
+    for (int i = 0; i < 16; ++i)
+      purges.push_back(boost::asio::co_spawn(io, backend->dispose_scope(f.scope, "nobody-" + std::to_string(i)),
+                                             boost::asio::use_future));
+    std::vector<bool> clean;
+    for (auto& p : purges) clean.push_back(p.get() == maf::sandbox::ScopePurge{0, std::nullopt});
+    work.reset();
+    for (auto& t : threads) t.join();
+    CHECK(clean == std::vector<bool>(16, true));
+  }
+  CHECK(resolved == 16);  // A-60: one resolution per operation
+  CHECK(made == 1);       // one client for the context...
+  CHECK(fetched == 1);    // ...and one refresh of its token
+  CHECK(aliases(f, since) == std::set<std::string>{"A"});
 }

@@ -1,9 +1,6 @@
 // ALLOWLIST topology for one sandbox (egress_topology.hpp; docker.md §11.2, §11.4).
 #include "egress_topology.hpp"
 
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <exception>
 
@@ -13,6 +10,7 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/labels.hpp"
+#include "maf/sandbox/support/sleep.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 #include "key_attribution.hpp"
 #include "proxy_drain.hpp"
@@ -64,12 +62,6 @@ awaitable<std::vector<std::string>> bridge_addresses(const std::string& bridge) 
   if (r.exit_code != 0)
     throw OSError("`ip -j addr show dev " + bridge + "` exited " + std::to_string(r.exit_code) + ": " + r.stderr_bytes);
   co_return addresses_in_ip_json(r.stdout_bytes);
-}
-
-awaitable<void> pause_for(std::chrono::milliseconds d) {
-  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
-  timer.expires_after(d);
-  co_await timer.async_wait(boost::asio::use_awaitable);
 }
 
 }  // namespace
@@ -226,7 +218,7 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
     bool ready = false;
     for (int attempt = 0; attempt < 20 && !ready; ++attempt) {
       ready = (co_await transport.container_logs(proxy, 64 * 1024)).find("listening") != std::string::npos;
-      if (!ready) co_await pause_for(std::chrono::milliseconds(250));
+      if (!ready) co_await support::sleep_for(std::chrono::milliseconds(250));
     }
     if (!ready) throw OSError("backend 'docker': proxy " + proxy + " never reported `listening`");
     co_await verify_bridge();  // again, now that endpoints are attached and the bridge is up

@@ -3,9 +3,6 @@
 // and the workload on N-net only. Rebuilt around the workload on every allowlisting acquire.
 #include "egress.hpp"
 
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 
 #include <exception>
 
@@ -14,6 +11,7 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/labels.hpp"
+#include "maf/sandbox/support/sleep.hpp"
 #include "maf/sandbox/wslc/backend.hpp"
 #include "maf/sandbox/wslc/error_codes.hpp"
 #include "maf/sandbox/wslc/errors.hpp"
@@ -58,12 +56,6 @@ namespace {
 constexpr int kReadinessPolls = 20;
 constexpr std::chrono::milliseconds kReadinessInterval{250};
 constexpr std::size_t kLogReadCap = 64 * 1024;
-
-awaitable<void> pause_for(std::chrono::milliseconds d) {
-  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
-  timer.expires_after(d);
-  co_await timer.async_wait(boost::asio::use_awaitable);
-}
 
 std::string tail(const std::string& text, std::size_t n = 2000) {
   return text.size() <= n ? text : "…" + text.substr(text.size() - n);
@@ -120,7 +112,7 @@ awaitable<void> WslcSandboxBackend::ensure_egress(const std::string& name, const
       call.max_stdout = call.max_stderr = kLogReadCap;
       logs = co_await run_lifecycle(*runner_, std::move(call), verb);
       ready = logs.exit_code == 0 && proxy_reports_listening(logs.stdout_bytes);
-      if (!ready && attempt + 1 < kReadinessPolls) co_await pause_for(kReadinessInterval);
+      if (!ready && attempt + 1 < kReadinessPolls) co_await support::sleep_for(kReadinessInterval);
     }
     if (!ready)
       throw WslcCommandFailed("backend 'wslc': egress proxy " + proxy + " from '" + image + "'" + for_kind +
