@@ -93,6 +93,7 @@ RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, Subje
   SandboxSpec::Fields fields;
   fields.kind = o.kind;
   fields.work_dir = o.work_dir;
+  fields.image = o.image;
   fields.requires_capabilities = spec_capabilities(declared);
   std::optional<Egress> enforced;
   if (want_egress && declarations.egress_modes.contains(Egress::Allowlist) &&

@@ -14,8 +14,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: maf-sandbox-conformance --backend NAME [--config FILE.json] [--suite S]... [--json]\n"
-    "                               [--work-dir GUEST_PATH] [--allowed-url URL --denied-url URL]\n"
-    "                               [--exec-timeout SECONDS]\n"
+    "                               [--image IMAGE] [--work-dir GUEST_PATH]\n"
+    "                               [--allowed-url URL --denied-url URL] [--exec-timeout SECONDS]\n"
     "\n"
     "Runs the conformance suites against backend NAME (found through MAF_SANDBOX_PLUGIN_PATH and\n"
     "the default plugin directories). Suites: files_out, read_cap, files_in, files_delete, egress,\n"
@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
       else if (a == "--suite") options.suites.push_back(parse_suite(value()));
       else if (a == "--json") json = true;
       else if (a == "--work-dir") options.work_dir = value();
+      else if (a == "--image") options.image = value();
       else if (a == "--allowed-url") allowed_url = value();
       else if (a == "--denied-url") denied_url = value();
       else if (a == "--exec-timeout") options.exec_timeout = std::chrono::seconds(std::stoul(value()));

@@ -33,6 +33,9 @@ struct RunnerOptions {
   std::vector<Suite> suites{};
   /// spec.work_dir; absent = the backend's storage base.
   std::optional<std::string> work_dir{};
+  /// spec.image, for a backend that runs the image a spec names (Docker, WSLC); absent = the
+  /// backend's default, or none.
+  std::optional<std::string> image{};
   /// EGRESS inputs; EGRESS is not requested without them.
   std::optional<EgressTargets> egress{};
   /// The spec's kind.
