@@ -1,15 +1,20 @@
 #pragma once
 // The load trial shared by every backend (issue 15 part 4): N conversations at once on one
-// io_context, each acquire → exec → write → collect → dispose, with the host's descriptor,
-// thread and child-process counts taken before and after.
+// io_context run by four threads (a host may run one context on several), each acquire →
+// exec → write → collect → dispose, with the host's descriptor, thread and child-process
+// counts taken before and after.
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include <atomic>
 #include <functional>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "maf/sandbox.hpp"
 #include "trials.hpp"
@@ -33,7 +38,8 @@ public:
 /// One conversation; `spec` declares out.txt. Throws on any wrong answer (another
 /// conversation's output, nothing collected, a failed dispose).
 inline boost::asio::awaitable<void> conversation(maf::sandbox::SandboxBackend& backend, maf::sandbox::SandboxKey key,
-                                                 maf::sandbox::SandboxSpec spec, std::string tag, int& finished) {
+                                                 maf::sandbox::SandboxSpec spec, std::string tag,
+                                                 std::atomic<int>& finished) {
   using namespace maf::sandbox;
   SandboxSpec own = spec;
   auto sb = co_await backend.acquire(key, std::move(own));
@@ -56,31 +62,41 @@ inline boost::asio::awaitable<void> conversation(maf::sandbox::SandboxBackend& b
 }
 
 /// `n` conversations at once, after one warm-up conversation that settles what a process
-/// makes once (loggers, the engine binding, pools). `key_for(tag)` names each one's key.
+/// makes once (loggers, the engine binding). `key_for(tag)` names each one's key.
+/// `pooled_fds`, when given, counts the descriptors the backend keeps open on purpose (the
+/// Engine-API transport's bounded idle keep-alive pool, whose size depends on how the
+/// conversations interleaved); they are left out of both counts.
 inline LoadCounts run_load(maf::sandbox::SandboxBackend& backend,
                            const std::function<maf::sandbox::SandboxKey(const std::string&)>& key_for,
-                           const maf::sandbox::SandboxSpec& spec, int n) {
+                           const maf::sandbox::SandboxSpec& spec, int n,
+                           const std::function<int()>& pooled_fds = {}) {
+  constexpr int kIoThreads = 4;
   auto round = [&](int count, const std::string& prefix) {
     boost::asio::io_context io;
-    int finished = 0;
+    std::atomic<int> finished{0};
+    std::mutex failure_guard;
     std::exception_ptr failure;
     for (int i = 0; i < count; ++i) {
       const std::string tag = prefix + std::to_string(i);
       boost::asio::co_spawn(io, conversation(backend, key_for(tag), spec, tag, finished), [&](std::exception_ptr e) {
+        std::lock_guard guard(failure_guard);
         if (e && !failure) failure = e;
       });
     }
-    io.run();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kIoThreads; ++t) threads.emplace_back([&io] { io.run(); });
+    for (auto& t : threads) t.join();
     if (failure) std::rethrow_exception(failure);
-    return finished;
+    return finished.load();
   };
   if (round(1, "warm-") != 1) throw std::runtime_error("the warm-up conversation did not finish");
   LoadCounts c;
-  c.fds_before = open_fds();
+  const auto unpooled_fds = [&] { return open_fds() - (pooled_fds ? pooled_fds() : 0); };
+  c.fds_before = unpooled_fds();
   c.threads_before = threads();
   c.children_before = child_processes();
   c.finished = round(n, "c-");
-  c.fds_after = open_fds();
+  c.fds_after = unpooled_fds();
   c.threads_after = threads();
   c.children_after = child_processes();
   return c;

@@ -190,7 +190,8 @@ TEST_CASE("C-52 reliability load: 16 concurrent conversations (acquire/exec/writ
   SandboxSpec::Fields f = spec_for(kImage, kAllCaps).fields();
   f.declared_outputs.push_back(DeclaredOutput{.path = "out.txt"});
   const auto c = reliability::run_load(
-      *s.backend, [&](const std::string& tag) { return s.key(tag); }, SandboxSpec(std::move(f)), kConversations);
+      *s.backend, [&](const std::string& tag) { return s.key(tag); }, SandboxSpec(std::move(f)), kConversations,
+      [&] { return static_cast<int>(s.backend->transport().idle_connections()); });
   CHECK(c.finished == kConversations);
   CHECK(containers_of_scope(s.scope).empty());
   CHECK(c.fds_after == c.fds_before);

@@ -9,9 +9,6 @@
 #include <cstdlib>
 #include <functional>
 
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <nlohmann/json.hpp>
 
 #include "maf/sandbox/support/async_mutex.hpp"
@@ -19,6 +16,7 @@
 #include "maf/sandbox/docker/cli_transport.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/capture_buffer.hpp"
+#include "maf/sandbox/support/sleep.hpp"
 
 namespace maf::sandbox::docker {
 
@@ -555,6 +553,8 @@ public:
     co_return RemoveResult{RemoveOutcome::Refused, message_of(r)};
   }
 
+  std::size_t idle_connections() const override { return http_.idle_connections(); }
+
   // The egress plane (docker.md §11.2): the same operations the CLI transport runs as
   // `docker version|network create|network connect|logs|stop`.
   bool has_egress_plane() const noexcept override { return true; }
@@ -756,13 +756,8 @@ private:
       }
       if (attempt >= 200)
         throw OSError("backend 'docker': exec in container " + container + " ended its output but reports no exit code");
-      co_await sleep_briefly();
+      co_await support::sleep_for(std::chrono::milliseconds(2));
     }
-  }
-
-  static awaitable<void> sleep_briefly() {
-    boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, std::chrono::milliseconds(2));
-    co_await timer.async_wait(boost::asio::use_awaitable);
   }
 
   DockerConfig config_;

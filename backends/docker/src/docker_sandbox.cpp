@@ -9,6 +9,7 @@
 
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/paths.hpp"
+#include "maf/sandbox/support/sleep.hpp"
 #include "tar_plane.hpp"
 
 namespace maf::sandbox::docker::detail {
@@ -16,6 +17,9 @@ namespace maf::sandbox::docker::detail {
 using boost::asio::awaitable;
 
 namespace {
+
+/// How long an exec that ended 137 waits for its container's state to settle (see do_exec).
+constexpr std::chrono::seconds kKilledExecSettle{2};
 
 GuestStat to_guest_stat(const support::TarEntry& e) {
   GuestStat s;
@@ -146,9 +150,19 @@ awaitable<ExecResult> DockerSandbox::do_exec(const ExecRequest& request) {
   }
   // A container killed or stopped under a running exec (docker kill, a daemon restart) ends
   // the exec with 137, and a later exec with "is not running": neither is the program's
-  // own status. Only then is the state asked, so an ordinary exit costs nothing.
+  // own status. Only then is the state asked, so an ordinary exit costs nothing. The engine
+  // reports the exec's end before it has handled the container's (measured on 20.10: the
+  // Engine API's first inspect after a kill still reads "running"), so a 137 from a
+  // container that still reads running is asked again until it settles — a bounded wait
+  // that only a program killed by SIGKILL inside a live container pays in full.
   if (outcome.exit_code == 137 || boost::algorithm::icontains(outcome.stderr_bytes, "is not running")) {
     auto state = co_await p_.transport->container_state(p_.container);
+    const auto settle_until = std::chrono::steady_clock::now() + kKilledExecSettle;
+    while (outcome.exit_code == 137 && state && state->running && state->id == instance_id() &&
+           std::chrono::steady_clock::now() < settle_until) {
+      co_await support::sleep_for(std::chrono::milliseconds(20));
+      state = co_await p_.transport->container_state(p_.container);
+    }
     if (!state || !state->running || state->id != instance_id())
       throw OSError("backend 'docker': container " + p_.container + " (kind '" + kind() + "') is " +
                     (state ? "'" + state->status + "'" : "gone") +

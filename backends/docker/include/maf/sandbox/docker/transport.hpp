@@ -200,6 +200,11 @@ public:
   virtual boost::asio::awaitable<std::optional<std::string>> inspect_network(std::string id_or_name) = 0;
   virtual boost::asio::awaitable<RemoveResult> remove_network(std::string id_or_name) = 0;
 
+  /// Connections to the engine held open for reuse between calls (the Engine API's idle
+  /// keep-alive pool, bounded); 0 for a transport that keeps none. For diagnostics, and so
+  /// a leak check can tell a pooled descriptor from a leaked one.
+  virtual std::size_t idle_connections() const { return 0; }
+
   // The egress plane (docker.md §11.2): what ALLOWLIST topology needs beyond the rest. A
   // transport without it keeps the defaults, and the backend then declares CLOSED only.
   virtual bool has_egress_plane() const noexcept { return false; }
