@@ -27,6 +27,9 @@ struct FreezeSlot {
   std::atomic<std::uint64_t> live_claim{0};
   /// An unpause failed; the next acquire must thaw before reuse (§7.3 step 4).
   std::atomic<bool> possibly_frozen{false};
+  /// When this process's last unpause of the container answered (steady clock, ns; 0 =
+  /// never): the engine's paused flag may lag it (see freeze.cpp).
+  std::atomic<std::int64_t> thawed_at{0};
 };
 
 /// The slot for (endpoint, container), created on first use and kept for the process.
