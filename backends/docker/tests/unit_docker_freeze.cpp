@@ -55,94 +55,89 @@ public:
 
 boost::asio::awaitable<void> nothing() { co_return; }
 
-void freeze_once(BlockingRunner& run, LaggingEngine& engine, FreezeSlot& slot) {
-  const std::function<boost::asio::awaitable<void>()> body = nothing;
-  const std::string container = "c";  // run_frozen keeps a reference: it must outlive the call
-  run([&] { return run_frozen(engine, slot, container, body); });
-}
+/// One engine, one freeze slot, and the two operations under test on them.
+struct Rig {
+  BlockingRunner run;
+  LaggingEngine engine;
+  FreezeSlot slot;
 
-ExecOutcome exec_once(BlockingRunner& run, LaggingEngine& engine, FreezeSlot& slot) {
-  const std::function<ExecCall()> make_call = [] {
-    ExecCall call;
-    call.container = "c";
-    call.argv = {"true"};
-    return call;
-  };
-  return run([&] { return exec_respecting_freeze(engine, slot, make_call); });
-}
+  void freeze() {
+    const std::function<boost::asio::awaitable<void>()> body = nothing;
+    const std::string container = "c";  // run_frozen keeps a reference: it must outlive the call
+    run([&] { return run_frozen(engine, slot, container, body); });
+  }
+
+  ExecOutcome exec() {
+    const std::function<ExecCall()> make_call = [] {
+      ExecCall call;
+      call.container = "c";
+      call.argv = {"true"};
+      return call;
+    };
+    return run([&] { return exec_respecting_freeze(engine, slot, make_call); });
+  }
+};
 
 }  // namespace
 
 TEST_CASE("D-22 [port decision]: a pause refused 'already paused' with no thaw of ours is a foreign pause: refused at once") {
-  BlockingRunner run;
-  LaggingEngine engine;
-  FreezeSlot slot;
-  engine.pause_lags = 1;
-  CHECK_THROWS_WITH(freeze_once(run, engine, slot), Catch::Contains("already paused"));
-  CHECK(engine.pauses == 1);
-  CHECK(engine.unpauses == 0);
+  Rig r;
+  r.engine.pause_lags = 1;
+  CHECK_THROWS_WITH(r.freeze(), Catch::Contains("already paused"));
+  CHECK(r.engine.pauses == 1);
+  CHECK(r.engine.unpauses == 0);
 }
 
 TEST_CASE("[port decision] the engine's lagging flag: just after our own unpause a pause refused 'already paused' is asked again") {
-  BlockingRunner run;
-  LaggingEngine engine;
-  FreezeSlot slot;
-  freeze_once(run, engine, slot);  // our own thaw, just now
-  engine.pause_lags = 2;
-  freeze_once(run, engine, slot);
-  CHECK(engine.pauses == 1 + 3);
-  CHECK(engine.unpauses == 2);
-  CHECK_FALSE(slot.possibly_frozen);
+  Rig r;
+  r.freeze();  // our own thaw, just now
+  r.engine.pause_lags = 2;
+  r.freeze();
+  CHECK(r.engine.pauses == 1 + 3);
+  CHECK(r.engine.unpauses == 2);
+  CHECK_FALSE(r.slot.possibly_frozen);
 }
 
 TEST_CASE("[port decision] the engine's lagging flag: just after our own pause an unpause refused 'is not paused' is asked again; the freeze ends thawed") {
-  BlockingRunner run;
-  LaggingEngine engine;
-  FreezeSlot slot;
-  engine.unpause_lags = 2;
-  freeze_once(run, engine, slot);
-  CHECK(engine.unpauses == 3);
-  CHECK_FALSE(slot.possibly_frozen);
-  CHECK(slot.live_claim == 0);
+  Rig r;
+  r.engine.unpause_lags = 2;
+  r.freeze();
+  CHECK(r.engine.unpauses == 3);
+  CHECK_FALSE(r.slot.possibly_frozen);
+  CHECK(r.slot.live_claim == 0);
 }
 
 TEST_CASE("D-22: an exec refused as paused with no freeze of ours is returned unchanged after exactly one attempt") {
-  BlockingRunner run;
-  LaggingEngine engine;
-  FreezeSlot slot;
-  engine.exec_refusals = 1;
-  const ExecOutcome o = exec_once(run, engine, slot);
+  Rig r;
+  r.engine.exec_refusals = 1;
+  const ExecOutcome o = r.exec();
   CHECK(o.paused_refusal);
-  CHECK(engine.execs == 1);
-  CHECK(engine.state_reads == 0);
+  CHECK(r.engine.execs == 1);
+  CHECK(r.engine.state_reads == 0);
 }
 
 TEST_CASE("D-22 [port decision]: an exec refused just after our own thaw is re-issued once the engine's flag clears") {
-  BlockingRunner run;
-  LaggingEngine engine;
-  FreezeSlot slot;
-  freeze_once(run, engine, slot);
-  engine.exec_refusals = 1;
-  engine.paused_reads = 2;
-  const ExecOutcome o = exec_once(run, engine, slot);
+  Rig r;
+  r.freeze();
+  r.engine.exec_refusals = 1;
+  r.engine.paused_reads = 2;
+  const ExecOutcome o = r.exec();
   CHECK_FALSE(o.paused_refusal);
   CHECK(o.stdout_bytes == "ran\n");
-  CHECK(engine.execs == 2);
-  CHECK(engine.state_reads == 3);  // paused, paused, clear
+  CHECK(r.engine.execs == 2);
+  CHECK(r.engine.state_reads == 3);  // paused, paused, clear
 }
 
 TEST_CASE("D-22: a pause that outlasts the window after our thaw is someone else's: its refusal is returned after one attempt") {
-  BlockingRunner run;
-  LaggingEngine engine;
-  FreezeSlot slot;
+  Rig r;
   // Our thaw answered 1.9 s ago: the rest of the window is spent reading a flag that stays.
-  slot.thawed_at = std::chrono::duration_cast<std::chrono::nanoseconds>(
+  r.slot.thawed_at = std::chrono::duration_cast<std::chrono::nanoseconds>(
                        (std::chrono::steady_clock::now() - std::chrono::milliseconds(1900)).time_since_epoch())
                        .count();
-  engine.exec_refusals = 1;
-  engine.paused_reads = 1000;
-  const ExecOutcome o = exec_once(run, engine, slot);
+  r.engine.exec_refusals = 1;
+  r.engine.paused_reads = 1000;
+  const ExecOutcome o = r.exec();
   CHECK(o.paused_refusal);
-  CHECK(engine.execs == 1);
-  CHECK(engine.state_reads >= 1);
+  CHECK(r.engine.execs == 1);
+  CHECK(r.engine.state_reads >= 1);
 }
