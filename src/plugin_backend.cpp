@@ -42,6 +42,7 @@ public:
   }
 
   bool supports_reap() const noexcept override { return inner_->supports_reap(); }
+  std::vector<std::pair<std::string, std::string>> facts() const override { return inner_->facts(); }
 
   boost::asio::awaitable<ScopePurge> reap(std::chrono::seconds older_than,
                                           std::optional<std::string> scope) override {

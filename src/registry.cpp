@@ -287,12 +287,13 @@ PluginCatalog PluginRegistry::list() {
     catalog.failures = state_->failures;
   }
   for (const auto& [name, r] : regs) {
-    BackendListing listing{name, r.version, r.description, r.file, std::nullopt, std::nullopt, false, std::nullopt};
+    BackendListing listing{name, r.version, r.description, r.file, std::nullopt, std::nullopt, false, std::nullopt, {}};
     try {
       auto backend = create(name, nlohmann::json::object());
       listing.isolation = backend->isolation();
       listing.declarations = backend->declarations();
       listing.supports_reap = backend->supports_reap();
+      listing.facts = backend->facts();
     } catch (const std::exception& e) {
       listing.describe_error = e.what();
     }

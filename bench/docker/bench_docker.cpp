@@ -86,6 +86,7 @@ public:
     prefix_ = "/v" + (v < std::string("1.41") ? v : std::string("1.41"));
     dk::DockerConfig cli_config;
     cli_config.docker_path = docker_;
+    cli_config.transport = dk::DockerTransportKind::Cli;
     dk::DockerConfig api_config = cli_config;
     api_config.transport = dk::DockerTransportKind::Api;
     cli_ = run_([&] { return dk::DockerSandboxBackend::create(cli_config); });

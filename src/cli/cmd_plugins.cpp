@@ -29,6 +29,8 @@ int cmd_plugins(Session& session) {
     entry["isolation"] = b.isolation ? nlohmann::json(*b.isolation) : nlohmann::json();
     entry["declarations"] = b.declarations ? declarations_json(*b.declarations) : nlohmann::json();
     entry["describe_error"] = b.describe_error ? nlohmann::json(*b.describe_error) : nlohmann::json();
+    entry["facts"] = nlohmann::json::object();
+    for (const auto& [fact, value] : b.facts) entry["facts"][fact] = value;
     j["backends"].push_back(std::move(entry));
 
     human += fmt::format("  {} {}{}\n", b.name, b.version, b.description.empty() ? "" : " - " + b.description);
@@ -36,6 +38,7 @@ int cmd_plugins(Session& session) {
     if (b.isolation) human += fmt::format("    isolation:        {}\n", *b.isolation);
     if (b.declarations) human += declarations_text(*b.declarations, "    ");
     if (b.supports_reap) human += "    offers reap\n";
+    for (const auto& [fact, value] : b.facts) human += fmt::format("    {}: {}\n", fact, value);
     if (b.describe_error) human += fmt::format("    needs configuration to describe itself: {}\n", *b.describe_error);
   }
   if (!catalog.failures.empty()) human += "refused plugin files:\n";

@@ -36,13 +36,20 @@ Input read_put(const std::string& text) {
   return in;
 }
 
-/// The spec from --spec or --image, with --output paths appended as declared outputs. Any
-/// declared output makes FILES_OUT a requirement, so the router checks it before acquire.
+/// The spec of `run`: the --spec file; or, without one, the minimal `cli` spec (exec and
+/// files in and out, the backend's default image); --image sets or overrides the image for
+/// this run, as `docker run` users expect. --output paths are appended as declared outputs;
+/// any declared output makes FILES_OUT a requirement, so the router checks it before acquire.
 SandboxSpec build_spec(const Args& args) {
-  const auto spec_file = args.get("spec");
-  const auto image = args.get("image");
-  if (spec_file.has_value() == image.has_value()) throw UsageError("`run` needs exactly one of --spec and --image");
-  SandboxSpec::Fields f = spec_file ? load_spec(*spec_file).fields() : SandboxSpec::Fields{.kind = "cli", .image = image};
+  SandboxSpec::Fields f = args.get("spec") ? load_spec(*args.get("spec")).fields()
+                                           : SandboxSpec::Fields{.kind = "cli",
+                                                                 .requires_capabilities = {Capability::Exec,
+                                                                                           Capability::FilesIn,
+                                                                                           Capability::FilesOut}};
+  if (const auto image = args.get("image"); image && image != f.image) {
+    f.image = *image;
+    f.image_id.reset();  // a digest pinned by the spec file names the image being replaced
+  }
   for (const auto& path : args.all("output")) f.declared_outputs.push_back(DeclaredOutput{.path = path});
   if (!f.declared_outputs.empty()) f.requires_capabilities.insert(Capability::FilesOut);
   return SandboxSpec(std::move(f));
@@ -74,12 +81,14 @@ int cmd_run(Session& session) {
 
   session.phase = Phase::Work;
   session.reporter.progress("acquiring a sandbox from '" + backend->name() + "'");
-  std::shared_ptr<Sandbox> sandbox = session.run([&] { return router.acquire(key, spec); });
-
+  // Acquire sits inside the block whose failure path disposes: an acquire that fails after
+  // the backend created something (a container whose probe then refused) leaves nothing.
+  std::shared_ptr<Sandbox> sandbox;
   ExecResult result;
   std::vector<LandedArtifact> landed;
   std::exception_ptr failure;
   try {
+    sandbox = session.run([&] { return router.acquire(key, spec); });
     for (const auto& in : inputs) {
       session.reporter.progress("writing " + in.guest);
       session.run([&] { return sandbox->write_file(in.guest, in.content); });

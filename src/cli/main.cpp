@@ -18,10 +18,12 @@ constexpr const char* kUsage = R"(usage: maf-sandbox SUBCOMMAND [options] [--jso
       and the plugin files that were refused
   check --backend B [--config F] --spec S.json [--min-isolation R]
       would the router let B serve the spec? prints what matched or the refusal
-  run --backend B [--config F] (--spec S.json | --image I) [--put LOCAL=GUEST]...
+  run --backend B [--config F] [--spec S.json] [--image I] [--put LOCAL=GUEST]...
       [--output PATH]... [--out DIR] [--keep] [--min-isolation R] [--timeout T]
       [--scope S] [--thread T] [--agent A] [--call C] -- ARGV...
       acquire, write inputs, run ARGV, collect outputs into DIR, dispose unless --keep
+      (also when a step failed); without --spec: kind `cli` requiring exec, files_in
+      and files_out; --image sets the image, or overrides the spec's for this run
   dispose-scope --backend B [--config F] --scope S --thread T
       dispose every sandbox of one conversation
   reap --backend B [--config F] --older-than DURATION [--scope S]
@@ -29,8 +31,9 @@ constexpr const char* kUsage = R"(usage: maf-sandbox SUBCOMMAND [options] [--jso
 
   --min-isolation defaults to microvm. --json prints one JSON object (errors as
   {"error": {"type", "message"}}).
-exit codes: 0 ok, 1 other, 2 usage or bad input, 3 refused by policy,
-            4 plugin/backend error, 5 the program ran and exited non-zero
+exit codes: 0 ok, 1 other, 2 usage or bad input (incl. a config key the backend
+            refuses), 3 refused by policy, 4 plugin/backend error, 5 the program
+            ran and exited non-zero
 )";
 
 std::map<std::string, CommandSpec> command_specs() {

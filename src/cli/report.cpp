@@ -19,10 +19,22 @@ std::string error_type_name(const std::exception& error) {
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> demangled(abi::__cxa_demangle(mangled, nullptr, nullptr, &status),
                                                    std::free);
-  std::string name = status == 0 && demangled ? demangled.get() : mangled;
+  return class_name_of(status == 0 && demangled ? demangled.get() : mangled);
+}
+
+std::string class_name_of(std::string_view demangled) {
+  // std::throw_with_nested throws std::_Nested_exception<E>, which derives from E: the
+  // error the caller threw is E.
+  constexpr std::string_view kNested = "std::_Nested_exception<";
+  while (demangled.substr(0, kNested.size()) == kNested && demangled.back() == '>') {
+    demangled = demangled.substr(kNested.size(), demangled.size() - kNested.size() - 1);
+    while (!demangled.empty() && demangled.back() == ' ') demangled.remove_suffix(1);  // "> >"
+  }
+  // Any other template: its own name without arguments (whose "::" must not be cut at).
+  if (const auto angle = demangled.find('<'); angle != std::string_view::npos) demangled = demangled.substr(0, angle);
   // Callers see the class name, not where it lives.
-  if (auto colons = name.rfind("::"); colons != std::string::npos) name.erase(0, colons + 2);
-  return name;
+  if (const auto colons = demangled.rfind("::"); colons != std::string_view::npos) demangled.remove_prefix(colons + 2);
+  return std::string(demangled);
 }
 
 namespace {
@@ -43,7 +55,8 @@ int exit_code_for(const std::exception& e, Phase phase) {
   if (is_a<UsageError>(e)) return kExitUsage;
   if (is_policy_refusal(e)) return kExitRefused;
   // A bad spec, rung or duration is the caller's input; later, a backend refused a value.
-  if (is_a<ValueError>(e)) return phase == Phase::Input ? kExitUsage : kExitBackend;
+  // A backend's configuration refused at creation is the user's input too (a key spelt wrong).
+  if (is_a<ValueError>(e)) return phase == Phase::Input || phase == Phase::Backend ? kExitUsage : kExitBackend;
   if (is_a<Error>(e)) return kExitBackend;  // PluginLoadError and NoSandboxBackend included
   return phase == Phase::Input ? kExitUsage : kExitOther;
 }

@@ -14,9 +14,9 @@ namespace maf::sandbox::cli {
 enum ExitCode : int {
   kExitOk = 0,
   kExitOther = 1,          ///< anything unexpected (host I/O, a bug)
-  kExitUsage = 2,          ///< the command line or an input file (spec, config) is wrong
+  kExitUsage = 2,          ///< the command line, an input file (spec, config) or a config key the backend refuses
   kExitRefused = 3,        ///< the router's policy refused (floor, capability, egress, ...)
-  kExitBackend = 4,        ///< plugin loading, backend configuration or a backend operation failed
+  kExitBackend = 4,        ///< plugin loading or a backend operation failed
   kExitProgramFailed = 5,  ///< `run`: the program ran and exited non-zero
 };
 
@@ -35,7 +35,13 @@ struct Failure {
 };
 
 /// "SandboxEgressNotEnforced" for maf::sandbox::SandboxEgressNotEnforced.
+/// The JSON error `type` is a contract: it is the class name for every type, also when the
+/// error was thrown nested (std::throw_with_nested) or is a template specialization.
 std::string error_type_name(const std::exception& error);
+
+/// The class name in a demangled type name: namespaces, template arguments and the
+/// std::_Nested_exception wrapper removed.
+std::string class_name_of(std::string_view demangled);
 
 /// Type, message and exit code for the exception in flight during `phase`.
 Failure classify(std::exception_ptr error, Phase phase);

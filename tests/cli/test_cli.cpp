@@ -215,7 +215,7 @@ TEST_CASE("cli: a bad spec file or config is refused naming the field or key") {
   const auto spec = s.write("spec.json", R"({"kind": "k"})");
   const auto config = s.write("config.json", R"({"isolaton": "vm"})");
   o = cli({"check", "--backend", "test-good", "--config", config.string(), "--spec", spec.string(), "--json"});
-  CHECK(o.exit_code == 4);
+  CHECK(o.exit_code == 2);  // a config key spelt wrong is bad input, like a bad spec
   CHECK(o.parsed()["error"]["type"] == "ValueError");
   CHECK_THAT(o.parsed()["error"]["message"].get<std::string>(), Contains("'isolaton'"));
 
@@ -302,4 +302,41 @@ TEST_CASE("cli: reap runs where the backend offers it and is a typed refusal whe
 
   o = cli({"reap", "--backend", "test-good", "--config", reaping.string(), "--older-than", "soon", "--json"});
   CHECK(o.exit_code == 2);
+}
+
+// The process backend (a real guest under bubblewrap) for what the in-process double cannot
+// show: a run with no spec at all, and an error thrown nested by collect_outputs.
+TEST_CASE("cli: run with neither --spec nor --image runs the minimal `cli` spec on the backend's default (process)") {
+  Scratch s;
+  const auto config = s.write("process.json", json{{"root", (s.dir / "root").string()}}.dump());
+  const Outcome o = cli({"run", "--backend", "process", "--config", config.string(), "--min-isolation", "os_process",
+                         "--json", "--", "echo", "hi"},
+                        MAF_TEST_PROCESS_PLUGIN_DIR);
+  REQUIRE(o.exit_code == 0);
+  CHECK(o.parsed()["stdout"] == "hi\n");
+  CHECK(o.parsed()["kind"] == "cli");
+}
+
+TEST_CASE("cli: C-43: a guest that swaps its work directory for a link to / gets the error type "
+          "SandboxOutputNotConfined, the class name (process)") {
+  Scratch s;
+  const auto config = s.write("process.json", json{{"root", (s.dir / "root").string()}}.dump());
+  const Outcome o = cli({"run", "--backend", "process", "--config", config.string(), "--min-isolation", "os_process",
+                         "--output", "etc/passwd", "--out", (s.dir / "out").string(), "--json", "--", "sh", "-c",
+                         "w=$(pwd); cd / && rm -rf \"$w\" && ln -s / \"$w\""},
+                        MAF_TEST_PROCESS_PLUGIN_DIR);
+  CHECK(o.exit_code == 4);
+  CHECK(o.parsed()["error"]["type"] == "SandboxOutputNotConfined");
+  CHECK_FALSE(fs::exists(s.dir / "out" / "etc" / "passwd"));
+}
+
+TEST_CASE("cli: a config key the backend refuses is bad input: exit 2 for run too, naming the key") {
+  Scratch s;
+  const auto config = s.write("config.json", R"({"transprt": "api"})");
+  const Outcome o = cli({"run", "--backend", "process", "--config", config.string(), "--min-isolation", "os_process",
+                         "--json", "--", "true"},
+                        MAF_TEST_PROCESS_PLUGIN_DIR);
+  CHECK(o.exit_code == 2);
+  CHECK(o.parsed()["error"]["type"] == "ValueError");
+  CHECK_THAT(o.parsed()["error"]["message"].get<std::string>(), Contains("'transprt'"));
 }

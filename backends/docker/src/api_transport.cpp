@@ -1,6 +1,7 @@
 // The Engine-API transport (api_transport.hpp): each DockerTransport operation as one or a
 // few HTTP exchanges, classified by status code. HTTP itself lives in docker_http.cpp.
 #include "maf/sandbox/docker/api_transport.hpp"
+#include "maf/sandbox/docker/transport_choice.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -783,8 +784,12 @@ std::shared_ptr<DockerTransport> make_api_transport(const DockerConfig& config) 
   return std::make_shared<ApiTransport>(config, detail::parse_docker_host(host, tls_verify));
 }
 
+std::shared_ptr<DockerTransport> make_transport(const DockerConfig& config, DockerTransportKind kind) {
+  return kind == DockerTransportKind::Api ? make_api_transport(config) : make_cli_transport(config);
+}
+
 std::shared_ptr<DockerTransport> make_transport(const DockerConfig& config) {
-  return config.transport == DockerTransportKind::Api ? make_api_transport(config) : make_cli_transport(config);
+  return make_transport(config, choose_transport(config).kind);
 }
 
 }  // namespace maf::sandbox::docker

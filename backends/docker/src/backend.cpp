@@ -100,11 +100,22 @@ std::string capability_names(CapabilitySet set) {
 
 DockerSandboxBackend::DockerSandboxBackend(DockerConfig config, std::shared_ptr<DockerTransport> transport)
     : config_(std::move(config)),
-      transport_(transport ? std::move(transport) : make_transport(config_)),
+      transport_choice_(transport ? TransportChoice{config_.transport, "injected by the host"}
+                                  : choose_transport(config_)),
+      transport_(transport ? std::move(transport) : make_transport(config_, transport_choice_.kind)),
       declarations_(base_declarations()) {
+  if (config_.transport == DockerTransportKind::Auto && !transport)
+    logger()->info("backend 'docker': the {} transport ({})", to_string(transport_choice_.kind),
+                   transport_choice_.reason);
   // docker.md §1: ALLOWLIST iff a proxy image is configured — and the transport can build
   // the topology (both shipped transports can; a test double may not).
   if (config_.egress_proxy_image && transport_->has_egress_plane()) declarations_.egress_modes.insert(Egress::Allowlist);
+}
+
+std::vector<std::pair<std::string, std::string>> DockerSandboxBackend::facts() const {
+  const bool injected = transport_choice_.reason == "injected by the host";
+  return {{"transport", injected ? "injected" : to_string(transport_choice_.kind)},
+          {"transport_reason", transport_choice_.reason}};
 }
 
 awaitable<std::shared_ptr<DockerSandboxBackend>> DockerSandboxBackend::create(DockerConfig config,

@@ -110,12 +110,15 @@ DockerConfig parse_docker_config(const nlohmann::json& json) {
     const std::string kind = get_string(*it, "transport");
     if (kind == "api")
       c.transport = DockerTransportKind::Api;
-    else if (kind != "cli")
-      refuse("transport", "must be \"cli\" or \"api\", got " + it->dump());
+    else if (kind == "cli")
+      c.transport = DockerTransportKind::Cli;
+    else if (kind != "auto")
+      refuse("transport", "must be \"auto\", \"cli\" or \"api\", got " + it->dump());
   }
   if (auto it = json.find("docker_host"); it != json.end() && !it->is_null()) {
     // The CLI transport resolves its endpoint from the client's context (docker.md §3.1).
-    if (c.transport != DockerTransportKind::Api) refuse("docker_host", "is read by \"transport\": \"api\" only");
+    if (c.transport == DockerTransportKind::Cli)
+      refuse("docker_host", "is read by the Engine-API transport only (\"transport\": \"api\" or \"auto\")");
     c.docker_host = get_string(*it, "docker_host");
     if (c.docker_host->empty()) refuse("docker_host", "must not be empty (omit it for DOCKER_HOST)");
   }

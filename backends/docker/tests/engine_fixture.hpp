@@ -66,7 +66,9 @@ inline std::string transport_name() {
 inline maf::sandbox::docker::DockerConfig test_config() {
   maf::sandbox::docker::DockerConfig c;
   c.docker_path = docker_path();
-  if (transport_name() == "api") c.transport = maf::sandbox::docker::DockerTransportKind::Api;
+  // Named, never the default: each engine test runs once per transport on purpose.
+  c.transport = transport_name() == "api" ? maf::sandbox::docker::DockerTransportKind::Api
+                                          : maf::sandbox::docker::DockerTransportKind::Cli;
   return c;
 }
 

@@ -173,6 +173,16 @@ TEST_CASE("D-24: a missing sh refuses EXEC with SandboxCapabilityNotSupported; r
     CHECK(what.find(kNoShImage) != std::string::npos);
     CHECK(what.find("retries") != std::string::npos);
   }
+  // The refused container stays for the next acquire to retry (docker.md §5.2), labelled, so
+  // the conversation's purge finds and removes it: a failed acquire leaks nothing.
+  const auto labelled = [&] {
+    return docker_cli({"ps", "-a", "--filter", "label=maf-sandbox.scope=" + s.scope, "--format", "{{.Names}}"});
+  };
+  CHECK_FALSE(labelled().empty());
+  const ScopePurge purge = s.run([&] { return s.backend->dispose_scope(s.scope, s.thread); });
+  CHECK(purge.disposed == 1);
+  CHECK_FALSE(purge.undisposed);
+  CHECK(labelled().empty());
 }
 
 TEST_CASE("DX-13: HOST_TOOLS probes pass and the launcher prerequisites resolve") {

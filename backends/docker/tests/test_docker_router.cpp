@@ -2,6 +2,9 @@
 // collected into a sink (conformance.md §5.1 DX-11).
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
+#include <map>
+
 #include "engine_fixture.hpp"
 #include "maf/sandbox/outputs.hpp"
 #include "maf/sandbox/registry.hpp"
@@ -56,4 +59,31 @@ TEST_CASE("DX-11: outputs through the router, with the backend loaded as a plugi
   auto purge = run([&] { return backend->dispose_scope(key.scope, key.thread_id); });
   CHECK(purge.disposed == 1);
   CHECK_FALSE(purge.undisposed.has_value());
+}
+
+TEST_CASE("issue 24: with no transport configured, a host on the engine's own socket gets the Engine API, "
+          "and the backend says so in its facts (what `maf-sandbox plugins` prints)") {
+  int code = -1;
+  docker_cli({"version"}, &code);
+  REQUIRE(code == 0);  // an engine must answer: never a skip
+  // What auto sees on a test machine: the engine on the default socket (scripts/docker-engine
+  // starts it there), no DOCKER_HOST and no named context.
+  REQUIRE(std::getenv("DOCKER_HOST") == nullptr);
+  PluginRegistry registry({MAF_DOCKER_TEST_PLUGIN_DIR});
+  auto backend = registry.create("docker", nlohmann::json::object());
+  const auto listed = backend->facts();
+  std::map<std::string, std::string> facts(listed.begin(), listed.end());
+  CHECK(facts["transport"] == "api");
+  CHECK(facts["transport_reason"].find("/var/run/docker.sock") != std::string::npos);
+  // It really is the API: a sandbox round trip through the defaulted backend works.
+  const SandboxKey key{"e2e-" + random_hex(), "thread-1", "agent-1", ""};
+  BlockingRunner run;
+  auto sandbox = run([&] { return backend->acquire(key, spec_for(kImage, kAllCaps)); });
+  CHECK(run([&] { return sandbox->exec("echo via-auto"); }).stdout_text() == "via-auto\n");
+  CHECK_FALSE(run([&] { return backend->dispose_scope(key.scope, key.thread_id); }).undisposed);
+  // The named transports still bind what they name.
+  auto cli = registry.create("docker", nlohmann::json{{"transport", "cli"}});
+  const auto cli_listed = cli->facts();
+  std::map<std::string, std::string> cli_facts(cli_listed.begin(), cli_listed.end());
+  CHECK(cli_facts["transport"] == "cli");
 }

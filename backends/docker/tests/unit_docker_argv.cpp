@@ -75,6 +75,7 @@ struct FakeDocker {
 std::vector<std::string> run_argv(DockerConfig config) {
   FakeDocker fake;
   config.docker_path = (fake.dir / "docker").string();
+  config.transport = DockerTransportKind::Cli;  // the CLI argv is under test, whatever auto would bind
   BlockingRunner run;
   DockerSandboxBackend backend(config);
   SandboxSpec spec({.kind = "k", .image = "img:1", .requires_capabilities = {Capability::Exec}});

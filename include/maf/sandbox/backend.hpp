@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "maf/sandbox/declarations.hpp"
 #include "maf/sandbox/disposal.hpp"
@@ -54,6 +55,11 @@ public:
   /// from the provider. Default throws NotImplementedError.
   virtual boost::asio::awaitable<ScopePurge> reap(std::chrono::seconds older_than,
                                                   std::optional<std::string> scope);
+
+  /// How this instance is set up, as (name, value) pairs a host or `maf-sandbox plugins` may
+  /// show — e.g. the transport the Docker backend bound and why. Not policy: the router
+  /// never reads them. Default: none.
+  virtual std::vector<std::pair<std::string, std::string>> facts() const { return {}; }
 };
 
 }  // namespace maf::sandbox

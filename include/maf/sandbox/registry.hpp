@@ -114,6 +114,8 @@ struct BackendListing {
   std::optional<BackendDeclarations> declarations;
   bool supports_reap = false;
   std::optional<std::string> describe_error;
+  /// What that instance says of its set-up (SandboxBackend::facts).
+  std::vector<std::pair<std::string, std::string>> facts;
 };
 
 /// A file (or static registration) that was refused.

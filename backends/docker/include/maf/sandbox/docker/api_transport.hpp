@@ -27,7 +27,9 @@ namespace maf::sandbox::docker {
 /// no engine call until first use.
 std::shared_ptr<DockerTransport> make_api_transport(const DockerConfig& config);
 
-/// The transport `config.transport` names.
+/// The transport of `kind` (Cli or Api; Auto is resolved by choose_transport first).
+std::shared_ptr<DockerTransport> make_transport(const DockerConfig& config, DockerTransportKind kind);
+/// The transport `config.transport` resolves to (transport_choice.hpp).
 std::shared_ptr<DockerTransport> make_transport(const DockerConfig& config);
 
 }  // namespace maf::sandbox::docker

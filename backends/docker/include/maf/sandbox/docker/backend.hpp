@@ -29,6 +29,7 @@
 #include "maf/sandbox/backend.hpp"
 #include "maf/sandbox/docker/config.hpp"
 #include "maf/sandbox/docker/transport.hpp"
+#include "maf/sandbox/docker/transport_choice.hpp"
 
 namespace maf::sandbox::docker {
 
@@ -48,7 +49,7 @@ struct DockerReapResult {
 class DockerSandboxBackend : public SandboxBackend {
 public:
   /// The plain constructor: no engine call, no os_families (docker.md §10). `transport`
-  /// defaults to the docker CLI (cli_transport.hpp).
+  /// defaults to the one `config.transport` resolves to (transport_choice.hpp).
   explicit DockerSandboxBackend(DockerConfig config, std::shared_ptr<DockerTransport> transport = nullptr);
 
   /// Binds now and asks the daemon's OS once: os_families = {posix} iff it says `linux`;
@@ -70,6 +71,9 @@ public:
   /// reap() with the per-resource counts and every failure.
   boost::asio::awaitable<DockerReapResult> reap_detailed(std::chrono::seconds older_than,
                                                          std::optional<std::string> scope);
+
+  /// {"transport", "api" | "cli" | "injected"} and {"transport_reason", why}.
+  std::vector<std::pair<std::string, std::string>> facts() const override;
 
   const DockerConfig& config() const noexcept { return config_; }
   DockerTransport& transport() const noexcept { return *transport_; }
@@ -104,6 +108,7 @@ private:
   std::vector<std::string> remembered(const SandboxKey& key, bool forget);
 
   DockerConfig config_;
+  TransportChoice transport_choice_;  ///< before transport_: it decides which one is made
   std::shared_ptr<DockerTransport> transport_;
   BackendDeclarations declarations_;
   bool os_checked_ = false;  ///< built by create(): cold acquires re-ask the daemon

@@ -17,14 +17,17 @@
 
 namespace maf::sandbox::docker {
 
-/// How the backend reaches the engine (issue 9): the docker CLI, or the Engine HTTP API.
-enum class DockerTransportKind { Cli, Api };
+/// How the backend reaches the engine (issue 9): the docker CLI, the Engine HTTP API, or
+/// whichever of the two the endpoint allows (Auto: transport_choice.hpp says how).
+enum class DockerTransportKind { Auto, Cli, Api };
 
 struct DockerConfig {
-  /// `"transport"`: "cli" (the default) or "api" (api_transport.hpp).
-  DockerTransportKind transport = DockerTransportKind::Cli;
-  /// `"docker_host"` (api transport only): the daemon endpoint, e.g. "unix:///run/docker.sock";
-  /// absent = DOCKER_HOST as the backend is created, else unix:///var/run/docker.sock.
+  /// `"transport"`: "auto" (the default: the Engine API on a local socket this process can
+  /// open, the CLI otherwise — transport_choice.hpp), "cli" or "api" (api_transport.hpp).
+  DockerTransportKind transport = DockerTransportKind::Auto;
+  /// `"docker_host"` ("api" or "auto", which then binds the API): the daemon endpoint, e.g.
+  /// "unix:///run/docker.sock"; absent = DOCKER_HOST as the backend is created, else
+  /// unix:///var/run/docker.sock.
   std::optional<std::string> docker_host;
   /// The Docker CLI. Debian's docker.io ships a 20.10 client at /usr/bin/docker; a 28.x
   /// client (e.g. /usr/local/bin/docker) negotiates down to a 20.10 engine's API 1.41.
