@@ -27,6 +27,7 @@ std::string_view to_string(PluginFailure failure) noexcept {
     case PluginFailure::AbiMismatch: return "abi_mismatch";
     case PluginFailure::FingerprintMismatch: return "fingerprint_mismatch";
     case PluginFailure::DuplicateName: return "duplicate_name";
+    case PluginFailure::Shadowed: return "shadowed";
     case PluginFailure::InvalidDescriptor: return "invalid_descriptor";
   }
   return "unknown";
@@ -41,6 +42,7 @@ struct Registration {
   std::optional<fs::path> file;  // absent: static
   BackendFactory factory = nullptr;
   std::shared_ptr<detail::LoadedLibrary> library;  // null: static
+  std::size_t dir_index = 0;  // the search directory it came from: earlier shadows later
 };
 
 std::string origin_text(const std::optional<fs::path>& file) {
@@ -110,7 +112,8 @@ struct PluginRegistry::State {
     return message;
   }
 
-  void load_file(const fs::path& file) {
+  /// `dir_index`: the file's directory's place in the search order (precedence).
+  void load_file(const fs::path& file, std::size_t dir_index) {
     auto fail = [&](PluginFailure reason, std::string message) {
       failures.push_back(PluginLoadFailure{file, reason, std::move(message)});
     };
@@ -154,6 +157,13 @@ struct PluginRegistry::State {
       return;
     }
     const std::string name = d->name;
+    if (auto it = registrations.find(name); it != registrations.end() && it->second.file &&
+                                            it->second.dir_index < dir_index) {
+      fail(PluginFailure::Shadowed, "plugin file '" + file.string() + "' declares backend '" + name +
+                                        "', which '" + it->second.file->string() +
+                                        "' (earlier in the search path) serves; this file is not used");
+      return;
+    }
     if (registrations.count(name) || refused_names.count(name)) {
       // Withdraw the earlier file too, and report it as refused alongside this one.
       std::optional<fs::path> earlier;
@@ -164,7 +174,7 @@ struct PluginRegistry::State {
       return;
     }
     registrations[name] = Registration{d->version ? d->version : "", d->description ? d->description : "", file,
-                                       d->factory, std::move(library)};
+                                       d->factory, std::move(library), dir_index};
   }
 };
 
@@ -210,12 +220,12 @@ void PluginRegistry::discover_locked() {
   s.discovered = true;
   s.dirs = s.fixed_dirs ? *s.fixed_dirs : default_plugin_dirs();
   std::set<fs::path> seen;  // one file reached through two directories loads once
-  for (const auto& dir : s.dirs)
-    for (const auto& file : candidates_in(dir)) {
+  for (std::size_t index = 0; index < s.dirs.size(); ++index)
+    for (const auto& file : candidates_in(s.dirs[index])) {
       std::error_code ec;
       fs::path canonical = fs::canonical(file, ec);
       if (!seen.insert(ec ? file : canonical).second) continue;
-      s.load_file(file);
+      s.load_file(file, index);
     }
 }
 

@@ -41,14 +41,18 @@ int cmd_plugins(Session& session) {
     for (const auto& [fact, value] : b.facts) human += fmt::format("    {}: {}\n", fact, value);
     if (b.describe_error) human += fmt::format("    needs configuration to describe itself: {}\n", *b.describe_error);
   }
-  if (!catalog.failures.empty()) human += "refused plugin files:\n";
+  std::string refused, shadowed;
   for (const auto& f : catalog.failures) {
     j["failures"].push_back(
         {{"file", f.file.string()}, {"reason", std::string(to_string(f.reason))}, {"message", f.message}});
-    human += fmt::format("  {} ({}): {}\n", f.file.string(), to_string(f.reason), f.message);
+    (f.reason == PluginFailure::Shadowed ? shadowed : refused) +=
+        fmt::format("  {} ({}): {}\n", f.file.string(), to_string(f.reason), f.message);
   }
+  if (!refused.empty()) human += "refused plugin files:\n" + refused;
+  if (!shadowed.empty()) human += "shadowed by an earlier search directory (not used):\n" + shadowed;
   session.reporter.result(j, human);
-  return kExitOk;
+  // Nothing to serve is a failure a script must see; refused files beside good backends are not.
+  return catalog.backends.empty() ? kExitBackend : kExitOk;
 }
 
 }  // namespace maf::sandbox::cli

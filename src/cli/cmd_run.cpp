@@ -12,6 +12,7 @@
 #include "maf/sandbox/sink.hpp"
 #include "maf/sandbox/spec_json.hpp"
 #include "render.hpp"
+#include "report.hpp"
 
 namespace maf::sandbox::cli {
 namespace {
@@ -55,12 +56,43 @@ SandboxSpec build_spec(const Args& args) {
   return SandboxSpec(std::move(f));
 }
 
+/// Collection failed after the program ran: the program's output and exit status are printed
+/// first (human form), or carried beside the error (JSON: `{"error": {…}, "run": {"exit_code",
+/// "stdout", "stderr"}}`), so a collection error never hides what the program said.
+int report_after_run(Session& session, const ExecResult& result, const Failure& failure) {
+  if (session.reporter.json()) {
+    session.reporter.result({{"error", {{"type", failure.type}, {"message", failure.message}}},
+                             {"run",
+                              {{"exit_code", result.exit_code},
+                               {"stdout", result.stdout_text()},
+                               {"stderr", result.stderr_text()}}}},
+                            {});
+  } else {
+    std::fwrite(result.stdout_bytes.data(), 1, result.stdout_bytes.size(), stdout);
+    std::fflush(stdout);
+    std::fwrite(result.stderr_bytes.data(), 1, result.stderr_bytes.size(), stderr);
+    fmt::print(stderr, "maf-sandbox: exit code {}\n", result.exit_code);
+    session.reporter.error(failure);
+  }
+  return failure.exit_code;
+}
+
+/// C-81 before anything runs: a declared output's path and landing name must be artifact
+/// names, so `--output /tmp/o.txt` is refused before a sandbox exists, not after the program.
+void validate_output_names(const SandboxSpec& spec) {
+  for (const auto& o : spec.declared_outputs()) {
+    validate_artifact_name(o.path);
+    if (o.name) validate_artifact_name(*o.name);
+  }
+}
+
 }  // namespace
 
 int cmd_run(Session& session) {
   const Args& args = session.args;
   if (args.argv.empty()) throw UsageError("`run` needs a command after --");
   const SandboxSpec spec = build_spec(args);
+  validate_output_names(spec);
   const Isolation floor = min_isolation(args);
   const SandboxKey key = key_from(args);
   const auto timeout = args.get("timeout") ? std::chrono::milliseconds(parse_duration(*args.get("timeout"), "timeout"))
@@ -87,6 +119,7 @@ int cmd_run(Session& session) {
   ExecResult result;
   std::vector<LandedArtifact> landed;
   std::exception_ptr failure;
+  bool ran = false;  // the program ran: its output and exit status are the user's, whatever follows
   try {
     sandbox = session.run([&] { return router.acquire(key, spec); });
     for (const auto& in : inputs) {
@@ -95,6 +128,7 @@ int cmd_run(Session& session) {
     }
     session.reporter.progress("running " + Command(args.argv).shell_line());
     result = session.run([&] { return sandbox->exec(Command(args.argv), ".", timeout); });
+    ran = true;
     if (!spec.declared_outputs().empty()) {
       session.reporter.progress("collecting outputs");
       std::shared_ptr<OutputSink> sink = out_dir ? make_file_system_sink(*out_dir) : nullptr;
@@ -110,7 +144,8 @@ int cmd_run(Session& session) {
     session.reporter.progress("disposing the sandbox");
     disposal = session.run([&] { return backend->dispose(key, spec.kind(), std::nullopt); });
   }
-  if (failure) std::rethrow_exception(failure);
+  if (failure && !ran) std::rethrow_exception(failure);
+  if (failure) return report_after_run(session, result, classify(failure, Phase::Work));
 
   nlohmann::json j = {{"backend", backend->name()}, {"kind", spec.kind()},     {"key", key_json(key)},
                       {"exit_code", result.exit_code}, {"stdout", result.stdout_text()},

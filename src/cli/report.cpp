@@ -45,14 +45,12 @@ bool is_a(const std::exception& e) {
 }
 
 /// The router's refusals to serve (C-65, C-68), and a backend's acquire-time probe (C-54).
-bool is_policy_refusal(const std::exception& e) {
-  return is_a<SandboxBackendNotPermitted>(e) || is_a<SandboxCapabilityDenied>(e) || is_a<SandboxIdentityDenied>(e) ||
-         is_a<SandboxTransferLimitsNotPermitted>(e) || is_a<SandboxEgressNotEnforced>(e) ||
-         is_a<SandboxCapabilityNotSupported>(e) || is_a<SandboxOsFamilyNotSupported>(e);
-}
+bool is_policy_refusal(const std::exception& e) { return dynamic_cast<const SandboxPolicyRefusal*>(&e) != nullptr; }
 
 int exit_code_for(const std::exception& e, Phase phase) {
   if (is_a<UsageError>(e)) return kExitUsage;
+  // An output name refused before anything ran (`run --output /abs`) is the user's input.
+  if (phase == Phase::Input && is_a<SandboxArtifactNameInvalid>(e)) return kExitUsage;
   if (is_policy_refusal(e)) return kExitRefused;
   // A bad spec, rung or duration is the caller's input; later, a backend refused a value.
   // A backend's configuration refused at creation is the user's input too (a key spelt wrong).

@@ -340,3 +340,33 @@ TEST_CASE("cli: a config key the backend refuses is bad input: exit 2 for run to
   CHECK(o.parsed()["error"]["type"] == "ValueError");
   CHECK_THAT(o.parsed()["error"]["message"].get<std::string>(), Contains("'transprt'"));
 }
+
+TEST_CASE("cli: a collection error after the program ran still prints its output and exit status") {
+  Scratch s;
+  const auto config = s.write("config.json", kGoodConfig);
+  SECTION("human form: the program's bytes, its exit code, then the error") {
+    const Outcome o = cli({"run", "--backend", "test-good", "--config", config.string(), "--image", "alpine",
+                           "--output", "nope.txt", "--out", (s.dir / "out").string(), "--", "say", "hello"});
+    CHECK(o.exit_code == 4);
+    CHECK(o.out == "hello from the guest\n");
+    CHECK_THAT(o.err, Contains("exit code 0") && Contains("SandboxOutputMissing"));
+  }
+  SECTION("JSON: the error with the run beside it") {
+    const Outcome o = cli({"run", "--backend", "test-good", "--config", config.string(), "--image", "alpine",
+                           "--output", "nope.txt", "--out", (s.dir / "out").string(), "--json", "--", "say", "hello"});
+    CHECK(o.exit_code == 4);
+    const json j = o.parsed();
+    CHECK(j["error"]["type"] == "SandboxOutputMissing");
+    CHECK(j["run"]["exit_code"] == 0);
+    CHECK(j["run"]["stdout"] == "hello from the guest\n");
+  }
+}
+
+TEST_CASE("cli: C-81: an output name that can never land is refused before anything runs (exit 2)") {
+  Scratch s;
+  const Outcome o = cli({"run", "--backend", "test-good", "--image", "alpine", "--output", "/tmp/o.txt", "--out",
+                         (s.dir / "out").string(), "--json", "--", "true"});
+  CHECK(o.exit_code == 2);  // exit 2 is only ever given before the backend is touched
+  CHECK(o.parsed()["error"]["type"] == "SandboxArtifactNameInvalid");
+  CHECK_THAT(o.parsed()["error"]["message"].get<std::string>(), Contains("/tmp/o.txt"));
+}

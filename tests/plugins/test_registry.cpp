@@ -165,23 +165,50 @@ TEST_CASE("registry: a file dlopen cannot load is refused with dlerror's text") 
   CHECK_THAT(catalog.failures[0].message, Contains("file too short") || Contains("invalid ELF header"));
 }
 
-TEST_CASE("registry: two files claiming one name are both refused, naming both files") {
+TEST_CASE("registry: a name served by an earlier search directory shadows a later one, as PATH does") {
   PluginRegistry registry({kGood, kRoot / "duplicate"});
   const auto catalog = registry.list();
   const fs::path copy = kRoot / "duplicate" / "libmaf-sandbox-test-good-copy.so";
-  const auto* first = failure_for(catalog, kGoodFile);
-  const auto* second = failure_for(catalog, copy);
+  REQUIRE(catalog.backends.size() == 1);
+  CHECK(catalog.backends[0].file == kGoodFile);
+  CHECK(failure_for(catalog, kGoodFile) == nullptr);
+  const auto* shadowed = failure_for(catalog, copy);
+  REQUIRE(shadowed != nullptr);
+  CHECK(shadowed->reason == PluginFailure::Shadowed);
+  CHECK(to_string(shadowed->reason) == "shadowed");
+  CHECK_THAT(shadowed->message, Contains(kGoodFile.string()) && Contains(copy.string()) && Contains("'test-good'"));
+  CHECK(registry.create("test-good", {})->name() == "test-good");
+  // The other order serves the other file.
+  PluginRegistry reversed({kRoot / "duplicate", kGood});
+  const auto other = reversed.list();
+  REQUIRE(other.backends.size() == 1);
+  CHECK(other.backends[0].file == copy);
+}
+
+TEST_CASE("registry: two files claiming one name in one directory are both refused, naming both files") {
+  const fs::path dir = fs::temp_directory_path() / ("maf-registry-same-dir-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path a = dir / "libmaf-sandbox-a.so";
+  const fs::path b = dir / "libmaf-sandbox-b.so";
+  fs::copy_file(kGoodFile, a, fs::copy_options::overwrite_existing);
+  fs::copy_file(kRoot / "duplicate" / "libmaf-sandbox-test-good-copy.so", b, fs::copy_options::overwrite_existing);
+  PluginRegistry registry({dir});
+  const auto catalog = registry.list();
+  const auto* first = failure_for(catalog, a);
+  const auto* second = failure_for(catalog, b);
   REQUIRE(first != nullptr);
   REQUIRE(second != nullptr);
+  CHECK(first->reason == PluginFailure::DuplicateName);
   CHECK(second->reason == PluginFailure::DuplicateName);
-  CHECK_THAT(second->message, Contains(kGoodFile.string()) && Contains(copy.string()) && Contains("'test-good'"));
+  CHECK_THAT(second->message, Contains(a.string()) && Contains(b.string()) && Contains("'test-good'"));
   CHECK(catalog.backends.empty());
   try {
     registry.create("test-good", {});
     FAIL("a duplicated name was served");
   } catch (const PluginDuplicateName& e) {
-    CHECK_THAT(e.what(), Contains(kGoodFile.string()) && Contains(copy.string()));
+    CHECK_THAT(e.what(), Contains(a.string()) && Contains(b.string()));
   }
+  fs::remove_all(dir);
 }
 
 TEST_CASE("registry: one file reached through two directories loads once") {

@@ -65,3 +65,31 @@ TEST_CASE("errors carry their message") {
     CHECK(std::string(e.what()) == "kind 'k' output 'a.txt' missing");
   }
 }
+
+TEST_CASE("issue 27: every policy refusal is caught at SandboxPolicyRefusal, and keeps its Python lineage") {
+  const auto refused = [](auto thrower) {
+    try {
+      thrower();
+    } catch (const SandboxPolicyRefusal& r) {
+      return std::string(r.message());
+    } catch (const std::exception&) {
+      return std::string("not a refusal");
+    }
+    return std::string("nothing thrown");
+  };
+  CHECK(refused([] { throw SandboxBackendNotPermitted("floor"); }) == "floor");
+  CHECK(refused([] { throw SandboxCapabilityDenied("cap"); }) == "cap");
+  CHECK(refused([] { throw SandboxIdentityDenied("id"); }) == "id");
+  CHECK(refused([] { throw SandboxTransferLimitsNotPermitted("limits"); }) == "limits");
+  CHECK(refused([] { throw SandboxEgressNotEnforced("egress"); }) == "egress");
+  CHECK(refused([] { throw SandboxCapabilityNotSupported("probe"); }) == "probe");
+  CHECK(refused([] { throw SandboxOsFamilyNotSupported("os"); }) == "os");
+  // What is not a policy decision is not one.
+  CHECK(refused([] { throw SandboxTransferCapExceeded("cap hit"); }) == "not a refusal");
+  CHECK(refused([] { throw PermissionError("EACCES"); }) == "not a refusal");
+  CHECK(refused([] { throw ValueError("bad"); }) == "not a refusal");
+  // The lineage is unchanged: a floor refusal is still a PermissionError, an OSError, an Error.
+  CHECK_THROWS_AS(throw SandboxBackendNotPermitted("floor"), PermissionError);
+  CHECK_THROWS_AS(throw SandboxBackendNotPermitted("floor"), Error);
+  CHECK_THROWS_AS(throw SandboxCapabilityNotSupported("probe"), RuntimeError);
+}

@@ -5,6 +5,7 @@
 /// An argv is never handed to a shell unquoted: each element is POSIX-quoted (C-121), so
 /// spaces, `$()` and `;` arrive literally. A shell string is run by `sh -c` in the guest.
 
+#include <initializer_list>
 #include <string>
 #include <variant>
 #include <vector>
@@ -18,6 +19,9 @@ public:
   Command(const char* shell_line) : form_(std::string(shell_line)) {}  // NOLINT
   /// An argv; run without a shell or, where the transport needs one, quoted element-wise.
   Command(std::vector<std::string> argv) : form_(std::move(argv)) {}  // NOLINT
+  /// An argv written in place: `exec({"python3", "main.py"})`. Braces always mean argv,
+  /// also with one element; a shell line is a plain string.
+  Command(std::initializer_list<std::string> argv) : form_(std::vector<std::string>(argv)) {}  // NOLINT
 
   bool is_argv() const noexcept { return form_.index() == 1; }
   /// The argv (only when is_argv()).

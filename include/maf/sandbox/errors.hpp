@@ -28,6 +28,30 @@ public:
     explicit Name(const std::string& message) : Base(message) {}              \
   }
 
+/// "The policy said no": every refusal of the router's checks (C-65, C-68) and a backend's
+/// acquire-time probe refusal (C-54) is also one of these, so a host catches them all at one
+/// type — `catch (const SandboxPolicyRefusal& r)` — while the Python lineage (a floor refusal
+/// is a PermissionError, a capability the backend lacks a RuntimeError) stays on the other
+/// base. A mixin, not an Error: the tree keeps a single root.
+class SandboxPolicyRefusal {
+public:
+  virtual ~SandboxPolicyRefusal() = default;
+  /// The refusal's text, the same as what() of the error it is part of.
+  virtual const char* message() const noexcept = 0;
+
+protected:
+  SandboxPolicyRefusal() = default;
+  SandboxPolicyRefusal(const SandboxPolicyRefusal&) = default;
+  SandboxPolicyRefusal& operator=(const SandboxPolicyRefusal&) = default;
+};
+
+#define MAF_SANDBOX_DEFINE_REFUSAL(Name, Base)                                \
+  class Name : public Base, public SandboxPolicyRefusal {                     \
+  public:                                                                     \
+    explicit Name(const std::string& message) : Base(message) {}              \
+    const char* message() const noexcept override { return this->what(); }    \
+  }
+
 /// A value was refused: an unknown enum string, an invalid spec, a path that escapes its
 /// working directory (a *confinement refusal*).
 MAF_SANDBOX_DEFINE_ERROR(ValueError, Error);
@@ -43,9 +67,9 @@ MAF_SANDBOX_DEFINE_ERROR(RuntimeError, Error);
 /// The method's capability is not declared by the backend (C-35).
 MAF_SANDBOX_DEFINE_ERROR(NotImplementedError, RuntimeError);
 /// The spec requires a capability the backend does not declare or cannot serve (C-65 #4, C-54).
-MAF_SANDBOX_DEFINE_ERROR(SandboxCapabilityNotSupported, RuntimeError);
+MAF_SANDBOX_DEFINE_REFUSAL(SandboxCapabilityNotSupported, RuntimeError);
 /// The spec asks for a guest OS family the backend does not state (C-65 #5).
-MAF_SANDBOX_DEFINE_ERROR(SandboxOsFamilyNotSupported, RuntimeError);
+MAF_SANDBOX_DEFINE_REFUSAL(SandboxOsFamilyNotSupported, RuntimeError);
 
 /// Output collection refused (core.md §5). Any of these means nothing was delivered by the
 /// failing phase.
@@ -69,11 +93,11 @@ MAF_SANDBOX_DEFINE_ERROR(IsADirectoryError, OSError);
 MAF_SANDBOX_DEFINE_ERROR(NotADirectoryError, OSError);
 MAF_SANDBOX_DEFINE_ERROR(PermissionError, OSError);
 /// Policy refusals: the backend is below the floor, or the host denies what the spec asks.
-MAF_SANDBOX_DEFINE_ERROR(SandboxBackendNotPermitted, PermissionError);
-MAF_SANDBOX_DEFINE_ERROR(SandboxCapabilityDenied, PermissionError);
-MAF_SANDBOX_DEFINE_ERROR(SandboxIdentityDenied, PermissionError);
-MAF_SANDBOX_DEFINE_ERROR(SandboxTransferLimitsNotPermitted, PermissionError);
-MAF_SANDBOX_DEFINE_ERROR(SandboxEgressNotEnforced, PermissionError);
+MAF_SANDBOX_DEFINE_REFUSAL(SandboxBackendNotPermitted, PermissionError);
+MAF_SANDBOX_DEFINE_REFUSAL(SandboxCapabilityDenied, PermissionError);
+MAF_SANDBOX_DEFINE_REFUSAL(SandboxIdentityDenied, PermissionError);
+MAF_SANDBOX_DEFINE_REFUSAL(SandboxTransferLimitsNotPermitted, PermissionError);
+MAF_SANDBOX_DEFINE_REFUSAL(SandboxEgressNotEnforced, PermissionError);
 /// Exactly "the caller's timeout expired" (C-40). Backends with their own ceilings raise
 /// something else.
 MAF_SANDBOX_DEFINE_ERROR(TimeoutError, OSError);
@@ -81,6 +105,7 @@ MAF_SANDBOX_DEFINE_ERROR(TimeoutError, OSError);
 MAF_SANDBOX_DEFINE_ERROR(SandboxQueuedTimeout, TimeoutError);
 MAF_SANDBOX_DEFINE_ERROR(SandboxProgramTimeout, TimeoutError);
 
+#undef MAF_SANDBOX_DEFINE_REFUSAL
 #undef MAF_SANDBOX_DEFINE_ERROR
 
 /// Cancellation is not a failure (C-106): it derives from std::exception only, so

@@ -25,9 +25,14 @@
 /// (PluginEntryMissing); the descriptor's ABI version differs (PluginAbiMismatch, both
 /// versions); the build fingerprint differs (PluginFingerprintMismatch, both strings) — only
 /// then are name, version and factory read; the name is already taken
-/// (PluginDuplicateName, both origins). A name claimed by two files is refused for *both*:
-/// which one wins must not depend on search order, so create() of that name throws the
-/// duplicate error until one file is removed.
+/// (PluginDuplicateName, both origins).
+///
+/// **Precedence is the search order, directory by directory, as with PATH**: a name served
+/// by a file in an earlier directory *shadows* a file of the same name in a later one — so
+/// `MAF_SANDBOX_PLUGIN_PATH=<build>/plugins` over an installed core serves the build's
+/// backends. The shadowed file is listed (reason `Shadowed`, not an error) and closed. Two
+/// files claiming one name in the *same* directory have no order between them: that name is
+/// refused for both, and create() of it throws the duplicate error until one is removed.
 ///
 /// **Lifetime** (Boost.DLL's rule): a backend created from a plugin holds the library open,
 /// and so does every Sandbox it acquires — the library is closed only after the registry
@@ -66,6 +71,7 @@ enum class PluginFailure {
   FingerprintMismatch,  ///< built against a different compiler / stdlib / Boost / json / core
   DuplicateName,        ///< another file or a static registration already uses the name
   InvalidDescriptor,    ///< null descriptor, empty name or null factory
+  Shadowed,             ///< not an error: an earlier search directory serves this name
 };
 
 /// "open_failed", "entry_missing", ... (stable strings for --json output).

@@ -33,6 +33,10 @@ namespace maf::sandbox {
 /// The default exec/run_code bound when a caller names none.
 inline constexpr std::chrono::milliseconds kDefaultExecTimeout{60'000};
 
+/// The default cap of a read_file that names none: 16 MiB, the same order as the default
+/// per-file output cap; a larger file is refused (SandboxTransferCapExceeded), never cut.
+inline constexpr std::int64_t kDefaultReadCapBytes = std::int64_t{16} << 20;
+
 /// What a backend's do_exec receives, already resolved.
 struct ExecRequest {
   Command command;
@@ -92,8 +96,8 @@ public:
                                                                 std::string working_directory = ".");
   /// Read a regular file (FILES_OUT); over `max_bytes` -> SandboxTransferCapExceeded, never
   /// truncated.
-  boost::asio::awaitable<std::string> read_file(std::string path, std::string working_directory,
-                                                std::int64_t max_bytes);
+  boost::asio::awaitable<std::string> read_file(std::string path, std::string working_directory = ".",
+                                                std::int64_t max_bytes = kDefaultReadCapBytes);
   /// One level of a directory (FILES_LIST); links listed as links.
   boost::asio::awaitable<std::vector<SandboxEntry>> list_dir(std::string path,
                                                              std::string working_directory = ".");
