@@ -361,3 +361,18 @@ TEST_CASE("issue-22: a proxy that refuses to start is reported in its own words,
                     Catch::Contains("exited") && Catch::Contains("refusing to start") &&
                         Catch::Contains("net.ipv4.ip_forward=1"));
 }
+
+TEST_CASE("issue-22: a wildcard allow entry is served, one label deep, never the base or deeper names") {
+  LocalServers servers;
+  auto config = servers.config();
+  for (const char* name : {"api.allowed.test", "a.b.allowed.test"})
+    config.egress_proxy_args.insert(config.egress_proxy_args.end(),
+                                    {"--resolve", std::string(name) + "=" + servers.allowed_ip});
+  Scope scope(config);
+  auto sandbox = scope.acquire(allowlist_spec({"*.allowed.test"}));  // refused at start-up before issue 22
+  PosixGuestSubject subject(scope.run, sandbox, scope.backend->declarations().capabilities, Egress::Allowlist);
+  CHECK(subject.fetch_url("http://api.allowed.test/", std::chrono::seconds(10)).http_code == "200");
+  CHECK(subject.fetch_url("http://a.b.allowed.test/", std::chrono::seconds(10)).http_code == "403");
+  CHECK(subject.fetch_url("http://allowed.test/", std::chrono::seconds(10)).http_code == "403");
+  CHECK(subject.fetch_url("http://denied.test/", std::chrono::seconds(10)).http_code == "403");
+}
