@@ -3,6 +3,7 @@
 
 
 #include <exception>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -50,6 +51,13 @@ std::string proxy_output(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
   if (text.empty()) return "(none)";
   return text.size() <= 2000 ? text : "..." + text.substr(text.size() - 2000);
+}
+
+/// The runtime's refusal of an IPv6 setting on a kernel without IPv6 ("open
+/// /proc/sys/net/ipv6/conf/all/forwarding: no such file or directory").
+bool without_ipv6(const std::string& detail) {
+  return detail.find("/proc/sys/net/ipv6") != std::string::npos &&
+         (detail.find("no such file") != std::string::npos || detail.find("No such file") != std::string::npos);
 }
 
 /// The host's view of a bridge device, by `ip -j addr show dev <bridge>`. Only a client on
@@ -220,6 +228,14 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
     run.sysctls = egress_proxy::proxy_sysctls();  // a proxy, never a router (issue 22)
     run.command = config.egress_proxy_args;
     CreateResult started = co_await transport.create_and_start(run);
+    if (started.outcome == CreateOutcome::Failed && without_ipv6(started.detail)) {
+      // A kernel booted without IPv6 has no net.ipv6.* settings (the runtime cannot write
+      // them) and nothing IPv6 to forward: run again with the IPv4 settings alone. The
+      // proxy's own check still refuses to serve if IPv4 forwarding is on.
+      co_await transport.remove_container(proxy);
+      std::erase_if(run.sysctls, [](const auto& kv) { return kv.first.rfind("net.ipv6.", 0) == 0; });
+      started = co_await transport.create_and_start(run);
+    }
     if (started.outcome != CreateOutcome::Created)
       throw OSError("backend 'docker': starting proxy " + proxy + " from '" + *config.egress_proxy_image +
                     "' failed: " + started.detail);
