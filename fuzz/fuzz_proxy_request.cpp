@@ -51,8 +51,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   try {
     const Allowlist list = Allowlist::parse(input);
-    for (const auto& e : list.entries())
-      if (!list.allows(RequestKind::Connect, Target{e.host, e.port.value_or(443)})) std::abort();
+    for (const auto& e : list.entries()) {
+      // A wildcard entry allows one label in front of its base (allowlist.hpp), never more.
+      const std::string name = e.wildcard ? "x." + e.host : e.host;
+      if (!list.allows(RequestKind::Connect, Target{name, e.port.value_or(443)})) std::abort();
+      if (e.wildcard && e.matches("x.y." + e.host)) std::abort();
+    }
     (void)list.describe();
   } catch (const std::invalid_argument&) {
   }

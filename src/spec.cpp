@@ -4,6 +4,10 @@ namespace maf::sandbox {
 
 SandboxSpec::SandboxSpec(Fields fields) : f_(std::move(fields)) {
   if (f_.kind.empty()) throw ValueError("SandboxSpec.kind must be a non-empty workload name");
+  for (const auto& e : f_.egress_allow)
+    if (auto problem = egress_host_problem(egress_entry_host(e)))
+      throw ValueError("SandboxSpec for kind '" + f_.kind + "': egress_allow entry '" + egress_entry_host(e) +
+                       "' is not a host name, wildcard name or IP literal: " + *problem);
   if (!f_.egress_allow.empty() && f_.egress != Egress::Allowlist) {
     std::string hosts;
     for (const auto& e : f_.egress_allow) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 #include "maf/sandbox/conformance/results.hpp"
@@ -91,6 +93,43 @@ FetchOutcome PosixGuestSubject::fetch_url(const std::string& url, std::chrono::m
                           url, max_time, whole_seconds},
                       working_directory_, timeout);
   return FetchOutcome{r.exit_code, trim(r.stdout_bytes)};
+}
+
+RawFrameAttempt PosixGuestSubject::send_raw_frames(const std::string& destination, std::uint16_t port,
+                                                   const std::string& spoofed_source, const std::string& token,
+                                                   std::chrono::milliseconds timeout) {
+  using Result = RawFrameAttempt::Result;
+  if (!raw_frame_tool_guest_) {
+    if (!raw_frame_tool_host_.empty()) {
+      std::ifstream in(raw_frame_tool_host_, std::ios::binary);
+      if (!in) throw ConformanceUsageError("cannot read the raw-frame tool '" + raw_frame_tool_host_ + "'");
+      const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+      const std::string guest = working_directory_ + "/.maf-sandbox-rawframe";
+      plant_file(guest, bytes);
+      const auto r = exec(std::vector<std::string>{"chmod", "0755", guest}, "/", exec_timeout_);
+      if (r.exit_code != 0)
+        throw std::runtime_error("making the planted raw-frame tool executable failed: " + detail_of(r));
+      raw_frame_tool_guest_ = guest;
+    } else {
+      const auto r = exec(Command("command -v maf-sandbox-rawframe || true"), "/", exec_timeout_);
+      raw_frame_tool_guest_ = trim(r.stdout_bytes);
+    }
+  }
+  if (raw_frame_tool_guest_->empty())
+    return {Result::NoTool, "the guest has no maf-sandbox-rawframe (plant one with set_raw_frame_tool)"};
+  try {
+    const auto r = exec(std::vector<std::string>{*raw_frame_tool_guest_, destination, std::to_string(port),
+                                                 spoofed_source, token},
+                        "/", timeout);
+    const std::string detail = trim(r.stdout_bytes) + " (" + detail_of(r) + ")";
+    // The tool's exit codes (rawframe.cpp): 0 sent, 3 socket refused, 4 no neighbour.
+    if (r.exit_code == 0) return {Result::Sent, detail};
+    if (r.exit_code == 3) return {Result::Refused, detail};
+    if (r.exit_code == 4) return {Result::NoNeighbour, detail};
+    return {Result::NoTool, "maf-sandbox-rawframe did not run: " + detail};
+  } catch (const TimeoutError& e) {
+    return {Result::NoTool, std::string("maf-sandbox-rawframe timed out: ") + e.what()};
+  }
 }
 
 const std::string& PosixGuestSubject::network_tool() {

@@ -15,7 +15,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: maf-sandbox-conformance --backend NAME [--config FILE.json] [--suite S]... [--json]\n"
     "                               [--image IMAGE] [--work-dir GUEST_PATH]\n"
-    "                               [--allowed-url URL --denied-url URL] [--exec-timeout SECONDS]\n"
+    "                               [--allowed-url URL --denied-url URL] [--raw-frame-tool PATH]\n"
+    "                               [--exec-timeout SECONDS]\n"
     "\n"
     "Runs the conformance suites against backend NAME (found through MAF_SANDBOX_PLUGIN_PATH and\n"
     "the default plugin directories). Suites: files_out, read_cap, files_in, files_delete, egress,\n"
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
       else if (a == "--allowed-url") allowed_url = value();
       else if (a == "--denied-url") denied_url = value();
       else if (a == "--exec-timeout") options.exec_timeout = std::chrono::seconds(std::stoul(value()));
+      else if (a == "--raw-frame-tool") options.raw_frame_tool = value();
       else if (a == "--help" || a == "-h") {
         std::cout << kUsage;
         return 0;

@@ -273,6 +273,12 @@ public:
                  {"SecurityOpt", json::array({"no-new-privileges"})},
                  {"NetworkMode", q.network}};
     if (q.cap_drop_all) host["CapDrop"] = json::array({"ALL"});
+    else if (!q.cap_drop.empty()) host["CapDrop"] = q.cap_drop;
+    if (!q.sysctls.empty()) {
+      json sysctls = json::object();
+      for (const auto& [k, v] : q.sysctls) sysctls[k] = v;
+      host["Sysctls"] = sysctls;
+    }
     if (q.memory) {
       auto bytes = memory_bytes(*q.memory);
       if (!bytes) co_return CreateResult{CreateOutcome::Failed, "invalid memory value '" + *q.memory + "'"};

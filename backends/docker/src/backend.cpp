@@ -201,6 +201,7 @@ awaitable<void> DockerSandboxBackend::create_container(const std::string& contai
     if (label.rfind(support::kLabelUserPrefix, 0) == 0) request.labels.emplace_back(label, value);
   request.pids_limit = config_.pids_limit;
   request.cap_drop_all = config_.cap_drop_all;
+  request.cap_drop = detail::workload_cap_drop();
   request.memory = config_.memory;
   request.cpus = config_.cpus_argument();
   if (detail::behind_proxy(config_, *transport_, spec)) {

@@ -181,6 +181,9 @@ public:
                                   "--security-opt", "no-new-privileges", "--pids-limit",
                                   std::to_string(q.pids_limit)};
     if (q.cap_drop_all) args.insert(args.end(), {"--cap-drop", "ALL"});
+    else
+      for (const auto& cap : q.cap_drop) args.insert(args.end(), {"--cap-drop", cap});
+    for (const auto& [k, v] : q.sysctls) args.insert(args.end(), {"--sysctl", k + "=" + v});
     if (q.memory) args.insert(args.end(), {"--memory", *q.memory});
     if (q.cpus) args.insert(args.end(), {"--cpus", *q.cpus});
     args.insert(args.end(), {"--network", q.network});

@@ -3,10 +3,12 @@
 
 
 #include <exception>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "maf/sandbox/egress_proxy/namespace_settings.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/labels.hpp"
@@ -44,6 +46,20 @@ std::string join(const std::vector<std::string>& parts, const char* sep) {
                                  "' (sandbox " + container + "): " + why);
 }
 
+/// The proxy's log for a message: trimmed, the last 2000 bytes, "(none)" when empty.
+std::string proxy_output(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  if (text.empty()) return "(none)";
+  return text.size() <= 2000 ? text : "..." + text.substr(text.size() - 2000);
+}
+
+/// The runtime's refusal of an IPv6 setting on a kernel without IPv6 ("open
+/// /proc/sys/net/ipv6/conf/all/forwarding: no such file or directory").
+bool without_ipv6(const std::string& detail) {
+  return detail.find("/proc/sys/net/ipv6") != std::string::npos &&
+         (detail.find("no such file") != std::string::npos || detail.find("No such file") != std::string::npos);
+}
+
 /// The host's view of a bridge device, by `ip -j addr show dev <bridge>`. Only a client on
 /// the engine's host can look, which is why a non-local endpoint cannot be verified.
 awaitable<std::vector<std::string>> bridge_addresses(const std::string& bridge) {
@@ -65,6 +81,8 @@ awaitable<std::vector<std::string>> bridge_addresses(const std::string& bridge) 
 }
 
 }  // namespace
+
+std::vector<std::string> workload_cap_drop() { return {"NET_RAW"}; }
 
 bool behind_proxy(const DockerConfig& config, const DockerTransport& transport, const SandboxSpec& spec) {
   return config.egress_proxy_image && transport.has_egress_plane() && spec.egress() == Egress::Allowlist &&
@@ -207,8 +225,17 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
     run.labels.emplace_back(std::string(kLabelKeyV1), encode_key_v1(key));  // D-8: lossless attribution
     run.pids_limit = config.pids_limit;
     run.cap_drop_all = true;  // it binds 3128 as nobody and needs no capability
+    run.sysctls = egress_proxy::proxy_sysctls();  // a proxy, never a router (issue 22)
     run.command = config.egress_proxy_args;
     CreateResult started = co_await transport.create_and_start(run);
+    if (started.outcome == CreateOutcome::Failed && without_ipv6(started.detail)) {
+      // A kernel booted without IPv6 has no net.ipv6.* settings (the runtime cannot write
+      // them) and nothing IPv6 to forward: run again with the IPv4 settings alone. The
+      // proxy's own check still refuses to serve if IPv4 forwarding is on.
+      co_await transport.remove_container(proxy);
+      std::erase_if(run.sysctls, [](const auto& kv) { return kv.first.rfind("net.ipv6.", 0) == 0; });
+      started = co_await transport.create_and_start(run);
+    }
     if (started.outcome != CreateOutcome::Created)
       throw OSError("backend 'docker': starting proxy " + proxy + " from '" + *config.egress_proxy_image +
                     "' failed: " + started.detail);
@@ -216,11 +243,23 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
     co_await transport.connect_network(config.outbound_network, proxy);
 
     bool ready = false;
+    std::string output;
     for (int attempt = 0; attempt < 20 && !ready; ++attempt) {
-      ready = (co_await transport.container_logs(proxy, 64 * 1024)).find("listening") != std::string::npos;
-      if (!ready) co_await support::sleep_for(std::chrono::milliseconds(250));
+      output = co_await transport.container_logs(proxy, 64 * 1024);
+      ready = output.find("listening") != std::string::npos;
+      if (ready) break;
+      // A proxy that refused to start (a bad allow entry, a forwarding namespace) has exited:
+      // its own words are the reason, not "never listened" 5 s later (issue 22).
+      if (auto state = co_await transport.container_state(proxy); !state || !state->running) {
+        output = co_await transport.container_logs(proxy, 64 * 1024);
+        throw OSError("backend 'docker': proxy " + proxy + " from '" + *config.egress_proxy_image +
+                      "' exited: " + proxy_output(output));
+      }
+      co_await support::sleep_for(std::chrono::milliseconds(250));
     }
-    if (!ready) throw OSError("backend 'docker': proxy " + proxy + " never reported `listening`");
+    if (!ready)
+      throw OSError("backend 'docker': proxy " + proxy + " never reported `listening`; its output: " +
+                    proxy_output(output));
     co_await verify_bridge();  // again, now that endpoints are attached and the bridge is up
   } catch (const Cancelled&) {
     throw;

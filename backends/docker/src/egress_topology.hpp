@@ -19,6 +19,12 @@ namespace maf::sandbox::docker::detail {
 /// docker.md §2: the proxy's fixed listen port.
 inline constexpr int kProxyPort = 3128;
 
+/// The capabilities every workload loses even without `cap_drop_all` (issue 22): NET_RAW,
+/// with which a guest opens AF_PACKET/SOCK_RAW sockets and writes frames of its own making
+/// (spoofed sources, VLAN tags the bridge's netfilter does not look at) past every rule that
+/// sees only what the kernel's own stack sends. docker.md *Capabilities* says what is kept.
+std::vector<std::string> workload_cap_drop();
+
 /// True when this spec runs behind the proxy: a proxy image is configured, the transport
 /// has an egress plane, the mode is ALLOWLIST and the list is non-empty. Otherwise the
 /// workload gets `--network none` (D-4).

@@ -79,12 +79,15 @@ struct Scope {
   std::string scope = "e2e-" + random_hex();
   std::string thread = "thread-1";
 
-  explicit Scope(maf::sandbox::docker::DockerConfig config = test_config()) {
+  /// `transport`: the backend's transport (default: the one `config` names), e.g. a test
+  /// double wrapping the real one.
+  explicit Scope(maf::sandbox::docker::DockerConfig config = test_config(),
+                 std::shared_ptr<maf::sandbox::docker::DockerTransport> transport = nullptr) {
     int code = -1;
     docker_cli({"version", "--format", "{{.Server.Version}}"}, &code);
     INFO("no Docker engine answers; run scripts/docker-engine start (scripts/test.d/50-docker does)");
     REQUIRE(code == 0);
-    backend = run([&] { return maf::sandbox::docker::DockerSandboxBackend::create(config); });
+    backend = run([&] { return maf::sandbox::docker::DockerSandboxBackend::create(config, transport); });
   }
   ~Scope() {
     try {

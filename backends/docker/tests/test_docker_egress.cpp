@@ -16,6 +16,8 @@
 
 #include "engine_fixture.hpp"
 #include "key_attribution.hpp"
+#include "maf/sandbox/docker/api_transport.hpp"
+#include "maf/sandbox/docker/cli_transport.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/labels.hpp"
 
@@ -94,9 +96,114 @@ std::vector<std::string> failed(const std::vector<ProbeResult>& results) {
   return out;
 }
 
+const ProbeResult& result_of(const std::vector<ProbeResult>& results, const std::string& id) {
+  auto it = std::find_if(results.begin(), results.end(), [&](const ProbeResult& r) { return r.id == id; });
+  REQUIRE(it != results.end());
+  return *it;
+}
+
+/// The real transport this test's configuration names.
+std::shared_ptr<docker::DockerTransport> real_transport(const docker::DockerConfig& config) {
+  return config.transport == docker::DockerTransportKind::Api ? docker::make_api_transport(config)
+                                                              : docker::make_cli_transport(config);
+}
+
+/// The test-only switches of issue 22 over the real transport: the proxy created as a router
+/// (forwarding on, no reverse-path filter) and/or told to serve anyway
+/// (--unsafe-allow-forwarding), and/or the workload keeping NET_RAW.
+struct Weakening {
+  bool proxy_routes = false;
+  bool tell_proxy_to_serve = false;
+  bool workload_keeps_net_raw = false;
+};
+
+class RouterProxyTransport : public docker::DockerTransport {
+public:
+  RouterProxyTransport(std::shared_ptr<docker::DockerTransport> real, Weakening weakening)
+      : real_(std::move(real)), w_(weakening) {}
+  using A = boost::asio::awaitable<void>;
+  template <class T>
+  using Aw = boost::asio::awaitable<T>;
+
+  Aw<docker::CreateResult> create_and_start(docker::CreateRequest q) override {
+    const bool proxy = std::any_of(q.labels.begin(), q.labels.end(),
+                                   [](const auto& l) { return l.first == "maf-sandbox.role" && l.second == "proxy"; });
+    if (proxy && w_.proxy_routes)
+      q.sysctls = {{"net.ipv4.ip_forward", "1"},
+                   {"net.ipv4.conf.all.rp_filter", "0"},
+                   {"net.ipv4.conf.default.rp_filter", "0"}};
+    if (proxy && w_.tell_proxy_to_serve) q.command.push_back("--unsafe-allow-forwarding");
+    if (!proxy && w_.workload_keeps_net_raw) q.cap_drop.clear();
+    co_return co_await real_->create_and_start(std::move(q));
+  }
+
+  Aw<std::string> endpoint() override { return real_->endpoint(); }
+  Aw<std::string> server_os() override { return real_->server_os(); }
+  Aw<std::optional<docker::ContainerState>> container_state(std::string c) override {
+    return real_->container_state(std::move(c));
+  }
+  Aw<std::string> config_user(std::string c) override { return real_->config_user(std::move(c)); }
+  Aw<std::optional<std::string>> inspect_container(std::string c) override {
+    return real_->inspect_container(std::move(c));
+  }
+  Aw<bool> image_present(std::string i) override { return real_->image_present(std::move(i)); }
+  A pull_image(std::string i) override { return real_->pull_image(std::move(i)); }
+  Aw<bool> start(std::string c, std::string& detail) override { return real_->start(std::move(c), detail); }
+  Aw<docker::RemoveResult> remove_container(std::string c) override { return real_->remove_container(std::move(c)); }
+  A pause(std::string c) override { return real_->pause(std::move(c)); }
+  A unpause(std::string c) override { return real_->unpause(std::move(c)); }
+  Aw<docker::ExecOutcome> exec(docker::ExecCall call) override { return real_->exec(std::move(call)); }
+  Aw<docker::ArchiveGet> archive_get(std::string c, std::string path, std::size_t limit) override {
+    return real_->archive_get(std::move(c), std::move(path), limit);
+  }
+  Aw<docker::PathStat> path_stat(std::string c, std::string path) override {
+    return real_->path_stat(std::move(c), std::move(path));
+  }
+  A archive_put(std::string c, std::string d, std::string tar) override {
+    return real_->archive_put(std::move(c), std::move(d), std::move(tar));
+  }
+  A archive_put_upload(std::string c, std::string d, docker::TarUpload u) override {
+    return real_->archive_put_upload(std::move(c), std::move(d), std::move(u));
+  }
+  Aw<std::vector<docker::LabelledResource>> list_containers(std::vector<std::string> f,
+                                                            std::optional<std::string> r) override {
+    return real_->list_containers(std::move(f), std::move(r));
+  }
+  Aw<std::vector<docker::LabelledResource>> list_networks(std::vector<std::string> f) override {
+    return real_->list_networks(std::move(f));
+  }
+  Aw<std::optional<std::string>> inspect_network(std::string n) override { return real_->inspect_network(std::move(n)); }
+  Aw<docker::RemoveResult> remove_network(std::string n) override { return real_->remove_network(std::move(n)); }
+  std::size_t idle_connections() const override { return real_->idle_connections(); }
+  bool has_egress_plane() const noexcept override { return real_->has_egress_plane(); }
+  Aw<std::string> server_version() override { return real_->server_version(); }
+  Aw<docker::CreateResult> create_network(docker::NetworkRequest q) override {
+    return real_->create_network(std::move(q));
+  }
+  A connect_network(std::string n, std::string c) override { return real_->connect_network(std::move(n), std::move(c)); }
+  Aw<std::string> container_logs(std::string c, std::size_t max) override {
+    return real_->container_logs(std::move(c), max);
+  }
+  A stop_container(std::string c, std::chrono::seconds grace) override {
+    return real_->stop_container(std::move(c), grace);
+  }
+
+private:
+  std::shared_ptr<docker::DockerTransport> real_;
+  Weakening w_;
+};
+
+/// EG-1…EG-3 from a fresh ALLOWLIST sandbox of `scope`, the raw-frame tool planted.
+std::vector<ProbeResult> run_eg(Scope& scope) {
+  auto sandbox = scope.acquire(allowlist_spec({"allowed.test"}));
+  PosixGuestSubject subject(scope.run, sandbox, scope.backend->declarations().capabilities, Egress::Allowlist);
+  subject.set_raw_frame_tool(MAF_RAWFRAME_TOOL);
+  return run_egress(subject, EgressTargets{"http://allowed.test/", "http://denied.test/", std::chrono::seconds(20)});
+}
+
 }  // namespace
 
-TEST_CASE("D-31 D-5 D-27 D-8: ALLOWLIST through the proxy — EG passes, direct paths stay severed, teardown by "
+TEST_CASE("D-31 D-5 D-27 D-8 EG-1 EG-2 EG-3 issue-22: ALLOWLIST through the proxy — EG passes, direct paths stay severed, teardown by "
           "label publishes the proxy's decisions") {
   // Runs on both transports: each builds the same topology (MAF_DOCKER_TRANSPORT).
   LocalServers servers;
@@ -128,12 +235,21 @@ TEST_CASE("D-31 D-5 D-27 D-8: ALLOWLIST through the proxy — EG passes, direct 
   CHECK(docker_cli({"inspect", "-f", "{{index .Config.Labels \"maf-sandbox.key.v1\"}}", name + "-proxy"}) ==
         docker::detail::encode_key_v1(scope.key()));
 
-  // EG-1 / EG-2 through the proxy, by name.
+  // Issue 22: the proxy is no router, and the workload cannot write raw frames.
+  const auto sysctls = nlohmann::json::parse(docker_cli({"inspect", "-f", "{{json .HostConfig.Sysctls}}", name + "-proxy"}));
+  CHECK(sysctls.value("net.ipv4.ip_forward", "") == "0");
+  CHECK(sysctls.value("net.ipv6.conf.all.forwarding", "") == "0");
+  CHECK(sysctls.value("net.ipv4.conf.all.rp_filter", "") == "1");
+  CHECK(docker_cli({"inspect", "-f", "{{json .HostConfig.CapDrop}}", name}).find("NET_RAW") != std::string::npos);
+
+  // EG-1 / EG-2 through the proxy, by name; EG-3 (raw frames below HTTP) from the guest.
   PosixGuestSubject subject(scope.run, sandbox, scope.backend->declarations().capabilities, Egress::Allowlist);
+  subject.set_raw_frame_tool(MAF_RAWFRAME_TOOL);
   EgressTargets targets{"http://allowed.test/", "http://denied.test/", std::chrono::seconds(20)};
   auto eg = run_egress(subject, targets);
   INFO(join_lines(failed(eg)));
   CHECK(failed(eg).empty());
+  CHECK(result_of(eg, "EG-3").outcome == Outcome::Pass);  // run, not skipped
 
   // The proxy's answer to the denied host is its own 403, not a failed dial.
   auto denied = subject.fetch_url("http://denied.test/", std::chrono::seconds(10));
@@ -202,4 +318,61 @@ TEST_CASE("D-4: with a proxy configured, CLOSED and an empty ALLOWLIST still get
   auto ec = run_egress_closed(subject);
   INFO(join_lines(failed(ec)));
   CHECK(failed(ec).empty());
+}
+
+TEST_CASE("issue-22 EG-3: the probe fails against a proxy that forwards and a workload that keeps NET_RAW") {
+  // The failing double: the same backend and topology with both layers removed. If the probe
+  // could not see a routed raw frame, it would pass here too and prove nothing elsewhere.
+  LocalServers servers;
+  auto config = servers.config();
+  Scope scope(config, std::make_shared<RouterProxyTransport>(real_transport(config), Weakening{true, true, true}));
+  const auto eg = run_eg(scope);
+  INFO(join_lines(failed(eg)));
+  CHECK(result_of(eg, "EG-1").outcome == Outcome::Pass);  // HTTP through the proxy still works
+  CHECK(result_of(eg, "EG-2").outcome == Outcome::Pass);  // and the allowlist still holds at HTTP
+  CHECK(result_of(eg, "EG-3").outcome == Outcome::Fail);
+  CHECK_THAT(result_of(eg, "EG-3").message, Catch::Contains("received a datagram"));
+}
+
+TEST_CASE("issue-22 EG-3: the proxy's namespace alone stops raw frames from a workload that keeps NET_RAW") {
+  LocalServers servers;
+  auto config = servers.config();
+  Scope scope(config, std::make_shared<RouterProxyTransport>(real_transport(config), Weakening{false, false, true}));
+  auto sandbox = scope.acquire(allowlist_spec({"allowed.test"}));
+  PosixGuestSubject subject(scope.run, sandbox, scope.backend->declarations().capabilities, Egress::Allowlist);
+  subject.set_raw_frame_tool(MAF_RAWFRAME_TOOL);
+  const auto eg = run_egress(subject, EgressTargets{"http://allowed.test/", "http://denied.test/", std::chrono::seconds(20)});
+  INFO(join_lines(failed(eg)));
+  CHECK(failed(eg).empty());
+  CHECK(result_of(eg, "EG-3").outcome == Outcome::Pass);
+  // The premise: this guest really writes frames (it kept NET_RAW and knows the proxy).
+  const auto sent = subject.send_raw_frames(servers.allowed_ip, 9, "192.0.2.254", "premise", std::chrono::seconds(20));
+  INFO(sent.detail);
+  CHECK(sent.result == RawFrameAttempt::Result::Sent);
+}
+
+TEST_CASE("issue-22: a proxy that refuses to start is reported in its own words, at once") {
+  // The proxy as an engine that ignored the --sysctl set would run it: forwarding on, and no
+  // --unsafe-allow-forwarding. Its own check refuses; acquire says so, not "never listened".
+  LocalServers servers;
+  auto config = servers.config();
+  Scope scope(config, std::make_shared<RouterProxyTransport>(real_transport(config), Weakening{true, false, false}));
+  CHECK_THROWS_WITH(scope.acquire(allowlist_spec({"allowed.test"})),
+                    Catch::Contains("exited") && Catch::Contains("refusing to start") &&
+                        Catch::Contains("net.ipv4.ip_forward=1"));
+}
+
+TEST_CASE("issue-22: a wildcard allow entry is served, one label deep, never the base or deeper names") {
+  LocalServers servers;
+  auto config = servers.config();
+  for (const char* name : {"api.allowed.test", "a.b.allowed.test"})
+    config.egress_proxy_args.insert(config.egress_proxy_args.end(),
+                                    {"--resolve", std::string(name) + "=" + servers.allowed_ip});
+  Scope scope(config);
+  auto sandbox = scope.acquire(allowlist_spec({"*.allowed.test"}));  // refused at start-up before issue 22
+  PosixGuestSubject subject(scope.run, sandbox, scope.backend->declarations().capabilities, Egress::Allowlist);
+  CHECK(subject.fetch_url("http://api.allowed.test/", std::chrono::seconds(10)).http_code == "200");
+  CHECK(subject.fetch_url("http://a.b.allowed.test/", std::chrono::seconds(10)).http_code == "403");
+  CHECK(subject.fetch_url("http://allowed.test/", std::chrono::seconds(10)).http_code == "403");
+  CHECK(subject.fetch_url("http://denied.test/", std::chrono::seconds(10)).http_code == "403");
 }

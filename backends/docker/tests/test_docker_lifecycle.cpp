@@ -51,7 +51,7 @@ TEST_CASE("DX-1: lifecycle round trip — write, cat, exit code, warm reuse, dis
   CHECK(docker_cli({"ps", "-a", "--filter", "name=^" + name + "$", "--format", "{{.Names}}"}).empty());
 }
 
-TEST_CASE("D-1 D-2 D-4: the container is hardened, unmounted and has no network") {
+TEST_CASE("D-1 D-2 D-4 issue-22: the container is hardened (no NET_RAW), unmounted and has no network") {
   Scope s;
   auto sb = s.acquire(spec_for(kImage, kAllCaps));
   const std::string name = docker::DockerSandboxBackend::container_name(s.key(), "shell");
@@ -66,6 +66,17 @@ TEST_CASE("D-1 D-2 D-4: the container is hardened, unmounted and has no network"
   CHECK(doc["Config"]["Labels"]["maf-sandbox.kind"] == "shell");
   // Loopback only: the kernel gives the workload nowhere to connect.
   CHECK(s.sh(*sb, "ls /sys/class/net").stdout_bytes == "lo\n");
+  // Issue 22: NET_RAW is dropped (no raw frames from the guest); the rest of Docker's set stays.
+  // (The 28.x client records it as CAP_NET_RAW, the Engine API as sent.)
+  const auto dropped = doc["HostConfig"]["CapDrop"];
+  REQUIRE(dropped.is_array());
+  REQUIRE(dropped.size() == 1);
+  CHECK((dropped[0] == "NET_RAW" || dropped[0] == "CAP_NET_RAW"));
+  const auto bounding = s.sh(*sb, "sed -n 's/^CapBnd:[[:space:]]*//p' /proc/self/status").stdout_bytes;
+  INFO("CapBnd " << bounding);
+  const auto caps = std::stoull(bounding, nullptr, 16);
+  CHECK((caps & (1ULL << 13)) == 0);  // CAP_NET_RAW
+  CHECK((caps & (1ULL << 1)) != 0);   // CAP_DAC_OVERRIDE: D-23's removals as root rely on it
 }
 
 TEST_CASE("D-3: cap_drop_all, memory and cpus reach the container only when configured") {

@@ -1,5 +1,6 @@
 // Offline: the argv and environment the CLI transport gives the client, recorded by a fake
 // `docker` (a shell script) instead of an engine — D-1, D-2, D-3, D-9, D-29.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -108,7 +109,7 @@ bool has_pair(const std::vector<std::string>& argv, const std::string& flag, con
 
 }  // namespace
 
-TEST_CASE("D-1 D-2 D-3 D-29: the run argv, default config") {
+TEST_CASE("D-1 D-2 D-3 D-29 issue-22: the run argv, default config (NET_RAW dropped)") {
   auto argv = run_argv(DockerConfig{});
   CHECK(has_pair(argv, "--security-opt", "no-new-privileges"));
   CHECK(has_pair(argv, "--pids-limit", "512"));
@@ -119,9 +120,12 @@ TEST_CASE("D-1 D-2 D-3 D-29: the run argv, default config") {
   CHECK(std::vector<std::string>(argv.end() - 3, argv.end()) == std::vector<std::string>{"img:1", "sleep", "infinity"});
   for (const std::string forbidden : {"-v", "--volume", "--mount", "--tmpfs", "--volumes-from", "--privileged",
                                       "--cap-add", "--device", "--pid", "--ipc", "-p", "--publish", "--userns",
-                                      "--user", "--entrypoint", "--cap-drop", "--memory", "--cpus"})
+                                      "--user", "--entrypoint", "--memory", "--cpus", "--sysctl"})
     CHECK(std::find(argv.begin(), argv.end(), forbidden) == argv.end());
   for (const auto& a : argv) CHECK(a.find("docker.sock") == std::string::npos);
+  // Issue 22: NET_RAW is the one capability dropped by default (no raw frames from a guest).
+  CHECK(has_pair(argv, "--cap-drop", "NET_RAW"));
+  CHECK(std::count(argv.begin(), argv.end(), "--cap-drop") == 1);
 }
 
 TEST_CASE("D-3: cap_drop_all, memory and cpus appear exactly when configured") {
@@ -132,6 +136,7 @@ TEST_CASE("D-3: cap_drop_all, memory and cpus appear exactly when configured") {
   c.pids_limit = 77;
   auto argv = run_argv(c);
   CHECK(has_pair(argv, "--cap-drop", "ALL"));
+  CHECK(std::count(argv.begin(), argv.end(), "--cap-drop") == 1);  // ALL covers NET_RAW
   CHECK(has_pair(argv, "--memory", "2g"));
   CHECK(has_pair(argv, "--cpus", "1.0"));
   CHECK(has_pair(argv, "--pids-limit", "77"));

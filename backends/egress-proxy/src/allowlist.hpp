@@ -3,9 +3,13 @@
 /// The egress proxy's policy: which (host, port) a CONNECT tunnel or a forwarded plain-HTTP
 /// request may reach.
 ///
-/// An entry is `host` or `host:port` (`[v6]:port` for an IPv6 literal), compared to the
-/// request's host case-insensitively and exactly — no wildcards, no suffix match: a name the
-/// operator did not write is not reachable. The port policy:
+/// An entry is `host` or `host:port` (`[v6]:port`, or a bare IPv6 literal without a port),
+/// compared to the request's host case-insensitively and exactly, or a wildcard name
+/// `*.example.com[:port]`, which covers exactly ONE label in place of the `*`
+/// (`a.example.com`, never `example.com` itself nor `a.b.example.com`) — the rule of TLS
+/// certificate wildcards (RFC 6125 §6.4.3), not the shell glob of the Python reference, whose
+/// `*` also spans dots. A name the operator did not write is reachable only through a `*`
+/// the operator wrote, and one label deep. The port policy:
 ///   - `host`       allows CONNECT to port 443 and plain HTTP to port 80, nothing else;
 ///   - `host:port`  allows that one port, for both CONNECT and plain HTTP.
 /// Entries are separated by commas and/or whitespace; an empty list allows nothing.
@@ -21,8 +25,11 @@
 namespace maf::sandbox::egress_proxy {
 
 struct AllowEntry {
-  std::string host;  ///< normalised as request.hpp's normalize_host
+  std::string host;  ///< normalised as request.hpp's normalize_host; for a wildcard, the part after "*."
   std::optional<std::uint16_t> port;
+  bool wildcard = false;  ///< `*.host`: one label, then `host`
+  /// Whether `name` (normalised) is this entry's host.
+  bool matches(const std::string& name) const;
 };
 
 class Allowlist {

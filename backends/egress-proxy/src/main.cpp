@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decision_log.hpp"
+#include "forwarding_check.hpp"
 #include "options.hpp"
 #include "proxy_server.hpp"
 
@@ -40,12 +41,26 @@ int main(int argc, char** argv) {
           return text.str();
         });
   } catch (const std::invalid_argument& e) {
-    std::cerr << "maf-sandbox-egress-proxy: " << e.what() << "\n" << usage();
+    std::cerr << "maf-sandbox-egress-proxy: refusing to start: " << e.what() << "\n" << usage();
     return 2;
   }
   if (options.help) {
     std::cout << usage();
     return 0;
+  }
+  if (!options.allow_forwarding) {
+    const auto problem = forwarding_problem([](const std::string& path) -> std::optional<std::string> {
+      std::ifstream in(path);
+      if (!in) return std::nullopt;
+      std::ostringstream text;
+      text << in.rdbuf();
+      return text.str();
+    });
+    if (problem) {
+      // Verbatim on stderr: the backends read this line back as the reason the proxy is absent.
+      std::cerr << "maf-sandbox-egress-proxy: refusing to start: " << *problem << "\n";
+      return 3;
+    }
   }
   std::FILE* out = stdout;
   if (options.log_path) {

@@ -35,6 +35,10 @@ ProxyOptions parse_options(const std::vector<std::string>& args, const GetEnv& e
       o.help = true;
       continue;
     }
+    if (flag == "--unsafe-allow-forwarding") {
+      o.allow_forwarding = true;
+      continue;
+    }
     if (i + 1 >= args.size()) throw std::invalid_argument("unknown argument or missing value: '" + flag + "'");
     const std::string& value = args[++i];
     if (flag == "--allow") {
@@ -77,10 +81,11 @@ ProxyOptions parse_options(const std::vector<std::string>& args, const GetEnv& e
 std::string usage() {
   return "usage: maf-sandbox-egress-proxy [--allow host[:port],...]... [--resolve host=ip]... [--hosts-file PATH]\n"
          "         [--listen [ADDR:]PORT] [--log PATH] [--max-connections N] [--max-head-bytes N]\n"
-         "         [--head-timeout S] [--connect-timeout S] [--idle-timeout S]\n"
+         "         [--head-timeout S] [--connect-timeout S] [--idle-timeout S] [--unsafe-allow-forwarding]\n"
          "environment: MAF_EGRESS_ALLOW, MAF_SANDBOX_ALLOW (allowlists, unioned with --allow),\n"
          "             MAF_SANDBOX_PROXY_PORT (listen port, default 3128)\n"
-         "A bare host allows CONNECT to 443 and plain HTTP to 80; host:port allows that port only.\n";
+         "A bare host allows CONNECT to 443 and plain HTTP to 80; host:port allows that port only.\n"
+         "It refuses to start where its network namespace forwards packets (tests only: --unsafe-allow-forwarding).\n";
 }
 
 }  // namespace maf::sandbox::egress_proxy

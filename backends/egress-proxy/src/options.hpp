@@ -31,6 +31,9 @@ struct ProxyOptions {
   std::chrono::milliseconds connect_timeout{20'000};
   std::chrono::milliseconds idle_timeout{300'000};
   bool help = false;
+  /// `--unsafe-allow-forwarding`: serve even in a namespace that forwards packets. For the
+  /// conformance double that must show EG-3 failing (issue 22); never set by a backend.
+  bool allow_forwarding = false;
 };
 
 /// Reads a file's whole text (the hosts file); injected so tests need no files.

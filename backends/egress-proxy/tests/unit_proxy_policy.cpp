@@ -30,13 +30,37 @@ TEST_CASE("D-31: host:port allows exactly that port, for both kinds") {
   CHECK(list.describe() == "allowed.test:8080,[2001:db8::1]:443");
 }
 
-TEST_CASE("D-31: matching is exact: no suffix, prefix or wildcard widening") {
+TEST_CASE("D-31: matching is exact: no suffix or prefix widening") {
   auto list = Allowlist::parse("allowed.test");
   CHECK_FALSE(list.allows(RequestKind::Connect, {"sub.allowed.test", 443}));
   CHECK_FALSE(list.allows(RequestKind::Connect, {"allowed.test.evil", 443}));
   CHECK_FALSE(list.allows(RequestKind::Connect, {"llowed.test", 443}));
-  CHECK_THROWS_AS(Allowlist::parse("*.allowed.test"), std::invalid_argument);
   CHECK_THROWS_AS(Allowlist::parse("user@allowed.test"), std::invalid_argument);
+}
+
+TEST_CASE("issue-22: a wildcard name covers exactly one label in front of its base, ports as for a name") {
+  auto list = Allowlist::parse("*.Data.MCR.microsoft.com.,*.api.test:8443");
+  CHECK(list.allows(RequestKind::Connect, {"westus2.data.mcr.microsoft.com", 443}));
+  CHECK(list.allows(RequestKind::Forward, {"westus2.data.mcr.microsoft.com", 80}));
+  CHECK_FALSE(list.allows(RequestKind::Connect, {"westus2.data.mcr.microsoft.com", 8443}));
+  CHECK_FALSE(list.allows(RequestKind::Connect, {"data.mcr.microsoft.com", 443}));           // not the base
+  CHECK_FALSE(list.allows(RequestKind::Connect, {"a.b.data.mcr.microsoft.com", 443}));       // one label only
+  CHECK_FALSE(list.allows(RequestKind::Connect, {"evil-data.mcr.microsoft.com", 443}));      // no suffix match
+  CHECK_FALSE(list.allows(RequestKind::Connect, {"x.data.mcr.microsoft.com.evil", 443}));
+  CHECK(list.allows(RequestKind::Connect, {"v1.api.test", 8443}));
+  CHECK_FALSE(list.allows(RequestKind::Connect, {"v1.api.test", 443}));
+  CHECK(list.describe() == "*.data.mcr.microsoft.com,*.api.test:8443");
+  for (const char* bad : {"*", "*.", "*.com", "a.*.test", "*a.test", "**.a.test", "*.192.0.2.1", "*.[::1]"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(Allowlist::parse(bad), std::invalid_argument);
+  }
+}
+
+TEST_CASE("issue-22: a bare IPv6 literal (as the spec allows) is one entry for its default ports") {
+  auto list = Allowlist::parse("2001:db8::1");
+  REQUIRE(list.entries().size() == 1);
+  CHECK(list.allows(RequestKind::Connect, {"2001:db8::1", 443}));
+  CHECK_FALSE(list.allows(RequestKind::Connect, {"2001:db8::1", 1}));
 }
 
 TEST_CASE("D-31: an empty allowlist allows nothing") {

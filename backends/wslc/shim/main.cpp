@@ -167,14 +167,18 @@ Container require_container(const std::string& name) {
 
 [[noreturn]] void container_run(std::size_t at) {
   auto p = parse(at, {{"-d", "-d"}, {"--detach", "-d"}, {"--name", "--name"}, {"--network", "--network"},
-                      {"-e", "-e"}, {"--env", "-e"}, {"-l", "-l"}, {"--label", "-l"}},
-                 {"--name", "--network", "-e", "-l"});
+                      {"-e", "-e"}, {"--env", "-e"}, {"-l", "-l"}, {"--label", "-l"}, {"--sysctl", "--sysctl"}},
+                 {"--name", "--network", "-e", "-l", "--sysctl"});
   if (!p.has("-d") || !p.one("--name") || p.positional.empty()) unsupported();
   maybe_fault("run");
   std::vector<std::string> args{"run", "-d", "--pull", "never", "--name", *p.one("--name")};
   const std::string network = p.one("--network").value_or("bridge");
   args.insert(args.end(), {"--network", network});
   for (const auto& e : p.options["-e"]) args.insert(args.end(), {"-e", e});
+  // Passed through as given: the egress proxy's forwarding-off settings (issue 22).
+  // WSLC_SHIM_IGNORE_SYSCTL=1 plays a wslc that accepts and drops them (the EG-3 double).
+  if (env_or("WSLC_SHIM_IGNORE_SYSCTL", "") != "1")
+    for (const auto& k : p.options["--sysctl"]) args.insert(args.end(), {"--sysctl", k});
   for (const auto& l : p.options["-l"]) {
     if (l.rfind(std::string(kMetadataLabel) + "=", 0) == 0 || l.rfind(std::string(kSessionLabel) + "=", 0) == 0)
       fail("label '" + l + "' is reserved", "E_INVALIDARG");

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "maf/sandbox/egress_proxy/namespace_settings.hpp"
 #include "maf/sandbox/support/labels.hpp"
 
 namespace maf::sandbox::wslc {
@@ -37,6 +38,10 @@ std::vector<std::string> proxy_run_args(const std::string& proxy, const std::str
   for (const auto& host : allow_hosts) allow += (allow.empty() ? "" : ",") + host;
   std::vector<std::string> args{"container", "run", "-d", "--name", proxy, "--network", network,
                                 "-e", "MAF_SANDBOX_ALLOW=" + allow};
+  // Issue 22: the proxy's namespace never forwards (egress_proxy/namespace_settings.hpp). A
+  // wslc that refused --sysctl would fail this run (W-33), never start an open router; and
+  // the proxy refuses to serve where forwarding is still on.
+  for (const auto& [key, value] : egress_proxy::proxy_sysctls()) args.insert(args.end(), {"--sysctl", key + "=" + value});
   for (const auto& [label, value] : labels) args.insert(args.end(), {"-l", support::label_argument(label, value)});
   args.insert(args.end(), {"-l", support::label_argument(support::kLabelRole, "proxy"), image});
   return args;

@@ -56,6 +56,8 @@ namespace {
 constexpr int kReadinessPolls = 20;
 constexpr std::chrono::milliseconds kReadinessInterval{250};
 constexpr std::size_t kLogReadCap = 64 * 1024;
+// What backends/egress-proxy writes to stderr before it exits without listening.
+constexpr const char* kProxyRefusal = "maf-sandbox-egress-proxy: refusing to start";
 
 std::string tail(const std::string& text, std::size_t n = 2000) {
   return text.size() <= n ? text : "…" + text.substr(text.size() - n);
@@ -112,6 +114,11 @@ awaitable<void> WslcSandboxBackend::ensure_egress(const std::string& name, const
       call.max_stdout = call.max_stderr = kLogReadCap;
       logs = co_await run_lifecycle(*runner_, std::move(call), verb);
       ready = logs.exit_code == 0 && proxy_reports_listening(logs.stdout_bytes);
+      // A proxy that refused to start has said why and exited: report its words now (issue 22).
+      if (!ready && (logs.stdout_bytes + logs.stderr_bytes).find(kProxyRefusal) != std::string::npos)
+        throw WslcCommandFailed("backend 'wslc': egress proxy " + proxy + " from '" + image + "'" + for_kind +
+                                    " refused to start: " + tail(logs.stdout_bytes + logs.stderr_bytes),
+                                "", logs.stderr_bytes);
       if (!ready && attempt + 1 < kReadinessPolls) co_await support::sleep_for(kReadinessInterval);
     }
     if (!ready)

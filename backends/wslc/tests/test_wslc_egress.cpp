@@ -10,6 +10,7 @@
 // fails, it never skips.
 #include <maf/sandbox/conformance/conformance.hpp>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "engine_fixture.hpp"
@@ -52,6 +53,7 @@ struct ServerResources {
 
   ~ServerResources() {
     ::unsetenv("WSLC_SHIM_BRIDGE_NETWORK");
+    ::unsetenv("WSLC_SHIM_IGNORE_SYSCTL");
     docker_cli({"rm", "-f", allowed, denied});
     docker_cli({"network", "rm", network});
     docker_cli({"rmi", "-f", proxy_image});
@@ -65,7 +67,9 @@ struct ServerResources {
 struct LocalServers : ServerResources {
   std::string allowed_ip, denied_ip;
 
-  LocalServers() {
+  /// `unsafe_forwarding`: the pinned image also passes --unsafe-allow-forwarding (the EG-3
+  /// double of issue 22: a proxy that serves inside a router).
+  explicit LocalServers(bool unsafe_forwarding = false) {
     int code = -1;
     docker_cli({"image", "inspect", base_proxy_image()}, &code);
     INFO("the proxy image " << base_proxy_image() << " is missing; run scripts/egress-proxy-image");
@@ -88,7 +92,8 @@ struct LocalServers : ServerResources {
     std::ofstream(context / "Dockerfile")
         << "FROM " << base_proxy_image() << "\n"
         << R"(ENTRYPOINT ["/maf-sandbox-egress-proxy", "--resolve", "allowed.test=)" << allowed_ip
-        << R"(", "--resolve", "denied.test=)" << denied_ip << "\"]\n";
+        << R"(", "--resolve", "denied.test=)" << denied_ip << "\""
+        << (unsafe_forwarding ? R"(, "--unsafe-allow-forwarding")" : "") << "]\n";
     ::setenv("DOCKER_BUILDKIT", "0", 1);  // the classic builder: no buildx plugin needed
     const std::string built = run_out({MAF_WSLC_SHIM, "build", "-q", "-t", proxy_image, context.string()}, &code);
     INFO(built);
@@ -128,7 +133,7 @@ bool exists(const std::vector<std::string>& inspect_args) {
 
 }  // namespace
 
-TEST_CASE("W-31 W-32 W-34 EG-1 EG-2 EC: ALLOWLIST through the shim's proxy; direct paths severed; W-36 W-37 teardown") {
+TEST_CASE("W-31 W-32 W-34 EG-1 EG-2 EG-3 EC issue-22: ALLOWLIST through the shim's proxy; direct paths severed; W-36 W-37 teardown") {
   LocalServers servers;
   Engine engine(servers.config());
   REQUIRE(engine.backend->declarations().egress_modes == EgressSet{Egress::Closed, Egress::Allowlist});
@@ -158,12 +163,20 @@ TEST_CASE("W-31 W-32 W-34 EG-1 EG-2 EC: ALLOWLIST through the shim's proxy; dire
   const std::string env = docker_cli({"inspect", "-f", "{{json .Config.Env}}", name});
   CHECK(env.find("\"HTTPS_PROXY=http://" + name + "-proxy:3128\"") != std::string::npos);
 
-  // EG-1 / EG-2 through the proxy, by name.
+  // Issue 22: the proxy runs with forwarding off (the shim passes --sysctl to the engine).
+  const std::string sysctls = docker_cli({"inspect", "-f", "{{json .HostConfig.Sysctls}}", name + "-proxy"});
+  CHECK(sysctls.find("\"net.ipv4.ip_forward\":\"0\"") != std::string::npos);
+  CHECK(sysctls.find("\"net.ipv6.conf.all.forwarding\":\"0\"") != std::string::npos);
+
+  // EG-1 / EG-2 through the proxy, by name; EG-3 raw frames from a guest that keeps NET_RAW
+  // (wslc has no --cap-drop, C-23): the proxy's namespace alone must stop them.
   PosixGuestSubject subject(engine.run, sandbox, engine.backend->declarations().capabilities, Egress::Allowlist);
+  subject.set_raw_frame_tool(MAF_RAWFRAME_TOOL);
   EgressTargets targets{"http://allowed.test/", "http://denied.test/", std::chrono::seconds(20)};
   auto eg = run_egress(subject, targets);
   INFO(failed(eg));
   CHECK(failed(eg).empty());
+  CHECK(std::any_of(eg.begin(), eg.end(), [](const ProbeResult& r) { return r.id == "EG-3" && r.outcome == Outcome::Pass; }));
   // The denied host gets the proxy's own 403, not a failed dial.
   CHECK(subject.fetch_url("http://denied.test/", std::chrono::seconds(10)).http_code == "403");
 
@@ -224,4 +237,29 @@ TEST_CASE("W-33/T-5: a failed `network connect bridge` fails the acquire and rem
   CHECK_FALSE(exists({"container", "inspect", name + "-proxy"}));
   CHECK_FALSE(exists({"network", "inspect", name + "-net"}));
   CHECK(engine.unsupported_calls() == 0);
+}
+
+TEST_CASE("issue-22 W-33: through a wslc that drops --sysctl, the proxy refuses to start, in its own words") {
+  LocalServers servers;
+  ::setenv("WSLC_SHIM_IGNORE_SYSCTL", "1", 1);
+  Engine engine(servers.config());
+  CHECK_THROWS_WITH(engine.acquire(allowlist_spec({"allowed.test"})),
+                    Catch::Contains("refused to start") && Catch::Contains("net.ipv4.ip_forward=1"));
+}
+
+TEST_CASE("issue-22 EG-3: the probe fails against a proxy that serves inside a router") {
+  // The failing double: the shim drops the --sysctl set and the proxy is told to serve anyway.
+  LocalServers servers(/*unsafe_forwarding=*/true);
+  ::setenv("WSLC_SHIM_IGNORE_SYSCTL", "1", 1);
+  Engine engine(servers.config());
+  auto sandbox = engine.acquire(allowlist_spec({"allowed.test"}));
+  PosixGuestSubject subject(engine.run, sandbox, engine.backend->declarations().capabilities, Egress::Allowlist);
+  subject.set_raw_frame_tool(MAF_RAWFRAME_TOOL);
+  EgressTargets targets{"http://allowed.test/", "http://denied.test/", std::chrono::seconds(20)};
+  auto eg = run_egress(subject, targets);
+  INFO(failed(eg));
+  auto eg3 = std::find_if(eg.begin(), eg.end(), [](const ProbeResult& r) { return r.id == "EG-3"; });
+  REQUIRE(eg3 != eg.end());
+  CHECK(eg3->outcome == Outcome::Fail);
+  CHECK_THAT(eg3->message, Catch::Contains("received a datagram"));
 }

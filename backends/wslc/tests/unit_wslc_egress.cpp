@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "maf/sandbox/egress_proxy/namespace_settings.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/labels.hpp"
 #include "maf/sandbox/sync.hpp"
@@ -116,9 +117,17 @@ TEST_CASE("T-9/W-32: golden argv of the topology verbs (C-10, C-17, C-18, C-20)"
   const LabelList labels{{"maf-sandbox.scope", "s"}, {"maf-sandbox.kind", "k"}};
   CHECK(network_create_args("N-net", labels) ==
         V{"network", "create", "--internal", "-l", "maf-sandbox.scope=s", "-l", "maf-sandbox.kind=k", "N-net"});
-  CHECK(proxy_run_args("N-proxy", "N-net", {"a.test", "*.b.test"}, labels, "proxy:1") ==
-        V{"container", "run", "-d", "--name", "N-proxy", "--network", "N-net", "-e", "MAF_SANDBOX_ALLOW=a.test,*.b.test",
-          "-l", "maf-sandbox.scope=s", "-l", "maf-sandbox.kind=k", "-l", "maf-sandbox.role=proxy", "proxy:1"});
+  // Issue 22: the proxy's namespace never forwards (the shared --sysctl set, in order).
+  V expected_proxy{"container", "run", "-d", "--name", "N-proxy", "--network", "N-net", "-e",
+                   "MAF_SANDBOX_ALLOW=a.test,*.b.test"};
+  for (const auto& [key, value] : maf::sandbox::egress_proxy::proxy_sysctls())
+    expected_proxy.insert(expected_proxy.end(), {"--sysctl", key + "=" + value});
+  expected_proxy.insert(expected_proxy.end(), {"-l", "maf-sandbox.scope=s", "-l", "maf-sandbox.kind=k", "-l",
+                                               "maf-sandbox.role=proxy", "proxy:1"});
+  CHECK(proxy_run_args("N-proxy", "N-net", {"a.test", "*.b.test"}, labels, "proxy:1") == expected_proxy);
+  const auto run = proxy_run_args("N-proxy", "N-net", {"a.test"}, labels, "proxy:1");
+  CHECK(std::find(run.begin(), run.end(), "net.ipv4.ip_forward=0") != run.end());
+  CHECK(std::find(run.begin(), run.end(), "net.ipv6.conf.all.forwarding=0") != run.end());
   CHECK(network_connect_args("N-proxy") == V{"network", "connect", "bridge", "N-proxy"});
   CHECK(logs_args("N-proxy") == V{"container", "logs", "N-proxy"});
   CHECK(run_args("N", labels, "img:1", "N-net", {{"HTTP_PROXY", "http://N-proxy:3128"}}) ==
@@ -172,6 +181,7 @@ TEST_CASE("W-32: a fresh allowlisted acquire builds network, proxy, outbound leg
   net.push_back(name + "-net");
   V proxy{"container", "run", "-d", "--name", name + "-proxy", "--network", name + "-net", "-e",
           "MAF_SANDBOX_ALLOW=allowed.test"};
+  for (const auto& [k, v] : maf::sandbox::egress_proxy::proxy_sysctls()) proxy.insert(proxy.end(), {"--sysctl", k + "=" + v});
   for (auto& [k, v] : labels) proxy.insert(proxy.end(), {"-l", k + "=" + v});
   proxy.insert(proxy.end(), {"-l", "maf-sandbox.role=proxy", "proxy:1"});
   const std::string url = "http://" + name + "-proxy:3128";
@@ -254,6 +264,23 @@ TEST_CASE("W-32/W-33: a proxy that never reports readiness is polled 20 times, t
   CHECK(runner->count("container logs " + name + "-proxy") == 20);
   CHECK(runner->verbs().back() == "container remove -f " + name + "-proxy");  // the useless proxy goes
   CHECK(runner->count("network remove") == 0);  // the running workload still needs N-net
+}
+
+TEST_CASE("issue-22 W-33: a proxy that refused to start is reported in its own words at the first poll") {
+  const std::string name = WslcSandboxBackend::container_name(kKey, "k", kDefaultWorkDir, {"allowed.test"});
+  auto runner = std::make_shared<ScriptedRunner>();
+  runner->on("version", WslcOutcome{0, "wslc 2.9.4.0\r\n", ""});
+  runner->on("container list", WslcOutcome{0, R"([{"Id":"ab","Name":")" + name + R"(","State":2}])", ""});
+  const std::string refusal =
+      "maf-sandbox-egress-proxy: refusing to start: this network namespace forwards IPv4 packets "
+      "(net.ipv4.ip_forward=1)";
+  runner->on("container logs", WslcOutcome{0, "", refusal + "\n"});
+  auto backend = std::make_shared<WslcSandboxBackend>(proxy_config(), runner);
+  BlockingRunner run;
+  CHECK_THROWS_WITH(run([&] { return backend->acquire(kKey, allowlist({"allowed.test"})); }),
+                    Catch::Contains("refused to start") && Catch::Contains(refusal));
+  CHECK(runner->count("container logs " + name + "-proxy") == 1);
+  CHECK(runner->verbs().back() == "container remove -f " + name + "-proxy");
 }
 
 TEST_CASE("W-33: a workload that fails to start after a fresh topology takes its proxy and network along") {

@@ -44,7 +44,7 @@ using EgressSet = EnumSet<Egress>;
 ///
 /// The constructor validates methods only: each must be an RFC 9110 token, spelled exactly
 /// as given (case-sensitive), no duplicates, and an explicit list must not be empty.
-/// Host strings are not validated by the core.
+/// The host is validated by SandboxSpec (egress_host_problem), not here.
 class EgressRule {
 public:
   explicit EgressRule(std::string host, std::optional<std::vector<std::string>> methods = std::nullopt);
@@ -63,6 +63,18 @@ using EgressEntry = std::variant<std::string, EgressRule>;
 
 /// The host an entry names.
 const std::string& egress_entry_host(const EgressEntry& entry) noexcept;
+
+/// Why `host` is not an `egress_allow` host, or nullopt when it is one (issue 22). A host is
+///   - a DNS name: ASCII labels of letters, digits, '-' (not at either end) and '_', 1–63
+///     characters each, 253 in all, an optional trailing dot, a last label not all digits;
+///   - a wildcard name `*.example.com`: `*` as the whole leftmost label, over at least two
+///     labels (never `*.com`); which names it covers is the enforcing proxy's rule
+///     (docs/backends/egress-proxy.md);
+///   - an IPv4 literal (dotted quad) or an IPv6 literal (bare, or bracketed `[::1]`);
+/// each optionally followed by `:port` (1–65535; IPv6 only bracketed), the rule shape the
+/// shipped proxy enforces. Nothing else: no commas, spaces, '@', '#', '/', schemes or paths,
+/// which a proxy's list syntax or a URL parser would read as something else.
+std::optional<std::string> egress_host_problem(std::string_view host);
 
 /// True for an RFC 9110 `token` (1*tchar).
 bool is_http_token(std::string_view text) noexcept;

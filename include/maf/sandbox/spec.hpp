@@ -53,7 +53,8 @@ public:
   };
 
   /// Validates in the order of C-18 and throws ValueError naming the offending value:
-  /// an empty kind; egress_allow without ALLOWLIST (naming the hosts and the mode);
+  /// an empty kind; an egress_allow entry that is not a host (egress_host_problem, naming
+  /// the entry); egress_allow without ALLOWLIST (naming the hosts and the mode);
   /// conflicting or malformed egress rules (C-8). Adds EGRESS_METHODS to the requirements
   /// when any rule is method-scoped (C-9).
   explicit SandboxSpec(Fields fields);

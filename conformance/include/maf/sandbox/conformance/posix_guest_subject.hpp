@@ -3,7 +3,8 @@
 /// The shipped subject for a Linux guest (conformance.md §2.2): plants through the public
 /// file surface and `ln`, and makes its network attempts with whatever the guest has.
 ///
-/// Guest utilities it needs: `sh`, `ln` (planting); `curl`, else `nc` (EGRESS, http:// only); for EGRESS_CLOSED one of
+/// Guest utilities it needs: `sh`, `ln` (planting); `curl`, else `nc` (EGRESS, http:// only);
+/// `maf-sandbox-rawframe` for EG-3 (planted from the host, set_raw_frame_tool); for EGRESS_CLOSED one of
 /// bash (its /dev/tcp and /dev/udp), busybox `nc`, or python3, tried in that order. A guest
 /// with none of them makes the EGRESS_CLOSED probes *fail* with that reason: a connection
 /// never attempted proves nothing.
@@ -52,6 +53,16 @@ public:
   GuestAttempt query_dns(const std::string& host, std::uint16_t port, std::string_view query,
                          std::chrono::milliseconds timeout) override;
 
+  /// EG-3 through `maf-sandbox-rawframe` (conformance/tools/rawframe.cpp, a static binary):
+  /// the one set with set_raw_frame_tool, else one on the guest's PATH, else NoTool.
+  RawFrameAttempt send_raw_frames(const std::string& destination, std::uint16_t port,
+                                  const std::string& spoofed_source, const std::string& token,
+                                  std::chrono::milliseconds timeout) override;
+  /// The host path of a `maf-sandbox-rawframe` binary to plant in the guest (needs files_in
+  /// and exec) at `W/.maf-sandbox-rawframe` on first use; the build's copy is
+  /// `$<TARGET_FILE:maf-sandbox-rawframe>`.
+  void set_raw_frame_tool(std::string host_path) { raw_frame_tool_host_ = std::move(host_path); }
+
   /// The guest network tool EGRESS_CLOSED uses: "bash", "busybox-nc", "python3" or "" (none).
   /// Asked once, then remembered.
   const std::string& network_tool();
@@ -70,6 +81,8 @@ private:
   std::string working_directory_;
   std::chrono::milliseconds exec_timeout_{std::chrono::seconds(60)};
   std::optional<std::string> network_tool_;
+  std::string raw_frame_tool_host_;
+  std::optional<std::string> raw_frame_tool_guest_;  ///< planted or found; "" when none
 };
 
 }  // namespace maf::sandbox::conformance

@@ -41,6 +41,9 @@ struct RunnerOptions {
   /// The spec's kind.
   std::string kind = "conformance";
   std::chrono::milliseconds exec_timeout{std::chrono::seconds(60)};
+  /// EG-3's guest tool on the host (`maf-sandbox-rawframe`), planted by the default subject;
+  /// empty: the guest's own, if any (PosixGuestSubject::set_raw_frame_tool).
+  std::string raw_frame_tool{};
 };
 
 /// How one suite went as a whole.

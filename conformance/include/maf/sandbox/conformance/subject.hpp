@@ -43,6 +43,19 @@ struct FetchOutcome {
   bool reached() const noexcept { return exit_code == 0 && !http_code.empty() && http_code.front() == '2'; }
 };
 
+/// What a raw-frame attempt (EGRESS EG-3) did inside the guest. Whether a frame *arrived* is
+/// never the guest's word: the attack is one-way, so the runner's listener judges.
+struct RawFrameAttempt {
+  enum class Result {
+    NoTool,       ///< the guest has no way to write raw frames: nothing attempted, nothing proven
+    Refused,      ///< the guest could not open a raw socket (no CAP_NET_RAW): nothing left
+    NoNeighbour,  ///< the guest knew no next hop to address a frame to: nothing left
+    Sent,         ///< frames left the guest's interface
+  };
+  Result result = Result::NoTool;
+  std::string detail;  ///< the tool's own line, exit code, stderr (for messages)
+};
+
 class ConformanceSubject {
 public:
   virtual ~ConformanceSubject();
@@ -76,6 +89,14 @@ public:
   /// inside the guest and report whether any answer came back within `timeout`.
   virtual GuestAttempt query_dns(const std::string& host, std::uint16_t port, std::string_view query,
                                  std::chrono::milliseconds timeout) = 0;
+  /// EGRESS EG-3: from inside the guest, write IPv4/UDP frames through a raw packet socket to
+  /// every next hop the guest knows (its ARP neighbours: a proxy, a gateway) — untagged and
+  /// priority-tagged (802.1Q VID 0) — addressed to `destination`:`port` with the source
+  /// `spoofed_source` and `token` as payload. The default has no tool (NoTool), which fails
+  /// the probe: an attack never made proves nothing.
+  virtual RawFrameAttempt send_raw_frames(const std::string& destination, std::uint16_t port,
+                                          const std::string& spoofed_source, const std::string& token,
+                                          std::chrono::milliseconds timeout);
 };
 
 }  // namespace maf::sandbox::conformance

@@ -44,7 +44,13 @@ struct CreateRequest {
   std::string image;
   std::vector<std::pair<std::string, std::string>> labels;  ///< in argv order
   int pids_limit = 512;
+  /// `--cap-drop ALL`; when false, each of `cap_drop` is dropped instead (issue 22: the
+  /// backend drops NET_RAW from every workload, so no guest opens a raw socket).
   bool cap_drop_all = false;
+  std::vector<std::string> cap_drop;
+  /// `--sysctl key=value` (Engine API: `HostConfig.Sysctls`), namespaced network settings
+  /// only; the proxy's forwarding-off set (egress_topology.hpp, issue 22).
+  std::vector<std::pair<std::string, std::string>> sysctls;
   std::optional<std::string> memory;
   std::optional<std::string> cpus;  ///< already formatted (Python's str(float))
   std::vector<std::string> command{"sleep", "infinity"};
