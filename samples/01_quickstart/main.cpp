@@ -4,11 +4,10 @@
 //  2. build a router whose isolation floor is lowered to os_process *explicitly*;
 //  3. check the workload, acquire a sandbox, write a CSV and a script into it, run it;
 //  4. collect the declared output through a file-system sink into ./out;
-//  5. dispose.
+//  5. dispose — the handle does it when it goes, on every path.
 #include <maf/sandbox.hpp>
-#include <maf/sandbox/outputs.hpp>
+#include <maf/sandbox/handle.hpp>
 #include <maf/sandbox/registry.hpp>
-#include <maf/sandbox/sync.hpp>
 
 #include <filesystem>
 #include <iostream>
@@ -34,37 +33,38 @@ int main(int argc, char** argv) {
     std::cout << "policy: backend '" << backend->name() << "' (" << backend->isolation()
               << ") may serve kind '" << spec.kind() << "' with closed egress\n";
 
-    BlockingRunner run;
-    const SandboxKey key{"demo-tenant", "conversation-1", "analyst", ""};
-    auto sandbox = run([&] { return router.acquire(key, spec); });
-    std::cout << "acquired sandbox " << sandbox->instance_id() << " (storage base " << sandbox->storage_base() << ")\n";
+    // The handle disposes the sandbox when it goes out of scope — on every path, the early
+    // return and the exception included.
+    BlockingSandbox sandbox(router, {"demo-tenant", "conversation-1", "analyst", ""}, spec);
+    std::cout << "acquired sandbox " << sandbox.sandbox().instance_id() << " (storage base "
+              << sandbox.sandbox().storage_base() << ")\n";
 
-    run([&] { return sandbox->write_file("sales.csv", "region,amount\nnorth,120\nsouth,80\nnorth,30\n"); });
-    run([&] {
-      return sandbox->write_file("summarize.sh",
-                                 "#!/bin/sh\n"
-                                 "# a model-written script: totals per region\n"
-                                 "tail -n +2 sales.csv | awk -F, '{t[$1]+=$2} END {for (r in t) print r, t[r]}' "
-                                 "| sort > summary.txt\n"
-                                 "echo \"summarised $(($(wc -l < sales.csv) - 1)) rows\"\n");
-    });
-    auto result = run([&] { return sandbox->exec(std::vector<std::string>{"sh", "summarize.sh"}); });
+    sandbox.write("sales.csv", "region,amount\nnorth,120\nsouth,80\nnorth,30\n");
+    sandbox.write("summarize.sh",
+                  "#!/bin/sh\n"
+                  "# a model-written script: totals per region\n"
+                  "tail -n +2 sales.csv | awk -F, '{t[$1]+=$2} END {for (r in t) print r, t[r]}' "
+                  "| sort > summary.txt\n"
+                  "echo \"summarised $(($(wc -l < sales.csv) - 1)) rows\"\n");
+    const ExecResult result = sandbox.run({"sh", "summarize.sh"});
     std::cout << "ran summarize.sh: exit " << result.exit_code << ", stdout: " << result.stdout_text();
     if (result.exit_code != 0) {
       std::cerr << "stderr: " << result.stderr_text();
       return 1;
     }
 
-    auto sink = make_file_system_sink(std::filesystem::absolute(out_dir));
-    auto landed = run([&] { return collect_outputs(*sandbox, spec, sink); });
+    const auto landed = sandbox.collect_into(std::filesystem::absolute(out_dir));
     for (const auto& artifact : landed)
       std::cout << "landed " << artifact.display << " at " << artifact.handle.value_or("?") << "\n";
 
-    run([&] { return router.dispose(key); });
-    std::cout << "disposed the sandbox\n";
-    return landed.size() == 1 ? 0 : 1;
+    const bool disposed = sandbox.close();  // now, and say whether the backend confirmed it
+    std::cout << (disposed ? "disposed the sandbox\n" : "disposal not confirmed (see the log)\n");
+    return landed.size() == 1 && disposed ? 0 : 1;
+  } catch (const SandboxPolicyRefusal& refusal) {
+    std::cerr << "refused by policy: " << refusal.message() << "\n";
+    return 3;
   } catch (const maf::Error& e) {
-    std::cerr << "refused: " << e.what() << "\n";
+    std::cerr << "failed: " << e.what() << "\n";
     return 2;
   }
 }

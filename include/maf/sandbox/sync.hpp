@@ -9,7 +9,7 @@
 /// @code
 ///   maf::sandbox::BlockingRunner run;
 ///   auto sb = run([&] { return router.acquire(key, spec); });
-///   auto r = run([&] { return sb->exec(std::vector<std::string>{"echo", "hi"}); });
+///   auto r = run(sb->exec({"echo", "hi"}));  // or run([&] { return sb->exec(...); })
 /// @endcode
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
@@ -31,6 +31,7 @@ public:
 
   /// Run `make()` (returning an awaitable) to completion; return its value or rethrow.
   template <class Make>
+    requires std::is_invocable_v<Make&>
   auto operator()(Make&& make) {
     using Awaitable = std::invoke_result_t<Make&>;
     using T = typename Awaitable::value_type;
@@ -41,6 +42,14 @@ public:
       run_void([&]() -> boost::asio::awaitable<void> { out.emplace(co_await make()); });
       return std::move(*out);
     }
+  }
+
+  /// Run an awaitable itself to completion: `run(sb->exec("true"))`. Asio's awaitables start
+  /// only when awaited, so one made outside the runner runs here, on the runner's io_context.
+  template <class T>
+  T operator()(boost::asio::awaitable<T> awaitable) {
+    auto held = std::make_shared<boost::asio::awaitable<T>>(std::move(awaitable));
+    return (*this)([held]() -> boost::asio::awaitable<T> { co_return co_await std::move(*held); });
   }
 
   /// Run a void-returning coroutine factory to completion, rethrowing its exception.
