@@ -107,7 +107,9 @@ TEST_CASE("conformance: broken double — a process backend whose bwrap drops --
          "fi\n"
          "exec '" << real_bwrap << "' \"$@\"\n";
   }
-  fs::permissions(wrapper, fs::perms::owner_all);
+  // Runnable by the process backend's host_uid (a root host runs bubblewrap as it).
+  fs::permissions(wrapper, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
   PluginRegistry registry({MAF_TEST_PLUGIN_DIR});
   auto backend = process_backend(registry, {{"root", (root.path() / "state").string()}, {"bwrap_path", wrapper.string()}});
   REQUIRE(backend->declarations().egress_modes.contains(Egress::Closed));  // it claims closed…

@@ -12,13 +12,14 @@
 
 namespace maf::sandbox::process {
 
-ProcessSandbox::ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> config, std::string kind,
-                               CapabilitySet capabilities, std::string storage_base, std::string instance_id,
-                               std::string sandbox_dir)
+ProcessSandbox::ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> config,
+                               std::shared_ptr<const Boundary> boundary, std::string kind, CapabilitySet capabilities,
+                               std::string storage_base, std::string instance_id, std::string sandbox_dir)
     : Sandbox(Identity{"process", std::move(kind), capabilities, std::move(storage_base), std::move(instance_id)}),
       config_(std::move(config)),
+      boundary_(std::move(boundary)),
       sandbox_dir_(std::move(sandbox_dir)),
-      tree_(sandbox_dir_ + "/root", guest_read_only_views(*config_), guest_virtual_dirs()) {}
+      tree_(sandbox_dir_ + "/root", guest_read_only_views(*config_), guest_virtual_dirs(), boundary_->run_as) {}
 
 boost::asio::awaitable<ExecResult> ProcessSandbox::run_confined(std::vector<std::string> command,
                                                                 std::string working_directory,
@@ -29,8 +30,11 @@ boost::asio::awaitable<ExecResult> ProcessSandbox::run_confined(std::vector<std:
   if (!wd) throw FileNotFoundError("working directory '" + working_directory + "' does not exist in the sandbox");
   if (wd->kind != EntryKind::Directory)
     throw NotADirectoryError("working directory '" + working_directory + "' is not a directory");
+  const Launch launch(*config_, *boundary_, tree_.root_dir(), working_directory, storage_base(), command);
   support::SubprocessOptions o;
-  o.argv = bwrap_argv(*config_, tree_.root_dir(), working_directory, storage_base(), command);
+  o.argv = launch.argv;
+  o.keep_fds = launch.keep_fds;
+  o.cwd = "/";  // the caller's cwd may be closed to the identity bubblewrap runs as
   o.stdin_bytes = std::move(stdin_bytes);
   o.max_stdout = config_->max_stdout_bytes;
   o.max_stderr = config_->max_stderr_bytes;

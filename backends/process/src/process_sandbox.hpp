@@ -4,6 +4,7 @@
 #include <string>
 
 #include "guest_tree.hpp"
+#include "host_boundary.hpp"
 #include "maf/sandbox/process/process_backend.hpp"
 #include "maf/sandbox/sandbox.hpp"
 
@@ -11,7 +12,8 @@ namespace maf::sandbox::process {
 
 class ProcessSandbox final : public Sandbox {
 public:
-  ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> config, std::string kind, CapabilitySet capabilities,
+  ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> config, std::shared_ptr<const Boundary> boundary,
+                 std::string kind, CapabilitySet capabilities,
                  std::string storage_base, std::string instance_id, std::string sandbox_dir);
 
   const std::string& sandbox_dir() const noexcept { return sandbox_dir_; }
@@ -34,6 +36,7 @@ private:
                                                   std::chrono::milliseconds timeout);
 
   std::shared_ptr<const ProcessBackendConfig> config_;
+  std::shared_ptr<const Boundary> boundary_;
   std::string sandbox_dir_;
   GuestTree tree_;
 };

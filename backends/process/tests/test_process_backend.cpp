@@ -97,13 +97,14 @@ TEST_CASE("process: declarations are honest (os_process, closed egress proven by
                   SandboxEgressNotEnforced);
 }
 
-TEST_CASE("process: no egress mode is declared when the namespace cannot be proven (bwrap missing)") {
+TEST_CASE("process: a host that cannot establish the boundary is refused at construction, naming what is missing") {
   process::ProcessBackendConfig c;
   c.root = fs::temp_directory_path() / ("maf-process-nobwrap-" + std::to_string(::getpid()));
   c.bwrap_path = "/nonexistent/bwrap";
-  auto backend = process::make_process_backend(c);
-  CHECK(backend->declarations().egress_modes.empty());
-  fs::remove_all(c.root);
+  CHECK_THROWS_AS(process::make_process_backend(c), process::ProcessBoundaryUnavailable);
+  CHECK_THROWS_WITH(process::make_process_backend(c), Catch::Contains("bubblewrap"));
+  std::error_code ec;
+  fs::remove_all(c.root, ec);
 }
 
 TEST_CASE("process: configuration refuses unknown keys and wrong types by name") {
