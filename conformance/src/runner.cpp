@@ -129,7 +129,10 @@ RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, Subje
     std::unique_ptr<ConformanceSubject> subject =
         make_subject ? make_subject(run, sandbox, declared, enforced, o.exec_timeout)
                      : std::make_unique<PosixGuestSubject>(run, sandbox, declared, enforced);
-    if (auto* posix = dynamic_cast<PosixGuestSubject*>(subject.get())) posix->set_exec_timeout(o.exec_timeout);
+    if (auto* posix = dynamic_cast<PosixGuestSubject*>(subject.get())) {
+      posix->set_exec_timeout(o.exec_timeout);
+      posix->set_host_boundary(o.host_boundary ? *o.host_boundary : default_host_boundary_claims(backend.isolation()));
+    }
     report.work_dir = subject->working_directory();
 
     for (Suite suite : kAllSuites) {

@@ -1,8 +1,18 @@
 #include "maf/sandbox/conformance/subject.hpp"
 
+#include "maf/sandbox/isolation.hpp"
+
 namespace maf::sandbox::conformance {
 
 // Out of line so the vtable and type info live in the library, once.
 ConformanceSubject::~ConformanceSubject() = default;
+
+HostBoundaryClaims default_host_boundary_claims(std::string_view isolation) {
+  HostBoundaryClaims claims;
+  // Unknown rungs get the strictest claims: a new name must not loosen anything.
+  const auto rung = try_parse_enum<Isolation>(isolation);
+  claims.root_confined_by_engine = rung && meets_floor(*rung, Isolation::Container);
+  return claims;
+}
 
 }  // namespace maf::sandbox::conformance

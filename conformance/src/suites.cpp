@@ -24,7 +24,8 @@ Capability gate_capability(Suite suite) {
     case Suite::FilesDelete: return Capability::FilesDelete;
     case Suite::Exec:
     case Suite::Egress:
-    case Suite::EgressClosed: return Capability::Exec;
+    case Suite::EgressClosed:
+    case Suite::HostIntegrity: return Capability::Exec;
   }
   return Capability::Exec;
 }
@@ -78,6 +79,7 @@ void plant_for(Suite suite, ConformanceSubject& subject, const ConformancePaths&
     case Suite::Exec:
     case Suite::Egress:
     case Suite::EgressClosed:
+    case Suite::HostIntegrity:
       // R10: nothing guarantees the working directory exists; a marker creates it.
       subject.plant_file(paths.in_work(".probe-cwd"), "");
       break;
@@ -95,6 +97,7 @@ std::span<const Probe> probes(Suite suite) {
     case Suite::FilesDelete: return detail::files_delete_probes();
     case Suite::Egress: return detail::egress_probes();
     case Suite::EgressClosed: return detail::egress_closed_probes();
+    case Suite::HostIntegrity: return detail::host_integrity_probes();
   }
   return {};
 }

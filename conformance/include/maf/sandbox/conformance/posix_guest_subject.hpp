@@ -39,6 +39,9 @@ public:
   std::optional<Egress> enforced_egress() const override { return egress_; }
   std::chrono::milliseconds exec_timeout() const override { return exec_timeout_; }
   void set_exec_timeout(std::chrono::milliseconds timeout) { exec_timeout_ = timeout; }
+  HostBoundaryClaims host_boundary() const override { return host_boundary_; }
+  /// What the backend claims about the host boundary (default: the strictest).
+  void set_host_boundary(HostBoundaryClaims claims) { host_boundary_ = claims; }
 
   /// write_file with the working directory set to the path's parent, so it can plant
   /// outside the subject's working directory.
@@ -70,6 +73,7 @@ private:
   std::string working_directory_;
   std::chrono::milliseconds exec_timeout_{std::chrono::seconds(60)};
   std::optional<std::string> network_tool_;
+  HostBoundaryClaims host_boundary_{};
 };
 
 }  // namespace maf::sandbox::conformance

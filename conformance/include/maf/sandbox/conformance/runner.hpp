@@ -41,6 +41,10 @@ struct RunnerOptions {
   /// The spec's kind.
   std::string kind = "conformance";
   std::chrono::milliseconds exec_timeout{std::chrono::seconds(60)};
+  /// What HOST_INTEGRITY holds the backend to; absent: default_host_boundary_claims of the
+  /// backend's isolation rung (applied to the shipped PosixGuestSubject; a factory's own
+  /// subject answers for itself).
+  std::optional<HostBoundaryClaims> host_boundary{};
 };
 
 /// How one suite went as a whole.

@@ -43,6 +43,23 @@ struct FetchOutcome {
   bool reached() const noexcept { return exit_code == 0 && !http_code.empty() && http_code.front() == '2'; }
 };
 
+/// What the backend promises about the host boundary (HOST_INTEGRITY, conformance.md §4.8).
+/// The default is the strictest: a subject that says nothing is held to all of it.
+struct HostBoundaryClaims {
+  /// The guest may run as a uid that *is* host root — a container engine without user
+  /// namespace remapping, rung `container` or above — because other confinement stands in
+  /// for the uid. HI-4 then checks that confinement instead: /proc/sys mounted read-only and
+  /// no CAP_SYS_ADMIN in the guest's effective set. False: the guest must not be host root.
+  bool root_confined_by_engine = false;
+  /// Every guest process runs under a seccomp filter (HI-5 checks `Seccomp: 2`). False: the
+  /// backend promises none and HI-5 is skipped with that reason (never a pass).
+  bool seccomp = true;
+};
+
+/// The claims a backend of isolation rung `isolation` ("os_process", "container", …) makes
+/// by default: root is allowed only from `container` up, seccomp is claimed everywhere.
+HostBoundaryClaims default_host_boundary_claims(std::string_view isolation);
+
 class ConformanceSubject {
 public:
   virtual ~ConformanceSubject();
@@ -60,6 +77,8 @@ public:
   virtual std::optional<Egress> enforced_egress() const = 0;
   /// Bound of every exec the suites run (EX-7 uses its own 1 s bound).
   virtual std::chrono::milliseconds exec_timeout() const { return std::chrono::seconds(60); }
+  /// What HOST_INTEGRITY holds the backend to; the strictest claims unless overridden.
+  virtual HostBoundaryClaims host_boundary() const { return {}; }
 
   /// Create a regular file at an absolute guest path, creating parents. Anywhere: the
   /// hostile layout lives partly *outside* the working directory.

@@ -14,6 +14,9 @@
 /// | EGRESS         | exec + sandbox acquired with allowlist | never                         |
 /// | EGRESS_CLOSED  | exec + sandbox acquired with closed    | EC-2 when the host has no     |
 /// |                |                                        | non-loopback address          |
+/// | HOST_INTEGRITY | exec                                   | HI-1/2/4 when the guest has   |
+/// |                |                                        | nothing to attack there; HI-5 |
+/// |                |                                        | when no seccomp is claimed    |
 ///
 /// A gate that is not met raises SuiteRefused *before* anything is planted. Every probe
 /// runs even after failures. Planting errors propagate raw (they are harness errors).
@@ -58,6 +61,10 @@ inline std::vector<ProbeResult> check_egress(ConformanceSubject& s, const Egress
 inline std::vector<ProbeResult> run_egress_closed(ConformanceSubject& s) { return run_suite(Suite::EgressClosed, s); }
 inline std::vector<ProbeResult> check_egress_closed(ConformanceSubject& s) {
   return check_suite(Suite::EgressClosed, s);
+}
+inline std::vector<ProbeResult> run_host_integrity(ConformanceSubject& s) { return run_suite(Suite::HostIntegrity, s); }
+inline std::vector<ProbeResult> check_host_integrity(ConformanceSubject& s) {
+  return check_suite(Suite::HostIntegrity, s);
 }
 
 /// R8: all ten FD probes with no gate, no planting beyond their own fixtures, no skip and no
