@@ -1,5 +1,6 @@
 // The shared conformance suites against the Docker backend on a real engine
 // (conformance.md §5.1 DX-7…DX-10), plus this port's EGRESS_CLOSED.
+#include <filesystem>
 #include <set>
 
 #include <maf/sandbox/conformance/conformance.hpp>
@@ -81,4 +82,17 @@ TEST_CASE("DX-9: EXEC on its own sandbox passes with no skips; the scope purge s
   CHECK(ids(results, Outcome::Skip).empty());
   auto purge = s.scope.run([&] { return s.scope.backend->dispose_scope(s.scope.scope, s.scope.thread); });
   CHECK_FALSE(purge.undisposed.has_value());
+}
+
+TEST_CASE("HOST_INTEGRITY passes: root in the container is held by the engine's confinement (issue 21)") {
+  Subject s("agent-host");
+  // Docker runs the image's user (root here) without user-namespace remapping: the rung
+  // `container` claims that, and HI-4 then checks the confinement instead of the uid.
+  s.subject->set_host_boundary(default_host_boundary_claims(s.scope.backend->isolation()));
+  auto results = run_host_integrity(*s.subject);
+  report(results);
+  CHECK(ids(results, Outcome::Fail).empty());
+  // HI-2 finds nothing to attack only on a kernel without /proc/sysrq-trigger (shared kernel).
+  const bool sysrq = std::filesystem::exists("/proc/sysrq-trigger");
+  CHECK(ids(results, Outcome::Skip) == (sysrq ? std::set<std::string>{} : std::set<std::string>{"HI-2"}));
 }

@@ -1,6 +1,8 @@
 // The shared conformance suites against the wslc backend through the shim (wslc.md T-1):
 // EXEC, FILES_IN and EGRESS_CLOSED pass; FILES_DELETE (and every files_out suite) is refused
 // because the backend does not declare it (W-2).
+#include <filesystem>
+
 #include <maf/sandbox/conformance/conformance.hpp>
 
 #include "engine_fixture.hpp"
@@ -58,4 +60,17 @@ TEST_CASE("T-1: EXEC on its own sandbox passes; the scope purge stays clean") {
   auto purge = s.engine.run([&] { return s.engine.backend->dispose_scope(s.engine.scope, s.engine.thread); });
   CHECK_FALSE(purge.undisposed.has_value());
   CHECK(s.engine.unsupported_calls() == 0);
+}
+
+TEST_CASE("T-1: HOST_INTEGRITY passes: the container's root is held by the engine's confinement (issue 21)") {
+  Subject s("agent-host");
+  // The shim's engine runs the image's root without user-namespace remapping: the rung
+  // `container` claims that, and HI-4 checks the confinement instead of the uid.
+  s.subject->set_host_boundary(default_host_boundary_claims(s.engine.backend->isolation()));
+  auto results = run_host_integrity(*s.subject);
+  report(results);
+  CHECK(ids_with(results, Outcome::Fail).empty());
+  // HI-2 finds nothing to attack only on a kernel without /proc/sysrq-trigger (shared kernel).
+  const bool sysrq = std::filesystem::exists("/proc/sysrq-trigger");
+  CHECK(ids_with(results, Outcome::Skip) == (sysrq ? std::vector<std::string>{} : std::vector<std::string>{"HI-2"}));
 }
