@@ -8,9 +8,11 @@
 // The write probes change nothing even when they fail: HI-1 writes back the exact value it
 // just read, HI-2 opens without writing.
 #include <array>
+#include <filesystem>
 #include <map>
 
 #include "maf/sandbox/conformance/subject.hpp"
+#include "maf/sandbox/conformance/suites.hpp"
 #include "probe_support.hpp"
 #include "suite_tables.hpp"
 
@@ -69,7 +71,7 @@ void expect_write_refused(ProbeContext& c, const std::string& path, bool write_b
   if (verdict == "absent") throw ProbeNotApplicable(absent_reason);
   if (verdict == "written") fail("the guest wrote " + path + " (its own value back, so nothing changed): " + consequence);
   if (verdict == "opened") fail("the guest opened " + path + " for writing: " + consequence);
-  if (verdict != "refused") fail("the guest's answer was not understood: verdict " + quoted(verdict));
+  if (verdict != "refused") fail("the guest's answer was not understood: verdict " + detail::quoted(verdict));
 }
 
 void kernel_parameter_write_refused(ProbeContext& c) {
@@ -183,3 +185,13 @@ constexpr std::array<Probe, 6> kProbes{{
 std::span<const Probe> host_integrity_probes() { return kProbes; }
 
 }  // namespace maf::sandbox::conformance::detail
+
+namespace maf::sandbox::conformance {
+
+std::vector<std::string> host_integrity_skips_on_this_kernel() {
+  std::error_code ec;
+  return std::filesystem::exists("/proc/sysrq-trigger", ec) ? std::vector<std::string>{}
+                                                            : std::vector<std::string>{"HI-2"};
+}
+
+}  // namespace maf::sandbox::conformance

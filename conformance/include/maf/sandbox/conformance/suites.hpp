@@ -22,6 +22,7 @@
 /// runs even after failures. Planting errors propagate raw (they are harness errors).
 
 #include <span>
+#include <string>
 #include <vector>
 
 #include "maf/sandbox/conformance/probe.hpp"
@@ -66,6 +67,11 @@ inline std::vector<ProbeResult> run_host_integrity(ConformanceSubject& s) { retu
 inline std::vector<ProbeResult> check_host_integrity(ConformanceSubject& s) {
   return check_suite(Suite::HostIntegrity, s);
 }
+
+/// The HOST_INTEGRITY probes a guest sharing *this host's* kernel finds nothing to attack
+/// with (so they skip, with their reason): "HI-2" on a kernel without /proc/sysrq-trigger.
+/// For tests of shared-kernel backends, which must assert their skips exactly.
+std::vector<std::string> host_integrity_skips_on_this_kernel();
 
 /// R8: all ten FD probes with no gate, no planting beyond their own fixtures, no skip and no
 /// verdict — never throws ConformanceFailure. For a backend that implements `remove` without
