@@ -11,6 +11,7 @@ HostBoundaryClaims default_host_boundary_claims(std::string_view isolation) {
   HostBoundaryClaims claims;
   // Unknown rungs get the strictest claims: a new name must not loosen anything.
   const auto rung = try_parse_enum<Isolation>(isolation);
+  claims.promised = !rung || meets_floor(*rung, Isolation::OsProcess);
   claims.root_confined_by_engine = rung && meets_floor(*rung, Isolation::Container);
   return claims;
 }

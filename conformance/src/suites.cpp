@@ -110,6 +110,10 @@ void require_gate(const ConformanceSubject& subject, Suite suite) {
                                   subject.capabilities().to_string("none") +
                                   "); skipping every probe would be a green run that attacked nothing — pass the "
                                   "backend's own declared capabilities");
+  if (suite == Suite::HostIntegrity && !subject.host_boundary().promised)
+    throw SuiteRefused(suite, label + " refused: the subject promises no host boundary (its backend's isolation rung "
+                                      "is below os_process: the guest is a host process); attacking a boundary never "
+                                      "promised proves nothing");
   if (const auto mode = gate_egress(suite); mode && subject.enforced_egress() != mode) {
     const auto enforced = subject.enforced_egress();
     throw SuiteRefused(suite, label + " refused: the subject declares no " + upper(to_string(*mode)) +

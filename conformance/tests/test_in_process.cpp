@@ -157,3 +157,15 @@ TEST_CASE("conformance: suite names parse both spellings; unknown names are refu
   CHECK(parse_suite("host_integrity") == Suite::HostIntegrity);
   CHECK_THROWS_WITH(parse_suite("network"), Catch::Contains("'network'") && Catch::Contains("egress_closed"));
 }
+
+TEST_CASE("conformance: HOST_INTEGRITY's gate refuses a subject that promises no host boundary (isolation none)") {
+  CHECK_FALSE(default_host_boundary_claims("none").promised);
+  CHECK_FALSE(default_host_boundary_claims("runtime").promised);
+  CHECK(default_host_boundary_claims("os_process").promised);
+  CHECK_FALSE(default_host_boundary_claims("os_process").root_confined_by_engine);
+  CHECK(default_host_boundary_claims("container").root_confined_by_engine);
+  CHECK(default_host_boundary_claims("microvm").root_confined_by_engine);
+  // An unknown rung is held to everything.
+  const auto unknown = default_host_boundary_claims("something-new");
+  CHECK((unknown.promised && !unknown.root_confined_by_engine && unknown.seccomp));
+}

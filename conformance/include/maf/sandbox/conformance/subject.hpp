@@ -46,6 +46,10 @@ struct FetchOutcome {
 /// What the backend promises about the host boundary (HOST_INTEGRITY, conformance.md §4.8).
 /// The default is the strictest: a subject that says nothing is held to all of it.
 struct HostBoundaryClaims {
+  /// The backend promises a boundary between guest and host at all. False for the `none`
+  /// and `runtime` rungs (the guest *is* a host process): HOST_INTEGRITY's gate then refuses,
+  /// since attacking a boundary never promised proves nothing.
+  bool promised = true;
   /// The guest may run as a uid that *is* host root — a container engine without user
   /// namespace remapping, rung `container` or above — because other confinement stands in
   /// for the uid. HI-4 then checks that confinement instead: /proc/sys mounted read-only and
@@ -57,7 +61,8 @@ struct HostBoundaryClaims {
 };
 
 /// The claims a backend of isolation rung `isolation` ("os_process", "container", …) makes
-/// by default: root is allowed only from `container` up, seccomp is claimed everywhere.
+/// by default: no boundary below `os_process`; root is allowed only from `container` up;
+/// seccomp is claimed everywhere a boundary is.
 HostBoundaryClaims default_host_boundary_claims(std::string_view isolation);
 
 class ConformanceSubject {

@@ -14,7 +14,7 @@
 /// | EGRESS         | exec + sandbox acquired with allowlist | never                         |
 /// | EGRESS_CLOSED  | exec + sandbox acquired with closed    | EC-2 when the host has no     |
 /// |                |                                        | non-loopback address          |
-/// | HOST_INTEGRITY | exec                                   | HI-1/2/4 when the guest has   |
+/// | HOST_INTEGRITY | exec + a promised boundary             | HI-1/2/4 when the guest has   |
 /// |                |                                        | nothing to attack there; HI-5 |
 /// |                |                                        | when no seccomp is claimed    |
 ///
