@@ -101,6 +101,10 @@ void check_root(const ProcessBackendConfig& config, const Boundary& boundary) {
   if (!fs::exists(root, ec)) {
     fs::create_directories(root, ec);
     if (ec) throw ProcessRootUnusable(name + " cannot be created: " + ec.message());
+    // Nobody else lists the sandboxes; bubblewrap as host_uid (root host) may pass through.
+    const auto searchable = boundary.run_as ? fs::perms::group_exec | fs::perms::others_exec : fs::perms::none;
+    fs::permissions(root, fs::perms::owner_all | searchable, ec);
+    if (ec) throw ProcessRootUnusable(name + " cannot be restricted to its owner: " + ec.message());
   }
   struct stat st {};
   if (::stat(root.c_str(), &st) != 0) throw ProcessRootUnusable(name + ": " + std::strerror(errno));
