@@ -37,9 +37,11 @@ const std::vector<std::string>& proc_masked_paths();
 /// program), which this object owns and closes when the run is over.
 class Launch {
 public:
-  /// `command` (argv form) inside the sandbox rooted at `root_dir`.
+  /// `command` (argv form) inside the sandbox rooted at `root_dir`, started inside the
+  /// cgroups whose `cgroup.procs` files `join_cgroups` names (none: the caller's cgroups).
   Launch(const ProcessBackendConfig& config, const Boundary& boundary, const std::string& root_dir,
-         const std::string& working_directory, const std::string& home, const std::vector<std::string>& command);
+         const std::string& working_directory, const std::string& home, const std::vector<std::string>& command,
+         const std::vector<std::string>& join_cgroups = {});
   ~Launch();
   Launch(const Launch&) = delete;
   Launch& operator=(const Launch&) = delete;
@@ -47,6 +49,9 @@ public:
   std::vector<std::string> argv;
   std::vector<int> keep_fds;
 };
+
+/// What a Launch's cgroup step prints (then exit 125) when it cannot join a cgroup.
+inline constexpr std::string_view kCgroupJoinFailure = "maf-sandbox-cgroup: ";
 
 /// Runs `command` confined in a throwaway tree under the temp directory (the backend's own
 /// construction-time probes). Throws what run_subprocess throws.

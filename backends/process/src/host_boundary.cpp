@@ -52,7 +52,7 @@ Boundary establish_boundary(const ProcessBackendConfig& config) {
                        "boundary (guest may be host root, /proc/sys writable, no seccomp); it is for conformance "
                        "self-tests only and needs test_only_allow_unsafe=true as well");
     logger()->warn("process backend: TEST-ONLY double without its host boundary; never use it outside a test");
-    return Boundary{false, std::nullopt, {}};
+    return Boundary{false, std::nullopt, {}, {}};
   }
   Boundary b;
   if (::geteuid() == 0) {

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "cgroup_limits.hpp"
 #include "guest_tree.hpp"
 #include "maf/sandbox/process/process_backend.hpp"
 
@@ -19,6 +20,8 @@ struct Boundary {
   std::optional<HostIdentity> run_as;
   /// The compiled seccomp program (empty iff !enforced).
   std::string seccomp_program;
+  /// The default bounds on processes and memory this host allows (set by the backend).
+  CgroupLimits cgroups;
 };
 
 /// Builds the boundary for this host and proves it with one confined run: the guest's uid

@@ -62,11 +62,24 @@ std::optional<Record> read_record(const fs::path& dir) {
   }
 }
 
+std::shared_ptr<const Boundary> make_boundary(const ProcessBackendConfig& config) {
+  Boundary b = establish_boundary(config);
+  b.cgroups = CgroupLimits::detect(config.pids_limit, config.memory_limit_bytes);
+  logger()->debug("process backend: bounding {} per sandbox", b.cgroups.describe());
+  return std::make_shared<const Boundary>(std::move(b));
+}
+
+/// Removes the cgroups recorded in a sandbox directory (its processes are killed with them).
+void release_cgroups(const fs::path& sandbox_dir) {
+  for (const auto& left : remove_cgroups(recorded_cgroups(sandbox_dir.string())))
+    logger()->warn("process backend: cgroup left behind: {}", left);
+}
+
 class ProcessBackend final : public SandboxBackend, public std::enable_shared_from_this<ProcessBackend> {
 public:
   explicit ProcessBackend(ProcessBackendConfig config)
       : config_(std::make_shared<const ProcessBackendConfig>(std::move(config))),
-        boundary_(std::make_shared<const Boundary>(establish_boundary(*config_))) {
+        boundary_(make_boundary(*config_)) {
     check_root(*config_, *boundary_);
     declarations_.capabilities = {Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesList,
                                   Capability::FilesDelete};
@@ -158,6 +171,7 @@ private:
         continue;
       try {
         kill_guest_processes((entry.path() / "root").string());
+        release_cgroups(entry.path());
         remove_host_tree(entry.path().string());
       } catch (const std::exception& e) {
         failures.push_back(DisposalFailure{kDisposalRefused, n + ": " + e.what()});
@@ -239,6 +253,7 @@ private:
         throw OSError(std::string("rename: ") + std::strerror(errno));
       }
       kill_guest_processes((trash / "root").string());
+      release_cgroups(trash);
       remove_host_tree(trash.string());
       {
         std::lock_guard lock(mutex_);
@@ -289,7 +304,8 @@ ProcessBackendConfig process_config_from_json(const nlohmann::json& j) {
     static const std::set<std::string> known{"root", "bwrap_path", "extra_ro_binds", "run_code_interpreter",
                                              "internal_timeout_seconds", "max_stdout_bytes", "max_stderr_bytes",
                                              "guest_uid", "guest_gid", "setpriv_path", "host_uid", "host_gid",
-                                             "test_only_without_host_boundary", "test_only_allow_unsafe"};
+                                             "pids_limit", "memory_limit_bytes", "test_only_without_host_boundary",
+                                             "test_only_allow_unsafe"};
     if (!known.count(item.key())) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
@@ -322,6 +338,8 @@ ProcessBackendConfig process_config_from_json(const nlohmann::json& j) {
   want("setpriv_path", [&](const auto& v) { c.setpriv_path = v.template get<std::string>(); }, T::string);
   want("host_uid", [&](const auto& v) { c.host_uid = v.template get<unsigned>(); }, T::number_unsigned);
   want("host_gid", [&](const auto& v) { c.host_gid = v.template get<unsigned>(); }, T::number_unsigned);
+  want("pids_limit", [&](const auto& v) { c.pids_limit = v.template get<std::uint64_t>(); }, T::number_unsigned);
+  want("memory_limit_bytes", [&](const auto& v) { c.memory_limit_bytes = v.template get<std::uint64_t>(); }, T::number_unsigned);
   want("test_only_without_host_boundary", [&](const auto& v) { c.test_only_without_host_boundary = v.template get<bool>(); }, T::boolean);
   want("test_only_allow_unsafe", [&](const auto& v) { c.test_only_allow_unsafe = v.template get<bool>(); }, T::boolean);
   return c;

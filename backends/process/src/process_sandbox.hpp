@@ -2,6 +2,7 @@
 // One process sandbox: a private root on the host, commands run in it under bubblewrap.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "guest_tree.hpp"
 #include "host_boundary.hpp"
@@ -35,11 +36,19 @@ private:
                                                   std::chrono::steady_clock::time_point deadline,
                                                   std::chrono::milliseconds timeout);
 
+  /// The cgroups a command of this sandbox runs in (created on first use, recorded).
+  std::vector<std::string> join_cgroups() const;
+
   std::shared_ptr<const ProcessBackendConfig> config_;
   std::shared_ptr<const Boundary> boundary_;
   std::string sandbox_dir_;
   GuestTree tree_;
 };
+
+/// The cgroups a sandbox's commands ran in, recorded in `<sandbox_dir>/cgroups` so whichever
+/// process disposes of it (a replica, `maf-sandbox dispose-scope`) removes them.
+void record_cgroups(const std::string& sandbox_dir, const std::vector<std::string>& dirs);
+std::vector<std::string> recorded_cgroups(const std::string& sandbox_dir);
 
 /// SIGKILL every process whose root directory is `root_dir` (the guests of one sandbox,
 /// whichever host process started them). Returns how many were signalled.

@@ -37,6 +37,11 @@ struct Fixture {
     backend = process::make_process_backend(c);
   }
   ~Fixture() {
+    // Dispose of what the test left (their cgroups are kernel objects, not files under root).
+    try {
+      run([&] { return backend->reap(std::chrono::seconds(0), std::nullopt); });
+    } catch (const std::exception&) {
+    }
     std::error_code ec;
     fs::remove_all(root, ec);
   }
@@ -463,4 +468,62 @@ TEST_CASE("issue 21: the test-only double is refused without its unsafe flag, an
   }
   std::error_code ec;
   fs::remove_all(c.root, ec);
+}
+
+TEST_CASE("issue 21 item 6: a guest forking up to pids_limit is held there; the host and another sandbox stay "
+          "healthy; a further exec returns; disposal removes the cgroup") {
+  if (::geteuid() != 0) FAIL("needs root: this host delegates no cgroup to other users (the docs say what is unbounded)");
+  const fs::path root = fs::temp_directory_path() / ("maf-process-pids-" + std::to_string(::getpid()));
+  process::ProcessBackendConfig c;
+  c.root = root;
+  c.pids_limit = 64;
+  auto backend = process::make_process_backend(c);
+  BlockingRunner run;
+  const SandboxKey key{"tenant", "bomb", "agent", ""};
+  const SandboxSpec spec({.kind = "bomb", .requires_capabilities = {Capability::Exec, Capability::FilesOut}});
+  auto sb = run([&] { return backend->acquire(key, spec); });
+  // Background sleepers until fork fails, which ends the shell; the count goes to a file.
+  const auto bomb = run([&] {
+    return sb->exec("n=0; while sleep 600 2>/dev/null & do n=$((n+1)); echo $n > forked; done", ".", 60s);
+  });
+  CHECK(bomb.exit_code != 0);  // the shell's own "cannot fork", returned, not hung
+  const int forked = std::atoi(run([&] { return sb->read_file("forked", ".", 64); }).c_str());
+  CHECK(forked > 0);
+  CHECK(forked < 64);  // the limit held inside the sandbox
+  // The bomb's pid namespace died with its command: the same sandbox runs again.
+  CHECK(run([&] { return sb->exec("echo room", ".", 20s); }).stdout_text() == "room\n");
+  // Another sandbox of the same backend is unaffected.
+  auto other = run([&] { return backend->acquire(SandboxKey{"tenant", "calm", "agent", ""}, spec); });
+  CHECK(run([&] { return other->exec("echo healthy", ".", 20s); }).stdout_text() == "healthy\n");
+  // The cgroup was recorded and disposal removes it.
+  std::vector<std::string> cgroups;
+  for (const auto& e : fs::directory_iterator(root))
+    if (fs::exists(e.path() / "cgroups"))
+      for (std::ifstream in(e.path() / "cgroups"); std::getline(in, cgroups.emplace_back());) {
+      }
+  std::erase(cgroups, std::string());
+  CHECK_FALSE(cgroups.empty());
+  CHECK_FALSE(run([&] { return backend->reap(std::chrono::seconds(0), std::nullopt); }).undisposed.has_value());
+  for (const auto& dir : cgroups) CHECK_FALSE(fs::exists(dir));
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}
+
+TEST_CASE("issue 21 item 6: a guest allocating past memory_limit_bytes is stopped inside the sandbox") {
+  if (::geteuid() != 0) FAIL("needs root: this host delegates no cgroup to other users (the docs say what is unbounded)");
+  const fs::path root = fs::temp_directory_path() / ("maf-process-mem-" + std::to_string(::getpid()));
+  process::ProcessBackendConfig c;
+  c.root = root;
+  c.memory_limit_bytes = 32u << 20;
+  auto backend = process::make_process_backend(c);
+  BlockingRunner run;
+  const SandboxSpec spec({.kind = "hog", .requires_capabilities = {Capability::Exec}});
+  auto sb = run([&] { return backend->acquire(SandboxKey{"tenant", "hog", "agent", ""}, spec); });
+  // tail -c keeps the whole window in memory: 256 MiB cannot fit under 32 MiB.
+  const auto hog = run([&] { return sb->exec("head -c 268435456 /dev/zero | tail -c 268435456 | wc -c", ".", 120s); });
+  CHECK(hog.stdout_text() != "268435456\n");
+  CHECK(run([&] { return sb->exec("echo after", ".", 20s); }).stdout_text() == "after\n");
+  CHECK_FALSE(run([&] { return backend->reap(std::chrono::seconds(0), std::nullopt); }).undisposed.has_value());
+  std::error_code ec;
+  fs::remove_all(root, ec);
 }

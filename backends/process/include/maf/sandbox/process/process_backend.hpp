@@ -15,7 +15,8 @@
 /// ProcessBoundaryUnavailable at construction, never a weaker boundary under the same name.
 ///
 /// Declarations, honest and tested (docs/backends/process.md):
-///  - isolation `os_process`: a shared kernel and no cgroup limits, whatever namespaces add;
+///  - isolation `os_process`: a shared kernel, whatever namespaces, seccomp and the default
+///    cgroup bounds on processes and memory add;
 ///  - egress `{closed}` only when a probe at construction shows a confined child cannot
 ///    reach a listener on the host's loopback; otherwise no mode at all, so the router refuses
 ///    closed-egress specs instead of running them open;
@@ -25,6 +26,7 @@
 /// State lives on disk under `root` (one directory per sandbox with a `meta.json`), so
 /// `dispose_scope` and `reap` from a second process find sandboxes the first created.
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -92,6 +94,12 @@ struct ProcessBackendConfig {
   unsigned guest_uid = 1000;
   unsigned guest_gid = 1000;
 
+  /// Default bound on each sandbox's processes (its cgroup's pids.max; Docker's default
+  /// too) and memory (memory.max / memory.limit_in_bytes), applied wherever this host lets
+  /// the backend create cgroups (docs/backends/process.md "Resources"). 0: no limit.
+  std::uint64_t pids_limit = 512;
+  std::uint64_t memory_limit_bytes = std::uint64_t{1} << 30;
+
   /// TEST-ONLY broken double: when true, the host boundary is not built (no drop from
   /// root, /proc as mounted, no seccomp) while the declarations stay the same — so the
   /// HOST_INTEGRITY probes can be shown to fail. Refused at construction unless
@@ -103,8 +111,8 @@ struct ProcessBackendConfig {
 /// Parses the plugin's JSON configuration; unknown keys and wrong types are refused with
 /// ValueError naming the key. Keys: root, bwrap_path, extra_ro_binds ([{host, guest}]),
 /// run_code_interpreter ([argv]), internal_timeout_seconds, max_stdout_bytes,
-/// max_stderr_bytes, guest_uid, guest_gid, setpriv_path, host_uid, host_gid,
-/// test_only_without_host_boundary, test_only_allow_unsafe.
+/// max_stderr_bytes, guest_uid, guest_gid, setpriv_path, host_uid, host_gid, pids_limit,
+/// memory_limit_bytes, test_only_without_host_boundary, test_only_allow_unsafe.
 ProcessBackendConfig process_config_from_json(const nlohmann::json& config);
 
 /// Builds the backend: checks `root` (ProcessRootUnusable), establishes the host boundary
