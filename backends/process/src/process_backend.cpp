@@ -282,6 +282,15 @@ std::filesystem::path default_process_root() {
 std::shared_ptr<SandboxBackend> make_process_backend(ProcessBackendConfig config) {
   if (config.root.empty() || config.root.is_relative())
     throw ValueError("process backend: root '" + config.root.string() + "' must be an absolute host path");
+  for (const auto& bind : config.extra_ro_binds) {
+    // A read-only mount does not stop connect() on a socket: a daemon's socket in the guest
+    // (a container engine's above all) is a request away from host root.
+    struct stat st {};
+    if (!config.test_only_without_host_boundary && ::stat(bind.host.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
+      throw ValueError("process backend: extra_ro_binds host path '" + bind.host +
+                       "' is a socket; a read-only bind does not stop a connection, and a daemon's socket (a "
+                       "container engine's above all) would hand the guest the daemon's authority");
+  }
   return std::make_shared<ProcessBackend>(std::move(config));
 }
 

@@ -5,9 +5,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -453,6 +455,24 @@ TEST_CASE("issue 21: an unusable root is refused at construction, naming it (Pro
   }
   // The default is per user: no two users share it.
   CHECK(process::default_process_root() == "/var/tmp/maf-sandbox-process-" + std::to_string(::geteuid()));
+}
+
+TEST_CASE("issue 21: a socket in extra_ro_binds is refused at construction (a read-only bind still connects)") {
+  const fs::path dir = fs::temp_directory_path() / ("maf-process-sockbind-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path sock = dir / "daemon.sock";
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", sock.c_str());
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  process::ProcessBackendConfig c;
+  c.root = dir / "state";
+  c.extra_ro_binds = {{sock.string(), "/run/docker.sock"}};
+  CHECK_THROWS_WITH(process::make_process_backend(c), Catch::Contains(sock.string()) && Catch::Contains("socket"));
+  ::close(fd);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 TEST_CASE("issue 21: the test-only double is refused without its unsafe flag, and root ids are refused as host_uid") {
