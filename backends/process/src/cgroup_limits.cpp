@@ -60,6 +60,10 @@ bool has_word(const fs::path& file, const std::string& word) {
 /// mkdir that tolerates an existing directory.
 bool make_dir(const fs::path& dir) { return ::mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST; }
 
+/// A base this process can make sandbox cgroups in: it exists (made now, or by another user
+/// earlier — then it may well not be ours to write) and is writable by us.
+bool usable_base(const fs::path& dir) { return make_dir(dir) && ::access(dir.c_str(), W_OK) == 0; }
+
 }  // namespace
 
 CgroupLimits CgroupLimits::detect(std::uint64_t pids_limit, std::uint64_t memory_limit_bytes) {
@@ -74,7 +78,7 @@ CgroupLimits CgroupLimits::detect(std::uint64_t pids_limit, std::uint64_t memory
       // Unified: our own cgroup must delegate the controller to a subtree we create.
       const fs::path parent = fs::path(kCgroupRoot) / fs::path(own_cgroup("")).relative_path();
       const fs::path base = parent / kSubtree;
-      if (make_dir(base) && has_word(base / "cgroup.controllers", resource) &&
+      if (usable_base(base) && has_word(base / "cgroup.controllers", resource) &&
           (has_word(base / "cgroup.subtree_control", resource) ||
            write_file(base / "cgroup.subtree_control", "+" + resource))) {
         c.base = base.string();
@@ -85,7 +89,7 @@ CgroupLimits CgroupLimits::detect(std::uint64_t pids_limit, std::uint64_t memory
       const std::string own = own_cgroup(resource);
       if (fs::exists(mount / "cgroup.procs") && !own.empty()) {
         const fs::path base = mount / fs::path(own).relative_path() / kSubtree;
-        if (make_dir(base)) {
+        if (usable_base(base)) {
           c.base = base.string();
           c.limit_file = resource == "pids" ? "pids.max" : "memory.limit_in_bytes";
         }
