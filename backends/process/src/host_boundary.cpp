@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "bwrap.hpp"
+#include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "seccomp_filter.hpp"
 
@@ -61,35 +62,35 @@ Boundary establish_boundary(const ProcessBackendConfig& config) {
     b.run_as = HostIdentity{static_cast<uid_t>(config.host_uid), static_cast<gid_t>(config.host_gid)};
   }
   if (!kernel_has_seccomp())
-    throw ProcessBoundaryUnavailable("backend 'process': this kernel has no seccomp (no 'Seccomp:' in "
+    throw SandboxBoundaryUnavailable("backend 'process': this kernel has no seccomp (no 'Seccomp:' in "
                                      "/proc/self/status); the os_process boundary needs a seccomp filter");
   try {
     b.seccomp_program = compile_seccomp_program();
   } catch (const std::exception& e) {
-    throw ProcessBoundaryUnavailable(std::string("backend 'process': no seccomp filter: ") + e.what());
+    throw SandboxBoundaryUnavailable(std::string("backend 'process': no seccomp filter: ") + e.what());
   }
   support::SubprocessResult r;
   try {
     r = run_in_scratch(config, b, {"sh", "-c", kVerify});
   } catch (const std::exception& e) {
-    throw ProcessBoundaryUnavailable(std::string("backend 'process': cannot run bubblewrap to verify the boundary: ") +
+    throw SandboxBoundaryUnavailable(std::string("backend 'process': cannot run bubblewrap to verify the boundary: ") +
                                      e.what());
   }
   const std::string kernel_owner = field(r.stdout_bytes, "kernel_owner");
   const std::string uid = field(r.stdout_bytes, "uid");
   const std::string seccomp = field(r.stdout_bytes, "seccomp");
   if (r.exit_code != 0 || kernel_owner.empty() || uid.empty())
-    throw ProcessBoundaryUnavailable(
+    throw SandboxBoundaryUnavailable(
         "backend 'process': bubblewrap could not start a guest in its own user namespace" +
         std::string(b.run_as ? " as uid " + std::to_string(b.run_as->uid) : std::string()) +
         " (unprivileged user namespaces disabled? setpriv missing?): exit " + std::to_string(r.exit_code) + ", " +
         r.stderr_bytes);
   if (kernel_owner == uid)
-    throw ProcessBoundaryUnavailable("backend 'process': the guest's uid " + uid +
+    throw SandboxBoundaryUnavailable("backend 'process': the guest's uid " + uid +
                                      " maps onto host uid 0 (it owns the kernel's /proc/sys); refusing to serve a "
                                      "guest that is host root");
   if (seccomp != "2")
-    throw ProcessBoundaryUnavailable("backend 'process': the guest runs without the seccomp filter (Seccomp: '" +
+    throw SandboxBoundaryUnavailable("backend 'process': the guest runs without the seccomp filter (Seccomp: '" +
                                      seccomp + "'); bubblewrap did not install it");
   return b;
 }
@@ -100,34 +101,34 @@ void check_root(const ProcessBackendConfig& config, const Boundary& boundary) {
   std::error_code ec;
   if (!fs::exists(root, ec)) {
     fs::create_directories(root, ec);
-    if (ec) throw ProcessRootUnusable(name + " cannot be created: " + ec.message());
+    if (ec) throw SandboxStateRootUnusable(name + " cannot be created: " + ec.message());
     // Nobody else lists the sandboxes; bubblewrap as host_uid (root host) may pass through.
     const auto searchable = boundary.run_as ? fs::perms::group_exec | fs::perms::others_exec : fs::perms::none;
     fs::permissions(root, fs::perms::owner_all | searchable, ec);
-    if (ec) throw ProcessRootUnusable(name + " cannot be restricted to its owner: " + ec.message());
+    if (ec) throw SandboxStateRootUnusable(name + " cannot be restricted to its owner: " + ec.message());
   }
   struct stat st {};
-  if (::stat(root.c_str(), &st) != 0) throw ProcessRootUnusable(name + ": " + std::strerror(errno));
-  if (!S_ISDIR(st.st_mode)) throw ProcessRootUnusable(name + " is not a directory");
+  if (::stat(root.c_str(), &st) != 0) throw SandboxStateRootUnusable(name + ": " + std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) throw SandboxStateRootUnusable(name + " is not a directory");
   if (st.st_uid != ::geteuid())
-    throw ProcessRootUnusable(name + " is owned by uid " + std::to_string(st.st_uid) + ", not this user (uid " +
+    throw SandboxStateRootUnusable(name + " is owned by uid " + std::to_string(st.st_uid) + ", not this user (uid " +
                               std::to_string(::geteuid()) + "): its owner could read and plant sandboxes; "
                               "configure a root of your own");
   if (st.st_mode & (S_IWGRP | S_IWOTH))
-    throw ProcessRootUnusable(name + " is writable by group or others: anyone could plant or replace sandboxes");
+    throw SandboxStateRootUnusable(name + " is writable by group or others: anyone could plant or replace sandboxes");
   if (!boundary.run_as) return;
   // bubblewrap runs as host_uid and binds the guest root by path, so every directory on the
   // way must be searchable by it. The root itself is ours to open (search only, no listing).
   if (!(st.st_mode & S_IXOTH) && ::chmod(root.c_str(), (st.st_mode & 07777) | S_IXOTH) != 0)
-    throw ProcessRootUnusable(name + ": cannot make it searchable: " + std::strerror(errno));
+    throw SandboxStateRootUnusable(name + ": cannot make it searchable: " + std::strerror(errno));
   for (fs::path p = root.parent_path(); !p.empty(); p = p.parent_path()) {
     struct stat a {};
-    if (::stat(p.c_str(), &a) != 0) throw ProcessRootUnusable(name + ": '" + p.string() + "': " + std::strerror(errno));
+    if (::stat(p.c_str(), &a) != 0) throw SandboxStateRootUnusable(name + ": '" + p.string() + "': " + std::strerror(errno));
     const bool searchable = a.st_uid == boundary.run_as->uid   ? (a.st_mode & S_IXUSR)
                             : a.st_gid == boundary.run_as->gid ? (a.st_mode & S_IXGRP)
                                                                : (a.st_mode & S_IXOTH);
     if (!searchable)
-      throw ProcessRootUnusable(name + ": its ancestor '" + p.string() + "' cannot be searched by host_uid " +
+      throw SandboxStateRootUnusable(name + ": its ancestor '" + p.string() + "' cannot be searched by host_uid " +
                                 std::to_string(boundary.run_as->uid) +
                                 ", which bubblewrap runs as (chmod o+x it, or choose another root)");
     if (p == p.root_path()) break;

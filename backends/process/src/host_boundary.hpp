@@ -26,12 +26,12 @@ struct Boundary {
 
 /// Builds the boundary for this host and proves it with one confined run: the guest's uid
 /// maps onto no host uid 0 and its seccomp mode is "filter". Throws
-/// ProcessBoundaryUnavailable naming what is missing; ValueError for the test-only double
+/// SandboxBoundaryUnavailable naming what is missing; ValueError for the test-only double
 /// without its unsafe flag.
 Boundary establish_boundary(const ProcessBackendConfig& config);
 
 /// Creates `config.root` if needed and checks it can hold sandboxes for this user and, when
-/// the host is root, be reached by the identity bubblewrap runs as. Throws ProcessRootUnusable.
+/// the host is root, be reached by the identity bubblewrap runs as. Throws SandboxStateRootUnusable.
 void check_root(const ProcessBackendConfig& config, const Boundary& boundary);
 
 }  // namespace maf::sandbox::process

@@ -108,7 +108,7 @@ TEST_CASE("process: a host that cannot establish the boundary is refused at cons
   process::ProcessBackendConfig c;
   c.root = fs::temp_directory_path() / ("maf-process-nobwrap-" + std::to_string(::getpid()));
   c.bwrap_path = "/nonexistent/bwrap";
-  CHECK_THROWS_AS(process::make_process_backend(c), process::ProcessBoundaryUnavailable);
+  CHECK_THROWS_AS(process::make_process_backend(c), SandboxBoundaryUnavailable);
   CHECK_THROWS_WITH(process::make_process_backend(c), Catch::Contains("bubblewrap"));
   std::error_code ec;
   fs::remove_all(c.root, ec);
@@ -417,7 +417,7 @@ TEST_CASE("issue 21: /proc's kernel interfaces are read-only or masked in the gu
   CHECK(f.exec(*sb, "test -e /sys/kernel").exit_code == 1);  // no /sys at all
 }
 
-TEST_CASE("issue 21: an unusable root is refused at construction, naming it (ProcessRootUnusable)") {
+TEST_CASE("issue 21: an unusable root is refused at construction, naming it (SandboxStateRootUnusable)") {
   const fs::path base = fs::temp_directory_path() / ("maf-process-badroot-" + std::to_string(::getpid()));
   fs::create_directories(base);
   fs::permissions(base, fs::perms::owner_all | fs::perms::others_exec | fs::perms::group_exec);
@@ -433,7 +433,7 @@ TEST_CASE("issue 21: an unusable root is refused at construction, naming it (Pro
     c.root = root;
     try {
       process::make_process_backend(c);
-    } catch (const process::ProcessRootUnusable& e) {
+    } catch (const SandboxStateRootUnusable& e) {
       return e.what();
     }
     return "not refused";

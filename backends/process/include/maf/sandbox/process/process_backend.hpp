@@ -12,7 +12,7 @@
 /// not in the guest's tree.
 ///
 /// A host that cannot give all of that (no unprivileged user namespaces, no seccomp) gets
-/// ProcessBoundaryUnavailable at construction, never a weaker boundary under the same name.
+/// SandboxBoundaryUnavailable at construction, never a weaker boundary under the same name.
 ///
 /// Declarations, honest and tested (docs/backends/process.md):
 ///  - isolation `os_process`: a shared kernel, whatever namespaces, seccomp and the default
@@ -36,24 +36,9 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "maf/sandbox/backend.hpp"
-#include "maf/sandbox/errors.hpp"
 
 namespace maf::sandbox::process {
 
-/// The host cannot establish the boundary `os_process` promises here (no user namespaces,
-/// no seccomp, no way to drop from root): the message names what is missing.
-class ProcessBoundaryUnavailable : public OSError {
-public:
-  explicit ProcessBoundaryUnavailable(const std::string& message) : OSError(message) {}
-};
-
-/// The configured (or default) `root` cannot hold sandboxes: it cannot be created, is not
-/// a directory, is not owned by this user, is writable by others, or (host root) cannot be
-/// searched by `host_uid`. The message names the path.
-class ProcessRootUnusable : public PermissionError {
-public:
-  explicit ProcessRootUnusable(const std::string& message) : PermissionError(message) {}
-};
 
 /// A host path bound read-only into every guest.
 struct ReadOnlyBind {
@@ -115,8 +100,9 @@ struct ProcessBackendConfig {
 /// memory_limit_bytes, test_only_without_host_boundary, test_only_allow_unsafe.
 ProcessBackendConfig process_config_from_json(const nlohmann::json& config);
 
-/// Builds the backend: checks `root` (ProcessRootUnusable), establishes the host boundary
-/// (ProcessBoundaryUnavailable) and probes the network namespace (a local bwrap run).
+/// Builds the backend: checks `root` (SandboxStateRootUnusable: cannot be created, not a
+/// directory, not owned by this user, writable by others, or — host root — not searchable
+/// by `host_uid`), establishes the host boundary (SandboxBoundaryUnavailable) and probes the network namespace (a local bwrap run).
 std::shared_ptr<SandboxBackend> make_process_backend(ProcessBackendConfig config = {});
 
 }  // namespace maf::sandbox::process
