@@ -8,6 +8,7 @@ find_package(spdlog 1.10 REQUIRED)                # libspdlog-dev
 find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)   # libssl-dev (SHA-256 for label digests)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)   # libutf8proc-dev
+pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)     # libseccomp-dev (process backend filter)
 if(MAF_SANDBOX_BUILD_TESTS)
   find_package(Catch2 2.13 REQUIRED)              # catch2 (v2 API)
 endif()

@@ -25,10 +25,11 @@ set(CPACK_DEBIAN_PACKAGE_SECTION "libs")
 set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/maf-sandbox/maf-sandbox")
 # Spelled out rather than computed by dpkg-shlibdeps so the list is reviewed; 90-package
 # checks that every shared library the installed files load comes from one of these
-# packages. bubblewrap is the process backend's boundary (run, not linked); libcurl4 is the
-# ACAS backend's transport.
+# packages. bubblewrap is the process backend's boundary (run, not linked), with
+# libseccomp2 (its filter, linked) and util-linux (setpriv, run to drop a root host to
+# host_uid); libcurl4 is the ACAS backend's transport.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libc6, libstdc++6, libgcc-s1, libfmt9, libspdlog1.10, libutf8proc2, libssl3, libcurl4, bubblewrap")
+    "libc6, libstdc++6, libgcc-s1, libfmt9, libspdlog1.10, libutf8proc2, libssl3, libcurl4, libseccomp2, bubblewrap, util-linux")
 # Building a host or a plugin against the headers needs the header-only dependencies too.
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS
     "libboost-dev (>= 1.74), nlohmann-json3-dev (>= 3.10), libfmt-dev, libspdlog-dev, docker.io")

@@ -132,6 +132,7 @@ RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, Subje
     if (auto* posix = dynamic_cast<PosixGuestSubject*>(subject.get())) {
       posix->set_exec_timeout(o.exec_timeout);
       if (!o.raw_frame_tool.empty()) posix->set_raw_frame_tool(o.raw_frame_tool);
+      posix->set_host_boundary(o.host_boundary ? *o.host_boundary : default_host_boundary_claims(backend.isolation()));
     }
     report.work_dir = subject->working_directory();
 

@@ -24,7 +24,8 @@ Capability gate_capability(Suite suite) {
     case Suite::FilesDelete: return Capability::FilesDelete;
     case Suite::Exec:
     case Suite::Egress:
-    case Suite::EgressClosed: return Capability::Exec;
+    case Suite::EgressClosed:
+    case Suite::HostIntegrity: return Capability::Exec;
   }
   return Capability::Exec;
 }
@@ -78,6 +79,7 @@ void plant_for(Suite suite, ConformanceSubject& subject, const ConformancePaths&
     case Suite::Exec:
     case Suite::Egress:
     case Suite::EgressClosed:
+    case Suite::HostIntegrity:
       // R10: nothing guarantees the working directory exists; a marker creates it.
       subject.plant_file(paths.in_work(".probe-cwd"), "");
       break;
@@ -95,6 +97,7 @@ std::span<const Probe> probes(Suite suite) {
     case Suite::FilesDelete: return detail::files_delete_probes();
     case Suite::Egress: return detail::egress_probes();
     case Suite::EgressClosed: return detail::egress_closed_probes();
+    case Suite::HostIntegrity: return detail::host_integrity_probes();
   }
   return {};
 }
@@ -107,6 +110,10 @@ void require_gate(const ConformanceSubject& subject, Suite suite) {
                                   subject.capabilities().to_string("none") +
                                   "); skipping every probe would be a green run that attacked nothing — pass the "
                                   "backend's own declared capabilities");
+  if (suite == Suite::HostIntegrity && !subject.host_boundary().promised)
+    throw SuiteRefused(suite, label + " refused: the subject promises no host boundary (its backend's isolation rung "
+                                      "is below os_process: the guest is a host process); attacking a boundary never "
+                                      "promised proves nothing");
   if (const auto mode = gate_egress(suite); mode && subject.enforced_egress() != mode) {
     const auto enforced = subject.enforced_egress();
     throw SuiteRefused(suite, label + " refused: the subject declares no " + upper(to_string(*mode)) +

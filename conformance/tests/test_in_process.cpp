@@ -35,7 +35,7 @@ TEST_CASE("conformance: probe tables are ordered, complete and uniquely named (Â
   const std::vector<std::pair<Suite, std::pair<std::string, std::size_t>>> expected{
       {Suite::FilesOut, {"FO", 12}}, {Suite::FilesIn, {"FI", 12}}, {Suite::Exec, {"EX", 7}},
       {Suite::FilesDelete, {"FD", 10}}, {Suite::Egress, {"EG", 3}}, {Suite::EgressClosed, {"EC", 3}},
-      {Suite::ReadCap, {"CAP", 2}}};
+      {Suite::ReadCap, {"CAP", 2}}, {Suite::HostIntegrity, {"HI", 6}}};
   for (const auto& [suite, want] : expected) {
     const auto table = probes(suite);
     REQUIRE(table.size() == want.second);
@@ -154,5 +154,18 @@ TEST_CASE("conformance: R8 measure_files_delete_probes has no gate and no verdic
 TEST_CASE("conformance: suite names parse both spellings; unknown names are refused by name") {
   CHECK(parse_suite("files_out") == Suite::FilesOut);
   CHECK(parse_suite("EGRESS_CLOSED") == Suite::EgressClosed);
+  CHECK(parse_suite("host_integrity") == Suite::HostIntegrity);
   CHECK_THROWS_WITH(parse_suite("network"), Catch::Contains("'network'") && Catch::Contains("egress_closed"));
+}
+
+TEST_CASE("conformance: HOST_INTEGRITY's gate refuses a subject that promises no host boundary (isolation none)") {
+  CHECK_FALSE(default_host_boundary_claims("none").promised);
+  CHECK_FALSE(default_host_boundary_claims("runtime").promised);
+  CHECK(default_host_boundary_claims("os_process").promised);
+  CHECK_FALSE(default_host_boundary_claims("os_process").root_confined_by_engine);
+  CHECK(default_host_boundary_claims("container").root_confined_by_engine);
+  CHECK(default_host_boundary_claims("microvm").root_confined_by_engine);
+  // An unknown rung is held to everything.
+  const auto unknown = default_host_boundary_claims("something-new");
+  CHECK((unknown.promised && !unknown.root_confined_by_engine && unknown.seccomp));
 }

@@ -4,7 +4,12 @@
 // backend's construction-time probe — must fail the EGRESS_CLOSED probes.
 #include <catch2/catch.hpp>
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include <filesystem>
 #include <fstream>
@@ -43,7 +48,7 @@ const SuiteReport* find(const RunReport& r, Suite s) {
 
 }  // namespace
 
-TEST_CASE("conformance: the process backend is green on every suite it declares (FO, CAP, FI, FD, EC, EX)") {
+TEST_CASE("conformance: the process backend is green on every suite it declares (FO, CAP, FI, FD, EC, HI, EX)") {
   test::TempDir root("maf-conformance-process");
   PluginRegistry registry({MAF_TEST_PLUGIN_DIR});
   auto backend = process_backend(registry, {{"root", root.path().string()}});
@@ -51,16 +56,20 @@ TEST_CASE("conformance: the process backend is green on every suite it declares 
 
   const auto report = run_conformance(*backend, RunnerOptions{});
   std::cout << render_table(report);
-  for (Suite s : {Suite::FilesOut, Suite::ReadCap, Suite::FilesIn, Suite::FilesDelete, Suite::EgressClosed, Suite::Exec}) {
+  for (Suite s : {Suite::FilesOut, Suite::ReadCap, Suite::FilesIn, Suite::FilesDelete, Suite::EgressClosed,
+                  Suite::HostIntegrity, Suite::Exec}) {
     INFO(suite_label(s));
     const auto* sr = find(report, s);
     REQUIRE(sr);
     CHECK(sr->status == SuiteStatus::Ran);
     CHECK(ids_with(sr->results, Outcome::Fail).empty());
-    // EC-2 is skipped (with its reason) only on a host with nothing but loopback.
-    const bool ec2_skips = s == Suite::EgressClosed && !test::host_has_non_loopback_address();
-    CHECK(ids_with(sr->results, Outcome::Skip) == (ec2_skips ? Ids{"EC-2"} : Ids{}));
-    CHECK(ids_with(sr->results, Outcome::Pass).size() == probes(s).size() - (ec2_skips ? 1 : 0));
+    // EC-2 is skipped (with its reason) only on a host with nothing but loopback; HI-2 only
+    // on a kernel without /proc/sysrq-trigger.
+    Ids skips;
+    if (s == Suite::EgressClosed && !test::host_has_non_loopback_address()) skips = {"EC-2"};
+    if (s == Suite::HostIntegrity) skips = host_integrity_skips_on_this_kernel();
+    CHECK(ids_with(sr->results, Outcome::Skip) == skips);
+    CHECK(ids_with(sr->results, Outcome::Pass).size() == probes(s).size() - skips.size());
   }
   const auto* eg = find(report, Suite::Egress);
   REQUIRE(eg);
@@ -107,7 +116,9 @@ TEST_CASE("conformance: broken double — a process backend whose bwrap drops --
          "fi\n"
          "exec '" << real_bwrap << "' \"$@\"\n";
   }
-  fs::permissions(wrapper, fs::perms::owner_all);
+  // Runnable by the process backend's host_uid (a root host runs bubblewrap as it).
+  fs::permissions(wrapper, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
   PluginRegistry registry({MAF_TEST_PLUGIN_DIR});
   auto backend = process_backend(registry, {{"root", (root.path() / "state").string()}, {"bwrap_path", wrapper.string()}});
   REQUIRE(backend->declarations().egress_modes.contains(Egress::Closed));  // it claims closed…
@@ -121,4 +132,93 @@ TEST_CASE("conformance: broken double — a process backend whose bwrap drops --
   const auto failed = ids_with(report.suites[0].results, Outcome::Fail);
   CHECK(failed == (test::host_has_non_loopback_address() ? Ids{"EC-1", "EC-2", "EC-3"} : Ids{"EC-1", "EC-3"}));
   CHECK(report.exit_code() == 1);
+}
+
+namespace {
+
+/// A listening unix socket standing in for a container engine's (HI-3's bait).
+class FakeEngineSocket {
+public:
+  explicit FakeEngineSocket(const fs::path& path) : path_(path) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(fd_, 1) == 0);
+  }
+  ~FakeEngineSocket() { ::close(fd_); }
+
+private:
+  fs::path path_;
+  int fd_ = -1;
+};
+
+/// The process backend built WITHOUT its host boundary (the test-only switch), with a fake
+/// engine socket bound at /run/docker.sock.
+std::shared_ptr<SandboxBackend> unbounded_process_backend(PluginRegistry& registry, const fs::path& dir) {
+  return process_backend(registry, {{"root", (dir / "state").string()},
+                                    {"test_only_without_host_boundary", true},
+                                    {"test_only_allow_unsafe", true},
+                                    {"extra_ro_binds", {{{"host", (dir / "engine.sock").string()},
+                                                         {"guest", "/run/docker.sock"}}}}});
+}
+
+/// What the unbounded double must fail on this host. As root every probe can fail; as any
+/// other user the guest is that user, so only the socket and the missing filter show.
+Ids unbounded_failures() {
+  if (::geteuid() != 0) return {"HI-3", "HI-5"};
+  Ids failed{"HI-1"};
+  if (fs::exists("/proc/sysrq-trigger")) failed.push_back("HI-2");
+  failed.insert(failed.end(), {"HI-3", "HI-4", "HI-5", "HI-6"});
+  return failed;
+}
+
+}  // namespace
+
+TEST_CASE("conformance: the test-only switch without its unsafe flag is refused at construction") {
+  test::TempDir root("maf-conformance-process-unsafe");
+  PluginRegistry registry({MAF_TEST_PLUGIN_DIR});
+  CHECK_THROWS_WITH(process_backend(registry, {{"root", root.path().string()}, {"test_only_without_host_boundary", true}}),
+                    Catch::Contains("test_only_allow_unsafe"));
+}
+
+TEST_CASE("conformance: broken double — a process backend without its host boundary fails HI-1…HI-6") {
+  test::TempDir dir("maf-conformance-process-unbounded");
+  FakeEngineSocket engine(dir.path() / "engine.sock");
+  PluginRegistry registry({MAF_TEST_PLUGIN_DIR});
+  auto backend = unbounded_process_backend(registry, dir.path());
+  const std::string core_pattern_before = [] {
+    std::ifstream in("/proc/sys/kernel/core_pattern");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+
+  RunnerOptions o;
+  o.suites = {Suite::HostIntegrity};
+  const auto report = run_conformance(*backend, o);
+  std::cout << render_table(report);
+  REQUIRE(report.suites.size() == 1);
+  CHECK(ids_with(report.suites[0].results, Outcome::Fail) == unbounded_failures());
+  CHECK(report.exit_code() == 1);
+  // HI-1 failed by writing back exactly what it read: the host's value is unchanged.
+  std::ifstream after("/proc/sys/kernel/core_pattern");
+  CHECK(std::string(std::istreambuf_iterator<char>(after), {}) == core_pattern_before);
+}
+
+TEST_CASE("conformance: broken double — HI-4 judges a root guest by the engine's confinement, and it fails here") {
+  if (::geteuid() != 0) FAIL("needs root: only a root host can make the guest host root");
+  test::TempDir dir("maf-conformance-process-rootclaim");
+  FakeEngineSocket engine(dir.path() / "engine.sock");
+  PluginRegistry registry({MAF_TEST_PLUGIN_DIR});
+  auto backend = unbounded_process_backend(registry, dir.path());
+  RunnerOptions o;
+  o.suites = {Suite::HostIntegrity};
+  o.host_boundary = HostBoundaryClaims{.root_confined_by_engine = true, .seccomp = true};
+  const auto report = run_conformance(*backend, o);
+  REQUIRE(report.suites.size() == 1);
+  const auto& results = report.suites[0].results;
+  REQUIRE(results.size() == 6);
+  CHECK(results[3].id == "HI-4");
+  CHECK(results[3].failed());
+  CHECK_THAT(results[3].message, Catch::Contains("/proc/sys is not mounted read-only"));
 }

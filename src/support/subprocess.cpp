@@ -197,6 +197,8 @@ public:
     posix_spawn_file_actions_adddup2(&actions, out_pipe.write.get(), STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&actions, err_pipe.write.get(), STDERR_FILENO);
     if (!options_.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, options_.cwd.c_str());
+    // dup2 onto itself clears FD_CLOEXEC in the child only (POSIX 2024, glibc >= 2.29).
+    for (const int fd : options_.keep_fds) posix_spawn_file_actions_adddup2(&actions, fd, fd);
 
     // The child starts with default dispositions and an empty mask whatever the host did
     // (an ignored SIGPIPE or a blocked SIGTERM would otherwise survive exec), in its own
@@ -540,6 +542,8 @@ boost::asio::awaitable<SubprocessResult> run_subprocess(SubprocessOptions option
   const auto started = std::chrono::steady_clock::now();
   if (options.argv.empty() || options.argv.front().empty())
     throw ValueError("run_subprocess: argv must name a program (argv is empty)");
+  for (const int fd : options.keep_fds)
+    if (fd <= 2) throw ValueError("run_subprocess: keep_fds entry " + std::to_string(fd) + " is not above 2");
   auto executor = co_await asio::this_coro::executor;
   auto run = std::make_shared<Run>(executor, std::move(options));
   run->spawn();

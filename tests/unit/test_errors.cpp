@@ -34,6 +34,8 @@ TEST_CASE("C-105: lineage of the OS family: policy refusals are PermissionErrors
   STATIC_REQUIRE(is_a<NotADirectoryError, OSError>);
   STATIC_REQUIRE(is_a<SandboxBackendNotPermitted, PermissionError>);
   STATIC_REQUIRE(is_a<SandboxEgressNotEnforced, PermissionError>);
+  STATIC_REQUIRE(is_a<SandboxBoundaryUnavailable, OSError>);
+  STATIC_REQUIRE(is_a<SandboxStateRootUnusable, PermissionError>);
   STATIC_REQUIRE(is_a<SandboxTransferLimitsNotPermitted, PermissionError>);
   STATIC_REQUIRE(is_a<PermissionError, OSError>);
   STATIC_REQUIRE(is_a<TimeoutError, OSError>);

@@ -11,6 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -340,4 +341,32 @@ TEST_CASE("subprocess: 1000 spawns leave descriptor and child counts unchanged",
   }
   CHECK(open_fd_count() == fds_before);
   CHECK(child_count() == children_before);
+}
+
+TEST_CASE("subprocess: keep_fds hands exactly the named O_CLOEXEC descriptor to the child, under its number") {
+  int p[2];
+  REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+  REQUIRE(::write(p[1], "seccomp", 7) == 7);
+  ::close(p[1]);
+  int other[2];
+  REQUIRE(::pipe2(other, O_CLOEXEC) == 0);
+  SubprocessOptions o;
+  o.argv = {"sh", "-c", "cat <&" + std::to_string(p[0]) + "; [ -e /proc/self/fd/" + std::to_string(other[0]) +
+                            " ] && echo leaked; exit 0"};
+  o.keep_fds = {p[0]};
+  const auto r = run(o);
+  CHECK(r.ok());
+  CHECK(r.stdout_bytes == "seccomp");  // read from the kept descriptor; the other one stayed home
+  // The parent's copy is still close-on-exec: only that child got it.
+  CHECK((::fcntl(p[0], F_GETFD) & FD_CLOEXEC) != 0);
+  ::close(p[0]);
+  ::close(other[0]);
+  ::close(other[1]);
+}
+
+TEST_CASE("subprocess: keep_fds refuses the standard descriptors (ValueError)") {
+  SubprocessOptions o;
+  o.argv = {"true"};
+  o.keep_fds = {1};
+  CHECK_THROWS_AS(run(o), maf::sandbox::ValueError);
 }

@@ -82,3 +82,14 @@ TEST_CASE("DX-9: EXEC on its own sandbox passes with no skips; the scope purge s
   auto purge = s.scope.run([&] { return s.scope.backend->dispose_scope(s.scope.scope, s.scope.thread); });
   CHECK_FALSE(purge.undisposed.has_value());
 }
+
+TEST_CASE("HOST_INTEGRITY passes: root in the container is held by the engine's confinement (issue 21)") {
+  Subject s("agent-host");
+  // Docker runs the image's user (root here) without user-namespace remapping: the rung
+  // `container` claims that, and HI-4 then checks the confinement instead of the uid.
+  s.subject->set_host_boundary(default_host_boundary_claims(s.scope.backend->isolation()));
+  auto results = run_host_integrity(*s.subject);
+  report(results);
+  CHECK(ids(results, Outcome::Fail).empty());
+  CHECK(ids_with(results, Outcome::Skip) == host_integrity_skips_on_this_kernel());  // shared kernel
+}

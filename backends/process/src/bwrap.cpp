@@ -9,15 +9,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include <spdlog/spdlog.h>
 
+#include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
+#include "seccomp_filter.hpp"
 
 namespace maf::sandbox::process {
 
@@ -43,6 +47,11 @@ void prepare_guest_root(const GuestTree& tree, const ProcessBackendConfig& confi
   const fs::path root = tree.root_dir();
   for (const char* dir : {"usr", "proc", "dev", "tmp", "etc", "etc/ssl"}) fs::create_directories(root / dir);
   fs::permissions(root / "tmp", fs::perms::all | fs::perms::sticky_bit);
+  // The guest's / is its own (it may create files there, as before): owned by the identity
+  // it maps onto. Nothing in the fresh root is the guest's yet, so the name is safe.
+  if (const auto& owner = tree.owner(); owner && ::chown(root.c_str(), owner->uid, owner->gid) != 0)
+    throw OSError("process backend: cannot hand '" + root.string() + "' to uid " + std::to_string(owner->uid) + ": " +
+                  std::strerror(errno));
   // Debian's merged /usr: the guest's /bin, /lib… are links into the read-only /usr.
   for (const char* link : {"bin", "sbin", "lib", "lib32", "lib64", "libx32"}) {
     const fs::path host = fs::path("/") / link;
@@ -61,15 +70,74 @@ void prepare_guest_root(const GuestTree& tree, const ProcessBackendConfig& confi
   }
 }
 
-std::vector<std::string> bwrap_argv(const ProcessBackendConfig& config, const std::string& root_dir,
-                                    const std::string& working_directory, const std::string& home,
-                                    const std::vector<std::string>& command) {
-  std::vector<std::string> argv{config.bwrap_path, "--bind", root_dir, "/"};
-  for (const auto& view : guest_read_only_views(config)) {
-    argv.insert(argv.end(), {"--ro-bind", view.host, view.guest});
+const std::vector<std::string>& proc_read_only_paths() {
+  // What runc/Docker make read-only: writes here reconfigure the host kernel (sysctls,
+  // sysrq, interrupt affinity, PCI/USB buses, filesystem tunables).
+  static const std::vector<std::string> paths{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus",
+                                              "/proc/fs"};
+  return paths;
+}
+
+const std::vector<std::string>& proc_masked_paths() {
+  // What runc/Docker mask: kernel memory, every user's keys, kernel timers and scheduler
+  // internals (addresses and side channels), firmware and device tables.
+  static const std::vector<std::string> paths{"/proc/kcore",        "/proc/keys",        "/proc/key-users",
+                                              "/proc/timer_list",   "/proc/timer_stats", "/proc/sched_debug",
+                                              "/proc/latency_stats", "/proc/kallsyms",   "/proc/acpi",
+                                              "/proc/scsi",         "/proc/asound"};
+  return paths;
+}
+
+namespace {
+
+/// bubblewrap's /proc options that close the kernel interfaces above. Only what the host's
+/// kernel has: bwrap refuses to bind a missing source or create a file in procfs.
+std::vector<std::string> proc_closure_args() {
+  std::vector<std::string> args;
+  std::error_code ec;
+  for (const auto& p : proc_read_only_paths())
+    if (std::filesystem::exists(p, ec)) args.insert(args.end(), {"--ro-bind", p, p});
+  for (const auto& p : proc_masked_paths()) {
+    if (std::filesystem::is_directory(p, ec)) args.insert(args.end(), {"--tmpfs", p, "--remount-ro", p});
+    else if (std::filesystem::exists(p, ec)) args.insert(args.end(), {"--ro-bind", "/dev/null", p});
   }
-  argv.insert(argv.end(), {"--proc", "/proc", "--dev", "/dev",
-                           // Namespaces: the guest is an unprivileged uid in its own user
+  return args;
+}
+
+}  // namespace
+
+Launch::Launch(const ProcessBackendConfig& config, const Boundary& boundary, const std::string& root_dir,
+               const std::string& working_directory, const std::string& home, const std::vector<std::string>& command,
+               const std::vector<std::string>& join_cgroups) {
+  if (!join_cgroups.empty()) {
+    // posix_spawn cannot place a child in a cgroup, and moving it afterwards races its first
+    // fork: a shell (still the host's identity) joins each cgroup itself, then execs the rest,
+    // so bubblewrap and every guest process start inside the bound.
+    argv.insert(argv.end(), {"/bin/sh", "-c",
+                             "n=$1; shift; while [ \"$n\" -gt 0 ]; do echo $$ > \"$1\" || { echo \"" +
+                                 std::string(kCgroupJoinFailure) +
+                                 "cannot join $1\" >&2; exit 125; }; shift; n=$((n-1)); done; exec \"$@\"",
+                             "maf-sandbox-cgroup", std::to_string(join_cgroups.size())});
+    argv.insert(argv.end(), join_cgroups.begin(), join_cgroups.end());
+  }
+  if (boundary.run_as) {
+    // setpriv (util-linux) drops to the unprivileged identity before bwrap starts, so the
+    // user namespace bwrap creates maps the guest onto it, never onto host root. Dropping
+    // from root clears every capability (no keep-caps), and --clear-groups root's groups.
+    argv.insert(argv.end(), {config.setpriv_path, "--reuid=" + std::to_string(boundary.run_as->uid),
+                             "--regid=" + std::to_string(boundary.run_as->gid), "--clear-groups", "--"});
+  }
+  argv.insert(argv.end(), {config.bwrap_path, "--bind", root_dir, "/"});
+  for (const auto& view : guest_read_only_views(config)) argv.insert(argv.end(), {"--ro-bind", view.host, view.guest});
+  argv.insert(argv.end(), {"--proc", "/proc", "--dev", "/dev"});
+  if (boundary.enforced) {
+    const auto closure = proc_closure_args();
+    argv.insert(argv.end(), closure.begin(), closure.end());
+    const int fd = seccomp_program_fd(boundary.seccomp_program);
+    keep_fds.push_back(fd);
+    argv.insert(argv.end(), {"--seccomp", std::to_string(fd)});
+  }
+  argv.insert(argv.end(), {// Namespaces: the guest is an unprivileged uid in its own user
                            // namespace, with no capabilities and no network but loopback.
                            "--unshare-user", "--uid", std::to_string(config.guest_uid), "--gid",
                            std::to_string(config.guest_gid), "--unshare-pid", "--unshare-ipc", "--unshare-uts",
@@ -79,10 +147,53 @@ std::vector<std::string> bwrap_argv(const ProcessBackendConfig& config, const st
                            "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp", "--chdir",
                            working_directory, "--"});
   argv.insert(argv.end(), command.begin(), command.end());
-  return argv;
 }
 
-bool probe_network_namespace(const ProcessBackendConfig& config) {
+Launch::~Launch() {
+  for (const int fd : keep_fds) ::close(fd);
+}
+
+support::SubprocessResult run_in_scratch(const ProcessBackendConfig& config, const Boundary& boundary,
+                                         const std::vector<std::string>& command) {
+  namespace fs = std::filesystem;
+  static std::atomic<unsigned> counter{0};
+  const fs::path scratch = fs::temp_directory_path() / ("maf-sandbox-probe-" + std::to_string(::getpid()) + "-" +
+                                                        std::to_string(counter++));
+  struct Cleanup {
+    fs::path path;
+    ~Cleanup() {
+      try {
+        remove_host_tree(path.string());
+      } catch (const std::exception&) {
+      }
+    }
+  } cleanup{scratch};
+  fs::create_directories(scratch);
+  GuestTree tree(scratch.string(), guest_read_only_views(config), guest_virtual_dirs(), boundary.run_as);
+  prepare_guest_root(tree, config);
+  const Launch launch(config, boundary, scratch.string(), "/", "/tmp", command);
+  boost::asio::io_context io;
+  support::SubprocessResult result;
+  std::exception_ptr error;
+  boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<void> {
+        support::SubprocessOptions o;
+        o.argv = launch.argv;
+        o.keep_fds = launch.keep_fds;
+        o.cwd = "/";
+        o.timeout = config.internal_timeout;
+        o.max_stdout = 4096;
+        o.max_stderr = 4096;
+        result = co_await support::run_subprocess(std::move(o));
+      },
+      [&](std::exception_ptr e) { error = e; });
+  io.run();
+  if (error) std::rethrow_exception(error);
+  return result;
+}
+
+bool probe_network_namespace(const ProcessBackendConfig& config, const Boundary& boundary) {
   // A listener on the host's loopback; the confined child tries to connect. The kernel
   // completes a connection into the backlog without accept(), so "nothing queued" after the
   // child exits means it never got through.
@@ -98,32 +209,11 @@ bool probe_network_namespace(const ProcessBackendConfig& config) {
     return false;
   }
   const std::string port = std::to_string(ntohs(addr.sin_port));
-  namespace fs = std::filesystem;
-  const fs::path scratch = fs::temp_directory_path() / ("maf-sandbox-netprobe-" + std::to_string(::getpid()));
   bool confined = false;
   try {
-    fs::create_directories(scratch);
-    GuestTree tree(scratch.string(), guest_read_only_views(config), guest_virtual_dirs());
-    prepare_guest_root(tree, config);
     // bash's /dev/tcp needs no tool beyond the shell Debian always ships. Exit 0 = reached.
-    auto argv = bwrap_argv(config, scratch.string(), "/", "/tmp",
-                           {"bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/" + port + " && echo reached"});
-    boost::asio::io_context io;
-    support::SubprocessResult result;
-    std::exception_ptr error;
-    boost::asio::co_spawn(
-        io,
-        [&]() -> boost::asio::awaitable<void> {
-          support::SubprocessOptions o;
-          o.argv = argv;
-          o.timeout = config.internal_timeout;
-          o.max_stdout = 4096;
-          o.max_stderr = 4096;
-          result = co_await support::run_subprocess(std::move(o));
-        },
-        [&](std::exception_ptr e) { error = e; });
-    io.run();
-    if (error) std::rethrow_exception(error);
+    const auto result =
+        run_in_scratch(config, boundary, {"bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/" + port + " && echo reached"});
     const int queued = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     if (queued >= 0) ::close(queued);
     // Confined iff bwrap ran (its own failures exit 1 with "bwrap:" on stderr), the connect
@@ -139,9 +229,6 @@ bool probe_network_namespace(const ProcessBackendConfig& config) {
     confined = false;
   }
   ::close(listener);
-  std::error_code ec;
-  remove_host_tree(scratch.string());
-  (void)ec;
   return confined;
 }
 

@@ -1,12 +1,17 @@
 #pragma once
 // The bubblewrap command line of a process sandbox, built in one place so every command —
 // workload exec, run_code and the network probe — gets the same confinement.
+#include <sys/types.h>
+
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "guest_tree.hpp"
+#include "host_boundary.hpp"
 #include "maf/sandbox/process/process_backend.hpp"
+#include "maf/sandbox/support/subprocess.hpp"
 
 namespace maf::sandbox::process {
 
@@ -23,13 +28,38 @@ std::vector<std::string> guest_virtual_dirs();
 /// Creates the mount points and /bin, /lib… links in a fresh private root.
 void prepare_guest_root(const GuestTree& tree, const ProcessBackendConfig& config);
 
-/// argv for running `command` (argv form) inside the sandbox rooted at `root_dir`.
-std::vector<std::string> bwrap_argv(const ProcessBackendConfig& config, const std::string& root_dir,
-                                    const std::string& working_directory, const std::string& home,
-                                    const std::vector<std::string>& command);
+/// The kernel interfaces under /proc that the guest sees read-only, and those masked
+/// (files by /dev/null, directories by an empty tmpfs) — where the host kernel has them.
+const std::vector<std::string>& proc_read_only_paths();
+const std::vector<std::string>& proc_masked_paths();
+
+/// One command's bubblewrap invocation: its argv and the descriptors it reads (the seccomp
+/// program), which this object owns and closes when the run is over.
+class Launch {
+public:
+  /// `command` (argv form) inside the sandbox rooted at `root_dir`, started inside the
+  /// cgroups whose `cgroup.procs` files `join_cgroups` names (none: the caller's cgroups).
+  Launch(const ProcessBackendConfig& config, const Boundary& boundary, const std::string& root_dir,
+         const std::string& working_directory, const std::string& home, const std::vector<std::string>& command,
+         const std::vector<std::string>& join_cgroups = {});
+  ~Launch();
+  Launch(const Launch&) = delete;
+  Launch& operator=(const Launch&) = delete;
+
+  std::vector<std::string> argv;
+  std::vector<int> keep_fds;
+};
+
+/// What a Launch's cgroup step prints (then exit 125) when it cannot join a cgroup.
+inline constexpr std::string_view kCgroupJoinFailure = "maf-sandbox-cgroup: ";
+
+/// Runs `command` confined in a throwaway tree under the temp directory (the backend's own
+/// construction-time probes). Throws what run_subprocess throws.
+support::SubprocessResult run_in_scratch(const ProcessBackendConfig& config, const Boundary& boundary,
+                                         const std::vector<std::string>& command);
 
 /// True when a confined child cannot connect to a listener on the host's loopback: the
 /// network namespace is in force. Any failure to run the probe reads as false.
-bool probe_network_namespace(const ProcessBackendConfig& config);
+bool probe_network_namespace(const ProcessBackendConfig& config, const Boundary& boundary);
 
 }  // namespace maf::sandbox::process

@@ -114,8 +114,12 @@ void remove_at(int parent_fd, const std::string& name, const std::string& guest_
 
 }  // namespace
 
-GuestTree::GuestTree(std::string root_dir, std::vector<MountView> read_only, std::vector<std::string> virtual_dirs)
-    : root_dir_(std::move(root_dir)), read_only_(std::move(read_only)), virtual_dirs_(std::move(virtual_dirs)) {}
+GuestTree::GuestTree(std::string root_dir, std::vector<MountView> read_only, std::vector<std::string> virtual_dirs,
+                     std::optional<HostIdentity> owner)
+    : root_dir_(std::move(root_dir)),
+      read_only_(std::move(read_only)),
+      virtual_dirs_(std::move(virtual_dirs)),
+      owner_(owner) {}
 
 GuestTree::Located GuestTree::locate(const std::string& guest_path) const {
   const std::string p = normalize_guest_path(guest_path);
@@ -174,7 +178,8 @@ void GuestTree::ensure_directory(const std::string& guest_path) const {
     walked += "/" + comp;
     i = j + 1;
     if (comp.empty()) continue;
-    if (::mkdirat(cur.get(), comp.c_str(), 0755) != 0 && errno != EEXIST) fail(errno, "create directory", walked);
+    const bool created = ::mkdirat(cur.get(), comp.c_str(), 0755) == 0;
+    if (!created && errno != EEXIST) fail(errno, "create directory", walked);
     Fd next(::openat(cur.get(), comp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!next) {
       if (errno == ELOOP || errno == ENOTDIR) {
@@ -185,6 +190,8 @@ void GuestTree::ensure_directory(const std::string& guest_path) const {
       }
       fail(errno, "open directory", walked);
     }
+    // Through the descriptor just opened, never the name: a swapped-in link is not followed.
+    if (created && owner_ && ::fchown(next.get(), owner_->uid, owner_->gid) != 0) fail(errno, "chown", walked);
     cur = std::move(next);
   }
 }
@@ -204,6 +211,7 @@ void GuestTree::write_file(const std::string& guest_path, std::string_view conte
   struct stat st {};
   if (::fstat(file.get(), &st) != 0 || !S_ISREG(st.st_mode))
     throw OSError("guest path '" + guest_path + "' is not a regular file; refusing to write");
+  if (owner_ && ::fchown(file.get(), owner_->uid, owner_->gid) != 0) fail(errno, "chown", guest_path);
   std::size_t done = 0;
   while (done < content.size()) {
     const ssize_t n = ::write(file.get(), content.data() + done, content.size() - done);

@@ -7,6 +7,8 @@
 // by a check that could race. What remains racy is documented in docs/backends/process.md:
 // between the NVI's ancestor walk and this call the guest can swap a *directory* for another
 // directory; it cannot make the host follow a link.
+#include <sys/types.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -16,6 +18,14 @@
 #include "maf/sandbox/sandbox.hpp"
 
 namespace maf::sandbox::process {
+
+/// An unprivileged host uid/gid: the one a root host runs bubblewrap as, so the guest's
+/// user namespace maps onto it, and so the owner of what the host side creates in the
+/// guest's private root (the guest can then write there).
+struct HostIdentity {
+  uid_t uid = 0;
+  gid_t gid = 0;
+};
 
 /// A read-only bind as the guest sees it: `guest` (absolute) shows host `host`.
 struct MountView {
@@ -27,7 +37,9 @@ class GuestTree {
 public:
   /// `root_dir`: the sandbox's private root on the host. `read_only`: binds over it.
   /// `virtual_dirs`: kernel filesystems (/proc, /dev) the host side never reaches into.
-  GuestTree(std::string root_dir, std::vector<MountView> read_only, std::vector<std::string> virtual_dirs);
+  /// `owner`: who owns what the host side creates; absent: the caller (see HostIdentity).
+  GuestTree(std::string root_dir, std::vector<MountView> read_only, std::vector<std::string> virtual_dirs,
+            std::optional<HostIdentity> owner = std::nullopt);
 
   std::optional<GuestStat> lstat(const std::string& guest_path) const;
   void write_file(const std::string& guest_path, std::string_view content) const;
@@ -39,6 +51,7 @@ public:
   void ensure_directory(const std::string& guest_path) const;
 
   const std::string& root_dir() const noexcept { return root_dir_; }
+  const std::optional<HostIdentity>& owner() const noexcept { return owner_; }
 
 private:
   struct Located {
@@ -53,6 +66,7 @@ private:
   std::string root_dir_;
   std::vector<MountView> read_only_;
   std::vector<std::string> virtual_dirs_;
+  std::optional<HostIdentity> owner_;
 };
 
 /// Remove `path` (a directory tree) without following links; missing is fine.

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "bwrap.hpp"
+#include "host_boundary.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/paths.hpp"
@@ -61,16 +62,31 @@ std::optional<Record> read_record(const fs::path& dir) {
   }
 }
 
+std::shared_ptr<const Boundary> make_boundary(const ProcessBackendConfig& config) {
+  Boundary b = establish_boundary(config);
+  b.cgroups = CgroupLimits::detect(config.pids_limit, config.memory_limit_bytes);
+  logger()->debug("process backend: bounding {} per sandbox", b.cgroups.describe());
+  return std::make_shared<const Boundary>(std::move(b));
+}
+
+/// Removes the cgroups recorded in a sandbox directory (its processes are killed with them).
+void release_cgroups(const fs::path& sandbox_dir) {
+  for (const auto& left : remove_cgroups(recorded_cgroups(sandbox_dir.string())))
+    logger()->warn("process backend: cgroup left behind: {}", left);
+}
+
 class ProcessBackend final : public SandboxBackend, public std::enable_shared_from_this<ProcessBackend> {
 public:
   explicit ProcessBackend(ProcessBackendConfig config)
-      : config_(std::make_shared<const ProcessBackendConfig>(std::move(config))) {
+      : config_(std::make_shared<const ProcessBackendConfig>(std::move(config))),
+        boundary_(make_boundary(*config_)) {
+    check_root(*config_, *boundary_);
     declarations_.capabilities = {Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesList,
                                   Capability::FilesDelete};
     if (!config_->run_code_interpreter.empty()) declarations_.capabilities.insert(Capability::RunCode);
     declarations_.os_families = {OsFamily::Posix};
     declarations_.isolation_scopes = {IsolationScope::Conversation, IsolationScope::Call};
-    if (probe_network_namespace(*config_)) declarations_.egress_modes = {Egress::Closed};
+    if (probe_network_namespace(*config_, *boundary_)) declarations_.egress_modes = {Egress::Closed};
   }
 
   std::string name() const override { return "process"; }
@@ -155,6 +171,7 @@ private:
         continue;
       try {
         kill_guest_processes((entry.path() / "root").string());
+        release_cgroups(entry.path());
         remove_host_tree(entry.path().string());
       } catch (const std::exception& e) {
         failures.push_back(DisposalFailure{kDisposalRefused, n + ": " + e.what()});
@@ -180,10 +197,13 @@ private:
     // atomic, so concurrent acquires — in this process or another — yield one sandbox (C-52).
     const fs::path staging = config_->root / (".staging-" + random_hex(16));
     fs::create_directories(staging / "root");
+    // Searchable (not listable) by the identity bubblewrap runs as, whatever the umask.
+    fs::permissions(staging, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
     Record r{dir, key, kind, random_hex(16), base,
              std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()};
     try {
-      GuestTree tree((staging / "root").string(), guest_read_only_views(*config_), guest_virtual_dirs());
+      GuestTree tree((staging / "root").string(), guest_read_only_views(*config_), guest_virtual_dirs(),
+                     boundary_->run_as);
       prepare_guest_root(tree, *config_);
       tree.ensure_directory(base);
       nlohmann::json meta{{"scope", key.scope},         {"thread_id", key.thread_id}, {"agent_id", key.agent_id},
@@ -211,7 +231,7 @@ private:
     auto& slot = live_[r.dir.string()];
     auto sandbox = slot.lock();
     if (!sandbox || sandbox->instance_id() != r.instance_id) {
-      sandbox = std::make_shared<ProcessSandbox>(config_, r.kind, declarations_.capabilities, r.work_base, r.instance_id,
+      sandbox = std::make_shared<ProcessSandbox>(config_, boundary_, r.kind, declarations_.capabilities, r.work_base, r.instance_id,
                                                  r.dir.string());
       slot = sandbox;
     }
@@ -233,6 +253,7 @@ private:
         throw OSError(std::string("rename: ") + std::strerror(errno));
       }
       kill_guest_processes((trash / "root").string());
+      release_cgroups(trash);
       remove_host_tree(trash.string());
       {
         std::lock_guard lock(mutex_);
@@ -246,6 +267,7 @@ private:
   }
 
   std::shared_ptr<const ProcessBackendConfig> config_;
+  std::shared_ptr<const Boundary> boundary_;
   BackendDeclarations declarations_;
   std::mutex mutex_;
   std::map<std::string, std::weak_ptr<ProcessSandbox>> live_;
@@ -253,9 +275,22 @@ private:
 
 }  // namespace
 
+std::filesystem::path default_process_root() {
+  return "/var/tmp/maf-sandbox-process-" + std::to_string(::geteuid());
+}
+
 std::shared_ptr<SandboxBackend> make_process_backend(ProcessBackendConfig config) {
   if (config.root.empty() || config.root.is_relative())
     throw ValueError("process backend: root '" + config.root.string() + "' must be an absolute host path");
+  for (const auto& bind : config.extra_ro_binds) {
+    // A read-only mount does not stop connect() on a socket: a daemon's socket in the guest
+    // (a container engine's above all) is a request away from host root.
+    struct stat st {};
+    if (!config.test_only_without_host_boundary && ::stat(bind.host.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
+      throw ValueError("process backend: extra_ro_binds host path '" + bind.host +
+                       "' is a socket; a read-only bind does not stop a connection, and a daemon's socket (a "
+                       "container engine's above all) would hand the guest the daemon's authority");
+  }
   return std::make_shared<ProcessBackend>(std::move(config));
 }
 
@@ -277,11 +312,14 @@ ProcessBackendConfig process_config_from_json(const nlohmann::json& j) {
   for (const auto& item : j.items()) {
     static const std::set<std::string> known{"root", "bwrap_path", "extra_ro_binds", "run_code_interpreter",
                                              "internal_timeout_seconds", "max_stdout_bytes", "max_stderr_bytes",
-                                             "guest_uid", "guest_gid"};
-    if (!known.count(item.key()))
-      throw ValueError("backend 'process': unknown configuration key '" + item.key() +
-                       "' (known: bwrap_path, extra_ro_binds, guest_gid, guest_uid, internal_timeout_seconds, "
-                       "max_stderr_bytes, max_stdout_bytes, root, run_code_interpreter)");
+                                             "guest_uid", "guest_gid", "setpriv_path", "host_uid", "host_gid",
+                                             "pids_limit", "memory_limit_bytes", "test_only_without_host_boundary",
+                                             "test_only_allow_unsafe"};
+    if (!known.count(item.key())) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      throw ValueError("backend 'process': unknown configuration key '" + item.key() + "' (known: " + list + ")");
+    }
   }
   want("root", [&](const auto& v) { c.root = v.template get<std::string>(); }, T::string);
   want("bwrap_path", [&](const auto& v) { c.bwrap_path = v.template get<std::string>(); }, T::string);
@@ -306,6 +344,13 @@ ProcessBackendConfig process_config_from_json(const nlohmann::json& j) {
   want("max_stderr_bytes", [&](const auto& v) { c.max_stderr_bytes = v.template get<std::size_t>(); }, T::number_unsigned);
   want("guest_uid", [&](const auto& v) { c.guest_uid = v.template get<unsigned>(); }, T::number_unsigned);
   want("guest_gid", [&](const auto& v) { c.guest_gid = v.template get<unsigned>(); }, T::number_unsigned);
+  want("setpriv_path", [&](const auto& v) { c.setpriv_path = v.template get<std::string>(); }, T::string);
+  want("host_uid", [&](const auto& v) { c.host_uid = v.template get<unsigned>(); }, T::number_unsigned);
+  want("host_gid", [&](const auto& v) { c.host_gid = v.template get<unsigned>(); }, T::number_unsigned);
+  want("pids_limit", [&](const auto& v) { c.pids_limit = v.template get<std::uint64_t>(); }, T::number_unsigned);
+  want("memory_limit_bytes", [&](const auto& v) { c.memory_limit_bytes = v.template get<std::uint64_t>(); }, T::number_unsigned);
+  want("test_only_without_host_boundary", [&](const auto& v) { c.test_only_without_host_boundary = v.template get<bool>(); }, T::boolean);
+  want("test_only_allow_unsafe", [&](const auto& v) { c.test_only_allow_unsafe = v.template get<bool>(); }, T::boolean);
   return c;
 }
 

@@ -4,7 +4,10 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cctype>
+#include <filesystem>
+#include <fstream>
 
 #include "bwrap.hpp"
 #include "maf/sandbox/errors.hpp"
@@ -12,13 +15,14 @@
 
 namespace maf::sandbox::process {
 
-ProcessSandbox::ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> config, std::string kind,
-                               CapabilitySet capabilities, std::string storage_base, std::string instance_id,
-                               std::string sandbox_dir)
+ProcessSandbox::ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> config,
+                               std::shared_ptr<const Boundary> boundary, std::string kind, CapabilitySet capabilities,
+                               std::string storage_base, std::string instance_id, std::string sandbox_dir)
     : Sandbox(Identity{"process", std::move(kind), capabilities, std::move(storage_base), std::move(instance_id)}),
       config_(std::move(config)),
+      boundary_(std::move(boundary)),
       sandbox_dir_(std::move(sandbox_dir)),
-      tree_(sandbox_dir_ + "/root", guest_read_only_views(*config_), guest_virtual_dirs()) {}
+      tree_(sandbox_dir_ + "/root", guest_read_only_views(*config_), guest_virtual_dirs(), boundary_->run_as) {}
 
 boost::asio::awaitable<ExecResult> ProcessSandbox::run_confined(std::vector<std::string> command,
                                                                 std::string working_directory,
@@ -29,8 +33,12 @@ boost::asio::awaitable<ExecResult> ProcessSandbox::run_confined(std::vector<std:
   if (!wd) throw FileNotFoundError("working directory '" + working_directory + "' does not exist in the sandbox");
   if (wd->kind != EntryKind::Directory)
     throw NotADirectoryError("working directory '" + working_directory + "' is not a directory");
+  const Launch launch(*config_, *boundary_, tree_.root_dir(), working_directory, storage_base(), command,
+                      cgroup_procs_files(join_cgroups()));
   support::SubprocessOptions o;
-  o.argv = bwrap_argv(*config_, tree_.root_dir(), working_directory, storage_base(), command);
+  o.argv = launch.argv;
+  o.keep_fds = launch.keep_fds;
+  o.cwd = "/";  // the caller's cwd may be closed to the identity bubblewrap runs as
   o.stdin_bytes = std::move(stdin_bytes);
   o.max_stdout = config_->max_stdout_bytes;
   o.max_stderr = config_->max_stderr_bytes;
@@ -52,11 +60,21 @@ boost::asio::awaitable<ExecResult> ProcessSandbox::run_confined(std::vector<std:
                                           : "max_stderr_bytes=" + std::to_string(config_->max_stderr_bytes)) +
                                      " to " + (out ? "stdout" : "stderr") + "; it was killed");
   }
+  if (r.exit_code == 125 && r.stderr_bytes.rfind(kCgroupJoinFailure, 0) == 0)
+    throw OSError("process sandbox could not bound the command: " + r.stderr_bytes);
   // bwrap reports its own setup failures as exit 1 with a "bwrap: " line; that is not the
   // program's status (C-39) and must not be mistaken for it.
   if (r.exit_code == 1 && r.stderr_bytes.rfind("bwrap: ", 0) == 0)
     throw OSError("process sandbox could not start the command: " + r.stderr_bytes);
   co_return ExecResult{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code};
+}
+
+std::vector<std::string> ProcessSandbox::join_cgroups() const {
+  // Named after the sandbox *instance*: a recreated sandbox never inherits an old cgroup.
+  const auto dirs = boundary_->cgroups.prepare(std::filesystem::path(sandbox_dir_).filename().string() + "-" +
+                                               instance_id());
+  record_cgroups(sandbox_dir_, dirs);
+  return dirs;
 }
 
 boost::asio::awaitable<ExecResult> ProcessSandbox::do_exec(const ExecRequest& request) {
@@ -93,6 +111,29 @@ boost::asio::awaitable<std::vector<GuestDirEntry>> ProcessSandbox::do_list_dir(c
 boost::asio::awaitable<void> ProcessSandbox::do_remove(const std::string& absolute_path, bool recursive) {
   tree_.remove(absolute_path, recursive);
   co_return;
+}
+
+void record_cgroups(const std::string& sandbox_dir, const std::vector<std::string>& dirs) {
+  if (dirs.empty()) return;
+  const auto file = std::filesystem::path(sandbox_dir) / "cgroups";
+  std::vector<std::string> lines = recorded_cgroups(sandbox_dir);
+  bool changed = false;
+  for (const auto& d : dirs)
+    if (std::find(lines.begin(), lines.end(), d) == lines.end()) {
+      lines.push_back(d);
+      changed = true;
+    }
+  if (!changed) return;
+  std::ofstream out(file, std::ios::trunc);
+  for (const auto& l : lines) out << l << "\n";
+}
+
+std::vector<std::string> recorded_cgroups(const std::string& sandbox_dir) {
+  std::vector<std::string> lines;
+  std::ifstream in(std::filesystem::path(sandbox_dir) / "cgroups");
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) lines.push_back(line);
+  return lines;
 }
 
 int kill_guest_processes(const std::string& root_dir) {

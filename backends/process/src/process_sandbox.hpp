@@ -2,8 +2,10 @@
 // One process sandbox: a private root on the host, commands run in it under bubblewrap.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "guest_tree.hpp"
+#include "host_boundary.hpp"
 #include "maf/sandbox/process/process_backend.hpp"
 #include "maf/sandbox/sandbox.hpp"
 
@@ -11,7 +13,8 @@ namespace maf::sandbox::process {
 
 class ProcessSandbox final : public Sandbox {
 public:
-  ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> config, std::string kind, CapabilitySet capabilities,
+  ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> config, std::shared_ptr<const Boundary> boundary,
+                 std::string kind, CapabilitySet capabilities,
                  std::string storage_base, std::string instance_id, std::string sandbox_dir);
 
   const std::string& sandbox_dir() const noexcept { return sandbox_dir_; }
@@ -33,10 +36,19 @@ private:
                                                   std::chrono::steady_clock::time_point deadline,
                                                   std::chrono::milliseconds timeout);
 
+  /// The cgroups a command of this sandbox runs in (created on first use, recorded).
+  std::vector<std::string> join_cgroups() const;
+
   std::shared_ptr<const ProcessBackendConfig> config_;
+  std::shared_ptr<const Boundary> boundary_;
   std::string sandbox_dir_;
   GuestTree tree_;
 };
+
+/// The cgroups a sandbox's commands ran in, recorded in `<sandbox_dir>/cgroups` so whichever
+/// process disposes of it (a replica, `maf-sandbox dispose-scope`) removes them.
+void record_cgroups(const std::string& sandbox_dir, const std::vector<std::string>& dirs);
+std::vector<std::string> recorded_cgroups(const std::string& sandbox_dir);
 
 /// SIGKILL every process whose root directory is `root_dir` (the guests of one sandbox,
 /// whichever host process started them). Returns how many were signalled.

@@ -5,9 +5,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -37,6 +39,11 @@ struct Fixture {
     backend = process::make_process_backend(c);
   }
   ~Fixture() {
+    // Dispose of what the test left (their cgroups are kernel objects, not files under root).
+    try {
+      run([&] { return backend->reap(std::chrono::seconds(0), std::nullopt); });
+    } catch (const std::exception&) {
+    }
     std::error_code ec;
     fs::remove_all(root, ec);
   }
@@ -97,13 +104,14 @@ TEST_CASE("process: declarations are honest (os_process, closed egress proven by
                   SandboxEgressNotEnforced);
 }
 
-TEST_CASE("process: no egress mode is declared when the namespace cannot be proven (bwrap missing)") {
+TEST_CASE("process: a host that cannot establish the boundary is refused at construction, naming what is missing") {
   process::ProcessBackendConfig c;
   c.root = fs::temp_directory_path() / ("maf-process-nobwrap-" + std::to_string(::getpid()));
   c.bwrap_path = "/nonexistent/bwrap";
-  auto backend = process::make_process_backend(c);
-  CHECK(backend->declarations().egress_modes.empty());
-  fs::remove_all(c.root);
+  CHECK_THROWS_AS(process::make_process_backend(c), SandboxBoundaryUnavailable);
+  CHECK_THROWS_WITH(process::make_process_backend(c), Catch::Contains("bubblewrap"));
+  std::error_code ec;
+  fs::remove_all(c.root, ec);
 }
 
 TEST_CASE("process: configuration refuses unknown keys and wrong types by name") {
@@ -334,4 +342,208 @@ TEST_CASE("process: reap disposes sandboxes older than the bound, optionally per
   CHECK(f.sandbox_dirs() == 1);
   CHECK(f.run([&] { return f.backend->reap(0s, std::nullopt); }).disposed == 1);
   CHECK(f.sandbox_dirs() == 0);
+}
+
+// ---- issue 21: the host boundary, seen from the guest and from the host ----
+
+TEST_CASE("issue 21: the guest's write to the host's core_pattern is refused and the host's value is unchanged") {
+  Fixture f;
+  auto sb = f.acquire();
+  std::ifstream before_in("/proc/sys/kernel/core_pattern");
+  const std::string before(std::istreambuf_iterator<char>(before_in), {});
+  // The issue's reproduction, verbatim.
+  const auto r = f.exec(*sb, "echo \"maf-sandbox-escape-test-%p\" > /proc/sys/kernel/core_pattern");
+  CHECK(r.exit_code != 0);
+  std::ifstream after_in("/proc/sys/kernel/core_pattern");
+  CHECK(std::string(std::istreambuf_iterator<char>(after_in), {}) == before);
+  CHECK(f.exec(*sb, "echo 4 > /proc/sys/kernel/printk").exit_code != 0);
+}
+
+TEST_CASE("issue 21: the guest is not host root and runs under the seccomp filter") {
+  Fixture f;
+  auto sb = f.acquire();
+  // The kernel's /proc/sys belongs to global root: its owner as the guest sees it is not the
+  // guest's own uid (it would be, were the guest host root).
+  const auto owner = f.exec(*sb, "ls -lnd /proc/sys/kernel | { read mode links owner rest; echo $owner; }");
+  const auto uid = f.exec(*sb, "id -u");
+  REQUIRE(owner.exit_code == 0);
+  CHECK(owner.stdout_text() != uid.stdout_text());
+  CHECK(f.exec(*sb, "grep -q '^Seccomp:[[:space:]]*2$' /proc/self/status").exit_code == 0);
+  if (::geteuid() == 0) {
+    // A root host hands the guest tree to host_uid: the files the guest makes are its.
+    f.exec(*sb, "echo hi > made-by-guest");
+    struct stat st {};
+    bool found = false;
+    for (const auto& e : fs::recursive_directory_iterator(f.root))
+      if (e.path().filename() == "made-by-guest" && ::stat(e.path().c_str(), &st) == 0) found = true;
+    REQUIRE(found);
+    CHECK(st.st_uid == process::ProcessBackendConfig{}.host_uid);
+  }
+}
+
+TEST_CASE("issue 21: seccomp denies new namespaces, mounts and the keyring; ordinary forks and pipes still work") {
+  Fixture f;
+  auto sb = f.acquire();
+  CHECK(f.exec(*sb, "unshare --user true").exit_code != 0);           // unshare(2)
+  CHECK(f.exec(*sb, "unshare --user --fork true").exit_code != 0);    // unshare(2) then clone
+  CHECK(f.exec(*sb, "mount -t tmpfs none /tmp").exit_code != 0);      // mount(2)
+  CHECK(f.exec(*sb, "echo a | tr a b | cat").stdout_text() == "b\n");  // clone without namespace flags
+  CHECK(f.exec(*sb, "sh -c 'sh -c \"echo deep\"' &\nwait").stdout_text() == "deep\n");
+}
+
+TEST_CASE("issue 21: host writes stay writable by the guest; the guest's files stay readable and removable") {
+  Fixture f;
+  auto sb = f.acquire();
+  f.run([&] { return sb->write_file("dir/host.txt", "from host"); });
+  CHECK(f.exec(*sb, "echo ' and guest' >> dir/host.txt && mkdir dir/sub && echo g > dir/sub/g.txt").exit_code == 0);
+  CHECK(f.run([&] { return sb->read_file("dir/host.txt", ".", 100); }) == "from host and guest\n");
+  CHECK(f.exec(*sb, "touch /at-the-root").exit_code == 0);  // the guest's / is its own
+  f.run([&] { return sb->remove("dir", ".", true); });
+  CHECK(f.exec(*sb, "test -e dir").exit_code == 1);
+  CHECK_FALSE(f.run([&] { return f.backend->dispose(f.key, std::nullopt, std::nullopt); }).has_value());
+  CHECK(f.sandbox_dirs() == 0);
+}
+
+TEST_CASE("issue 21: /proc's kernel interfaces are read-only or masked in the guest") {
+  Fixture f;
+  auto sb = f.acquire();
+  for (const char* path : {"/proc/keys", "/proc/timer_list", "/proc/kcore"}) {
+    INFO(path);
+    // Absent on some kernels; where present it reads as empty (masked by /dev/null).
+    CHECK(f.exec(*sb, std::string("test ! -e ") + path + " || test \"$(head -c 1 " + path + " | wc -c)\" = 0")
+              .exit_code == 0);
+  }
+  CHECK(f.exec(*sb, "grep -E ' /proc/sys ro[, ]' /proc/self/mountinfo").exit_code == 0);
+  CHECK(f.exec(*sb, "test -e /sys/kernel").exit_code == 1);  // no /sys at all
+}
+
+TEST_CASE("issue 21: an unusable root is refused at construction, naming it (SandboxStateRootUnusable)") {
+  const fs::path base = fs::temp_directory_path() / ("maf-process-badroot-" + std::to_string(::getpid()));
+  fs::create_directories(base);
+  fs::permissions(base, fs::perms::owner_all | fs::perms::others_exec | fs::perms::group_exec);
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  } cleanup{base};
+  auto refused = [](const fs::path& root) -> std::string {
+    process::ProcessBackendConfig c;
+    c.root = root;
+    try {
+      process::make_process_backend(c);
+    } catch (const SandboxStateRootUnusable& e) {
+      return e.what();
+    }
+    return "not refused";
+  };
+  std::ofstream(base / "a-file") << "x";
+  CHECK_THAT(refused(base / "a-file"), Catch::Contains((base / "a-file").string()) && Catch::Contains("not a directory"));
+  fs::create_directories(base / "shared");
+  fs::permissions(base / "shared", fs::perms::all);
+  CHECK_THAT(refused(base / "shared"), Catch::Contains("writable by group or others"));
+  if (::geteuid() == 0) {
+    fs::create_directories(base / "someone-elses");
+    REQUIRE(::chown((base / "someone-elses").c_str(), 4242, 4242) == 0);
+    CHECK_THAT(refused(base / "someone-elses"), Catch::Contains("owned by uid 4242"));
+    fs::create_directories(base / "closed" / "root");
+    fs::permissions(base / "closed", fs::perms::owner_all);
+    CHECK_THAT(refused(base / "closed" / "root"), Catch::Contains("cannot be searched by host_uid"));
+  } else {
+    CHECK_THAT(refused("/proc/maf-sandbox-cannot-exist"), Catch::Contains("cannot be created"));
+  }
+  // The default is per user: no two users share it.
+  CHECK(process::default_process_root() == "/var/tmp/maf-sandbox-process-" + std::to_string(::geteuid()));
+}
+
+TEST_CASE("issue 21: a socket in extra_ro_binds is refused at construction (a read-only bind still connects)") {
+  const fs::path dir = fs::temp_directory_path() / ("maf-process-sockbind-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path sock = dir / "daemon.sock";
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", sock.c_str());
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  process::ProcessBackendConfig c;
+  c.root = dir / "state";
+  c.extra_ro_binds = {{sock.string(), "/run/docker.sock"}};
+  CHECK_THROWS_WITH(process::make_process_backend(c), Catch::Contains(sock.string()) && Catch::Contains("socket"));
+  ::close(fd);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+TEST_CASE("issue 21: the test-only double is refused without its unsafe flag, and root ids are refused as host_uid") {
+  process::ProcessBackendConfig c;
+  c.root = fs::temp_directory_path() / ("maf-process-unsafe-" + std::to_string(::getpid()));
+  c.test_only_without_host_boundary = true;
+  CHECK_THROWS_WITH(process::make_process_backend(c), Catch::Contains("test_only_allow_unsafe"));
+  if (::geteuid() == 0) {
+    process::ProcessBackendConfig r;
+    r.root = c.root;
+    r.host_uid = 0;
+    CHECK_THROWS_AS(process::make_process_backend(r), ValueError);
+  }
+  std::error_code ec;
+  fs::remove_all(c.root, ec);
+}
+
+TEST_CASE("issue 21 item 6: a guest forking up to pids_limit is held there; the host and another sandbox stay "
+          "healthy; a further exec returns; disposal removes the cgroup") {
+  if (::geteuid() != 0) FAIL("needs root: this host delegates no cgroup to other users (the docs say what is unbounded)");
+  const fs::path root = fs::temp_directory_path() / ("maf-process-pids-" + std::to_string(::getpid()));
+  process::ProcessBackendConfig c;
+  c.root = root;
+  c.pids_limit = 64;
+  auto backend = process::make_process_backend(c);
+  BlockingRunner run;
+  const SandboxKey key{"tenant", "bomb", "agent", ""};
+  const SandboxSpec spec({.kind = "bomb", .requires_capabilities = {Capability::Exec, Capability::FilesOut}});
+  auto sb = run([&] { return backend->acquire(key, spec); });
+  // Background sleepers until fork fails, which ends the shell; the count goes to a file.
+  const auto bomb = run([&] {
+    return sb->exec("n=0; while sleep 600 2>/dev/null & do n=$((n+1)); echo $n > forked; done", ".", 60s);
+  });
+  CHECK(bomb.exit_code != 0);  // the shell's own "cannot fork", returned, not hung
+  const int forked = std::atoi(run([&] { return sb->read_file("forked", ".", 64); }).c_str());
+  CHECK(forked > 0);
+  CHECK(forked < 64);  // the limit held inside the sandbox
+  // The bomb's pid namespace died with its command: the same sandbox runs again.
+  CHECK(run([&] { return sb->exec("echo room", ".", 20s); }).stdout_text() == "room\n");
+  // Another sandbox of the same backend is unaffected.
+  auto other = run([&] { return backend->acquire(SandboxKey{"tenant", "calm", "agent", ""}, spec); });
+  CHECK(run([&] { return other->exec("echo healthy", ".", 20s); }).stdout_text() == "healthy\n");
+  // The cgroup was recorded and disposal removes it.
+  std::vector<std::string> cgroups;
+  for (const auto& e : fs::directory_iterator(root))
+    if (fs::exists(e.path() / "cgroups"))
+      for (std::ifstream in(e.path() / "cgroups"); std::getline(in, cgroups.emplace_back());) {
+      }
+  std::erase(cgroups, std::string());
+  CHECK_FALSE(cgroups.empty());
+  CHECK_FALSE(run([&] { return backend->reap(std::chrono::seconds(0), std::nullopt); }).undisposed.has_value());
+  for (const auto& dir : cgroups) CHECK_FALSE(fs::exists(dir));
+  std::error_code ec;
+  fs::remove_all(root, ec);
+}
+
+TEST_CASE("issue 21 item 6: a guest allocating past memory_limit_bytes is stopped inside the sandbox") {
+  if (::geteuid() != 0) FAIL("needs root: this host delegates no cgroup to other users (the docs say what is unbounded)");
+  const fs::path root = fs::temp_directory_path() / ("maf-process-mem-" + std::to_string(::getpid()));
+  process::ProcessBackendConfig c;
+  c.root = root;
+  c.memory_limit_bytes = 32u << 20;
+  auto backend = process::make_process_backend(c);
+  BlockingRunner run;
+  const SandboxSpec spec({.kind = "hog", .requires_capabilities = {Capability::Exec}});
+  auto sb = run([&] { return backend->acquire(SandboxKey{"tenant", "hog", "agent", ""}, spec); });
+  // tail -c keeps the whole window in memory: 256 MiB cannot fit under 32 MiB.
+  const auto hog = run([&] { return sb->exec("head -c 268435456 /dev/zero | tail -c 268435456 | wc -c", ".", 120s); });
+  CHECK(hog.stdout_text() != "268435456\n");
+  CHECK(run([&] { return sb->exec("echo after", ".", 20s); }).stdout_text() == "after\n");
+  CHECK_FALSE(run([&] { return backend->reap(std::chrono::seconds(0), std::nullopt); }).undisposed.has_value());
+  std::error_code ec;
+  fs::remove_all(root, ec);
 }

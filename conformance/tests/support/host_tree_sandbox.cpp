@@ -144,6 +144,8 @@ TempDir::TempDir(const std::string& prefix) {
   std::string tmpl = (fs::temp_directory_path() / (prefix + "-XXXXXX")).string();
   if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
   path_ = tmpl;
+  // Searchable by others: a root host runs bubblewrap as the process backend's host_uid.
+  fs::permissions(path_, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
 }
 
 TempDir::~TempDir() {

@@ -92,6 +92,13 @@ MAF_SANDBOX_DEFINE_ERROR(FileNotFoundError, OSError);
 MAF_SANDBOX_DEFINE_ERROR(IsADirectoryError, OSError);
 MAF_SANDBOX_DEFINE_ERROR(NotADirectoryError, OSError);
 MAF_SANDBOX_DEFINE_ERROR(PermissionError, OSError);
+/// A backend cannot establish on this host the boundary its isolation rung promises (no
+/// user namespaces, no seccomp, …): refused at construction, naming what is missing, instead
+/// of serving a weaker boundary under the same name.
+MAF_SANDBOX_DEFINE_ERROR(SandboxBoundaryUnavailable, OSError);
+/// A backend's state directory (e.g. the process backend's `root`) cannot hold sandboxes for
+/// this user: names the path and why.
+MAF_SANDBOX_DEFINE_ERROR(SandboxStateRootUnusable, PermissionError);
 /// Policy refusals: the backend is below the floor, or the host denies what the spec asks.
 MAF_SANDBOX_DEFINE_REFUSAL(SandboxBackendNotPermitted, PermissionError);
 MAF_SANDBOX_DEFINE_REFUSAL(SandboxCapabilityDenied, PermissionError);

@@ -8,8 +8,8 @@
 ///   PATH (posix_spawnp semantics), whatever `env` says.
 /// - stdout and stderr are separate pipes drained concurrently, each bounded *at the source*:
 ///   at most `max_stdout` / `max_stderr` bytes are ever buffered.
-/// - Every descriptor the library opens is O_CLOEXEC; the child sees exactly fds 0, 1, 2
-///   (plus whatever the host itself leaked without O_CLOEXEC).
+/// - Every descriptor the library opens is O_CLOEXEC; the child sees exactly fds 0, 1, 2,
+///   the caller's `keep_fds` (plus whatever the host itself leaked without O_CLOEXEC).
 /// - The child leads its own process group, so a stop reaches the grandchildren a `sh -c`
 ///   starts (they would otherwise hold the pipes open). The group is signalled only while
 ///   the leader is unreaped, so the pgid cannot have been recycled.
@@ -96,6 +96,13 @@ struct SubprocessOptions {
 
   /// The child's working directory; empty means the parent's.
   std::string cwd{};
+
+  /// Descriptors the child inherits under the same numbers, for programs that take an fd
+  /// argument (bubblewrap's `--seccomp FD`, `--bind-fd FD`). Only this child gets them: they
+  /// may (and should) be O_CLOEXEC in the parent, so a concurrent spawn elsewhere never sees
+  /// them. The caller owns them and keeps them open until the call returns; each must be
+  /// above 2 (0–2 are the pipes above), else `ValueError`.
+  std::vector<int> keep_fds{};
 
   /// Requesting stop kills and reaps the child; the call then throws `Cancelled`.
   std::stop_token stop{};

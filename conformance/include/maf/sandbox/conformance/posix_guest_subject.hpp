@@ -40,6 +40,9 @@ public:
   std::optional<Egress> enforced_egress() const override { return egress_; }
   std::chrono::milliseconds exec_timeout() const override { return exec_timeout_; }
   void set_exec_timeout(std::chrono::milliseconds timeout) { exec_timeout_ = timeout; }
+  HostBoundaryClaims host_boundary() const override { return host_boundary_; }
+  /// What the backend claims about the host boundary (default: the strictest).
+  void set_host_boundary(HostBoundaryClaims claims) { host_boundary_ = claims; }
 
   /// write_file with the working directory set to the path's parent, so it can plant
   /// outside the subject's working directory.
@@ -83,6 +86,7 @@ private:
   std::optional<std::string> network_tool_;
   std::string raw_frame_tool_host_;
   std::optional<std::string> raw_frame_tool_guest_;  ///< planted or found; "" when none
+  HostBoundaryClaims host_boundary_{};
 };
 
 }  // namespace maf::sandbox::conformance

@@ -16,8 +16,8 @@
 
 namespace maf::sandbox::conformance {
 
-/// The suites this library ships. The first five restate conformance.md §4; EGRESS_CLOSED
-/// and READ_CAP are this port's own (docs/conformance.md).
+/// The suites this library ships. The first five restate conformance.md §4; EGRESS_CLOSED,
+/// READ_CAP and HOST_INTEGRITY are this port's own (docs/conformance.md).
 enum class Suite {
   FilesOut,      ///< FILES_OUT, probes FO-1…FO-12
   FilesIn,       ///< FILES_IN, probes FI-1…FI-12
@@ -26,12 +26,14 @@ enum class Suite {
   Egress,        ///< EGRESS, probes EG-1, EG-2 (allowlist)
   EgressClosed,  ///< EGRESS_CLOSED, probes EC-1…EC-3 (our own)
   ReadCap,       ///< READ_CAP, probes CAP-1, CAP-2 (our own)
+  HostIntegrity,  ///< HOST_INTEGRITY, probes HI-1…HI-6 (our own): the guest cannot reach host root
 };
 
 /// Every suite, in the order a runner should run them: EXEC last because its timeout probe
 /// may cost the sandbox (conformance.md R9).
-inline constexpr Suite kAllSuites[] = {Suite::FilesOut, Suite::ReadCap,      Suite::FilesIn, Suite::FilesDelete,
-                                       Suite::Egress,   Suite::EgressClosed, Suite::Exec};
+inline constexpr Suite kAllSuites[] = {Suite::FilesOut,     Suite::ReadCap,       Suite::FilesIn,
+                                       Suite::FilesDelete,  Suite::Egress,        Suite::EgressClosed,
+                                       Suite::HostIntegrity, Suite::Exec};
 
 /// "FILES_OUT", "EXEC", … (the upstream labels).
 std::string_view suite_label(Suite suite) noexcept;

@@ -44,6 +44,10 @@ struct RunnerOptions {
   /// EG-3's guest tool on the host (`maf-sandbox-rawframe`), planted by the default subject;
   /// empty: the guest's own, if any (PosixGuestSubject::set_raw_frame_tool).
   std::string raw_frame_tool{};
+  /// What HOST_INTEGRITY holds the backend to; absent: default_host_boundary_claims of the
+  /// backend's isolation rung (applied to the shipped PosixGuestSubject; a factory's own
+  /// subject answers for itself).
+  std::optional<HostBoundaryClaims> host_boundary{};
 };
 
 /// How one suite went as a whole.

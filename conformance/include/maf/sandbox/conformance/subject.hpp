@@ -56,6 +56,28 @@ struct RawFrameAttempt {
   std::string detail;  ///< the tool's own line, exit code, stderr (for messages)
 };
 
+/// What the backend promises about the host boundary (HOST_INTEGRITY, conformance.md §4.8).
+/// The default is the strictest: a subject that says nothing is held to all of it.
+struct HostBoundaryClaims {
+  /// The backend promises a boundary between guest and host at all. False for the `none`
+  /// and `runtime` rungs (the guest *is* a host process): HOST_INTEGRITY's gate then refuses,
+  /// since attacking a boundary never promised proves nothing.
+  bool promised = true;
+  /// The guest may run as a uid that *is* host root — a container engine without user
+  /// namespace remapping, rung `container` or above — because other confinement stands in
+  /// for the uid. HI-4 then checks that confinement instead: /proc/sys mounted read-only and
+  /// no CAP_SYS_ADMIN in the guest's effective set. False: the guest must not be host root.
+  bool root_confined_by_engine = false;
+  /// Every guest process runs under a seccomp filter (HI-5 checks `Seccomp: 2`). False: the
+  /// backend promises none and HI-5 is skipped with that reason (never a pass).
+  bool seccomp = true;
+};
+
+/// The claims a backend of isolation rung `isolation` ("os_process", "container", …) makes
+/// by default: no boundary below `os_process`; root is allowed only from `container` up;
+/// seccomp is claimed everywhere a boundary is.
+HostBoundaryClaims default_host_boundary_claims(std::string_view isolation);
+
 class ConformanceSubject {
 public:
   virtual ~ConformanceSubject();
@@ -73,6 +95,8 @@ public:
   virtual std::optional<Egress> enforced_egress() const = 0;
   /// Bound of every exec the suites run (EX-7 uses its own 1 s bound).
   virtual std::chrono::milliseconds exec_timeout() const { return std::chrono::seconds(60); }
+  /// What HOST_INTEGRITY holds the backend to; the strictest claims unless overridden.
+  virtual HostBoundaryClaims host_boundary() const { return {}; }
 
   /// Create a regular file at an absolute guest path, creating parents. Anywhere: the
   /// hostile layout lives partly *outside* the working directory.

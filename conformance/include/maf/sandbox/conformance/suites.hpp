@@ -14,11 +14,15 @@
 /// | EGRESS         | exec + sandbox acquired with allowlist | never                         |
 /// | EGRESS_CLOSED  | exec + sandbox acquired with closed    | EC-2 when the host has no     |
 /// |                |                                        | non-loopback address          |
+/// | HOST_INTEGRITY | exec + a promised boundary             | HI-1/2/4 when the guest has   |
+/// |                |                                        | nothing to attack there; HI-5 |
+/// |                |                                        | when no seccomp is claimed    |
 ///
 /// A gate that is not met raises SuiteRefused *before* anything is planted. Every probe
 /// runs even after failures. Planting errors propagate raw (they are harness errors).
 
 #include <span>
+#include <string>
 #include <vector>
 
 #include "maf/sandbox/conformance/probe.hpp"
@@ -59,6 +63,15 @@ inline std::vector<ProbeResult> run_egress_closed(ConformanceSubject& s) { retur
 inline std::vector<ProbeResult> check_egress_closed(ConformanceSubject& s) {
   return check_suite(Suite::EgressClosed, s);
 }
+inline std::vector<ProbeResult> run_host_integrity(ConformanceSubject& s) { return run_suite(Suite::HostIntegrity, s); }
+inline std::vector<ProbeResult> check_host_integrity(ConformanceSubject& s) {
+  return check_suite(Suite::HostIntegrity, s);
+}
+
+/// The HOST_INTEGRITY probes a guest sharing *this host's* kernel finds nothing to attack
+/// with (so they skip, with their reason): "HI-2" on a kernel without /proc/sysrq-trigger.
+/// For tests of shared-kernel backends, which must assert their skips exactly.
+std::vector<std::string> host_integrity_skips_on_this_kernel();
 
 /// R8: all ten FD probes with no gate, no planting beyond their own fixtures, no skip and no
 /// verdict — never throws ConformanceFailure. For a backend that implements `remove` without

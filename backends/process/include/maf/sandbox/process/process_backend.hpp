@@ -4,12 +4,19 @@
 ///
 /// Each sandbox is a private directory on the host that becomes the guest's root; each
 /// command runs as a child confined with bubblewrap: private mount, pid, ipc, uts, cgroup
-/// and network namespaces, a user namespace mapping the guest to an unprivileged uid, `/usr`
-/// and a few `/etc` files read-only, no capabilities, `--die-with-parent`. The host's home,
-/// `/root`, `/tmp` and the docker socket are simply not in the guest's tree.
+/// and network namespaces, a user namespace mapping the guest onto an unprivileged *host*
+/// uid (when the host is root, bubblewrap itself runs as `host_uid`, so the guest is never
+/// host root), `/usr` and a few `/etc` files read-only, `/proc/sys` and the other kernel
+/// tunables read-only, `/proc/kcore` and the like masked, a seccomp filter, no capabilities,
+/// `--die-with-parent`. The host's home, `/root`, `/tmp` and the engine sockets are simply
+/// not in the guest's tree.
+///
+/// A host that cannot give all of that (no unprivileged user namespaces, no seccomp) gets
+/// SandboxBoundaryUnavailable at construction, never a weaker boundary under the same name.
 ///
 /// Declarations, honest and tested (docs/backends/process.md):
-///  - isolation `os_process`: a shared kernel and no cgroup limits, whatever namespaces add;
+///  - isolation `os_process`: a shared kernel, whatever namespaces, seccomp and the default
+///    cgroup bounds on processes and memory add;
 ///  - egress `{closed}` only when a probe at construction shows a confined child cannot
 ///    reach a listener on the host's loopback; otherwise no mode at all, so the router refuses
 ///    closed-egress specs instead of running them open;
@@ -19,6 +26,7 @@
 /// State lives on disk under `root` (one directory per sandbox with a `meta.json`), so
 /// `dispose_scope` and `reap` from a second process find sandboxes the first created.
 
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -31,16 +39,30 @@
 
 namespace maf::sandbox::process {
 
+
 /// A host path bound read-only into every guest.
 struct ReadOnlyBind {
   std::string host;
   std::string guest;
 };
 
+/// The default `root`: one directory per host user, `/var/tmp/maf-sandbox-process-<euid>`,
+/// so users never share (or squat on) each other's state.
+std::filesystem::path default_process_root();
+
 struct ProcessBackendConfig {
-  /// Where sandboxes live on the host. Shared by every process that should see them.
-  std::filesystem::path root = "/var/tmp/maf-sandbox-process";
+  /// Where sandboxes live on the host. Shared by every process of this user that should see
+  /// them. Must be owned by this user and not writable by group or others.
+  std::filesystem::path root = default_process_root();
   std::string bwrap_path = "bwrap";
+  /// util-linux's setpriv: how a root host drops to `host_uid` before bubblewrap starts.
+  std::string setpriv_path = "setpriv";
+  /// The unprivileged host identity guests map onto when the host is root (ignored
+  /// otherwise: then they map onto the caller's own uid). The default is above every range
+  /// Debian, systemd (dynamic users, nspawn containers) and subuid allocation hand out, so
+  /// no account or service shares it; `nobody` is not used because NFS and daemons do.
+  unsigned host_uid = 2000000000;
+  unsigned host_gid = 2000000000;
   /// Extra read-only binds (e.g. a toolchain under /opt).
   std::vector<ReadOnlyBind> extra_ro_binds{};
   /// argv of the run_code interpreter; the program arrives on stdin (e.g. {"python3", "-"}).
@@ -56,15 +78,31 @@ struct ProcessBackendConfig {
   /// The guest's uid/gid inside its user namespace.
   unsigned guest_uid = 1000;
   unsigned guest_gid = 1000;
+
+  /// Default bound on each sandbox's processes (its cgroup's pids.max; Docker's default
+  /// too) and memory (memory.max / memory.limit_in_bytes), applied wherever this host lets
+  /// the backend create cgroups (docs/backends/process.md "Resources"). 0: no limit.
+  std::uint64_t pids_limit = 512;
+  std::uint64_t memory_limit_bytes = std::uint64_t{1} << 30;
+
+  /// TEST-ONLY broken double: when true, the host boundary is not built (no drop from
+  /// root, /proc as mounted, no seccomp) while the declarations stay the same — so the
+  /// HOST_INTEGRITY probes can be shown to fail. Refused at construction unless
+  /// `test_only_allow_unsafe` is also true. Never set it outside a test.
+  bool test_only_without_host_boundary = false;
+  bool test_only_allow_unsafe = false;
 };
 
 /// Parses the plugin's JSON configuration; unknown keys and wrong types are refused with
 /// ValueError naming the key. Keys: root, bwrap_path, extra_ro_binds ([{host, guest}]),
 /// run_code_interpreter ([argv]), internal_timeout_seconds, max_stdout_bytes,
-/// max_stderr_bytes, guest_uid, guest_gid.
+/// max_stderr_bytes, guest_uid, guest_gid, setpriv_path, host_uid, host_gid, pids_limit,
+/// memory_limit_bytes, test_only_without_host_boundary, test_only_allow_unsafe.
 ProcessBackendConfig process_config_from_json(const nlohmann::json& config);
 
-/// Builds the backend; probes the network namespace now (a local bwrap run, no engine).
+/// Builds the backend: checks `root` (SandboxStateRootUnusable: cannot be created, not a
+/// directory, not owned by this user, writable by others, or — host root — not searchable
+/// by `host_uid`), establishes the host boundary (SandboxBoundaryUnavailable) and probes the network namespace (a local bwrap run).
 std::shared_ptr<SandboxBackend> make_process_backend(ProcessBackendConfig config = {});
 
 }  // namespace maf::sandbox::process
