@@ -75,6 +75,8 @@ TEST_CASE("cli: the JSON error type is the class name of every error type, plain
   MAF_EXPECT_NAME(PluginFingerprintMismatch, "f.so", "m");
   MAF_EXPECT_NAME(PluginDuplicateName, "f.so", "m");
   MAF_EXPECT_NAME(PluginInvalidDescriptor, "f.so", "m");
+  MAF_EXPECT_NAME(SandboxBoundaryUnavailable, "m");
+  MAF_EXPECT_NAME(SandboxStateRootUnusable, "m");
   MAF_EXPECT_NAME(UsageError, "m");
 }
 
