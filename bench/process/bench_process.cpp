@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -94,11 +95,14 @@ public:
 
 // ---- floors ---------------------------------------------------------------------------------
 
-void spawn_and_wait_all(const std::vector<std::vector<std::string>>& argvs) {
+void spawn_and_wait_all(const std::vector<std::unique_ptr<process::Launch>>& launches) {
   std::vector<pid_t> pids;
-  for (const auto& argv : argvs) {
+  for (const auto& launch : launches) {
+    // The seccomp program's descriptor must reach bwrap: clear close-on-exec on it (the
+    // Launch still owns and closes it).
+    for (const int fd : launch->keep_fds) require(::fcntl(fd, F_SETFD, 0) == 0, "fcntl keep fd");
     std::vector<char*> raw;
-    for (const auto& a : argv) raw.push_back(const_cast<char*>(a.c_str()));
+    for (const auto& a : launch->argv) raw.push_back(const_cast<char*>(a.c_str()));
     raw.push_back(nullptr);
     pid_t pid = -1;
     require(::posix_spawnp(&pid, raw[0], nullptr, nullptr, raw.data(), environ) == 0, "posix_spawnp failed");
@@ -134,6 +138,7 @@ public:
   explicit Bench(fs::path root) : root_(std::move(root)) {
     config_.root = root_ / "sandboxes";
     backend_ = process::make_process_backend(config_);
+    boundary_ = process::establish_boundary(config_);  // what the backend's own runs are made of
     fs::create_directories(root_ / "floor");
   }
 
@@ -159,13 +164,16 @@ public:
     const fs::path dir = root_ / "floor" / ("t" + std::to_string(next_++));
     fs::create_directories(dir / "root");
     process::GuestTree tree((dir / "root").string(), process::guest_read_only_views(config_),
-                            process::guest_virtual_dirs());
+                            process::guest_virtual_dirs(), boundary_.run_as);
     process::prepare_guest_root(tree, config_);
     fs::create_directories(dir / "root" / "maf-sandbox" / "work");
     return dir;
   }
-  std::vector<std::string> floor_exec_argv(const fs::path& tree, std::vector<std::string> command) {
-    return process::bwrap_argv(config_, (tree / "root").string(), kDefaultWorkDir, kDefaultWorkDir, command);
+  // The backend's own bubblewrap invocation (identity drop, /proc closure, seccomp), without
+  // its cgroup step: the floor is the confinement, not the bookkeeping.
+  std::unique_ptr<process::Launch> floor_exec(const fs::path& tree, std::vector<std::string> command) {
+    return std::make_unique<process::Launch>(config_, boundary_, (tree / "root").string(), kDefaultWorkDir,
+                                             kDefaultWorkDir, command);
   }
   static fs::path work_of(const fs::path& tree) { return tree / "root" / "maf-sandbox" / "work"; }
 
@@ -178,6 +186,7 @@ public:
 private:
   fs::path root_;
   process::ProcessBackendConfig config_;
+  process::Boundary boundary_;
   std::shared_ptr<SandboxBackend> backend_;
   BlockingRunner run_;
   int next_ = 0;
@@ -217,7 +226,11 @@ void Bench::operations(int runs) {
               require(r.exit_code == 0, "exec true failed");
             });
           },
-          [&] { return timed([&] { spawn_and_wait_all({floor_exec_argv(tree, {"true"})}); }); });
+          [&] {
+            std::vector<std::unique_ptr<process::Launch>> one;
+            one.push_back(floor_exec(tree, {"true"}));
+            return timed([&] { spawn_and_wait_all(one); });
+          });
 
   for (const std::size_t size : {std::size_t{1024}, std::size_t{1} << 20}) {
     const std::string payload(size, 'p');
@@ -344,12 +357,12 @@ void Bench::throughput(int conversations, int runs) {
           [&] {
             return timed([&] {
               std::vector<fs::path> trees;
-              std::vector<std::vector<std::string>> argvs;
+              std::vector<std::unique_ptr<process::Launch>> launches;
               for (int i = 0; i < conversations; ++i) {
                 trees.push_back(floor_tree());
-                argvs.push_back(floor_exec_argv(trees.back(), {"true"}));
+                launches.push_back(floor_exec(trees.back(), {"true"}));
               }
-              spawn_and_wait_all(argvs);
+              spawn_and_wait_all(launches);
               for (const auto& t : trees) {
                 write_host_file(work_of(t) / "out.txt", std::string(1024, 'c'));
                 (void)read_host_file(work_of(t) / "out.txt");
