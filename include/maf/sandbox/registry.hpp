@@ -55,7 +55,9 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
+// The full header, not json_fwd: create("process", {}) must compile in a host that included
+// only this header (a braced config needs the complete type).
+#include <nlohmann/json.hpp>
 
 #include "maf/sandbox/backend.hpp"
 #include "maf/sandbox/declarations.hpp"
