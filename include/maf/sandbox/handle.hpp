@@ -14,8 +14,10 @@
 ///   // sb is disposed here; sb.close() disposes now and reports what could not be removed.
 /// @endcode
 ///
-/// Lifetime: the router (and so its backends) must outlive the handle. Disposal targets this
-/// handle's key and kind (SandboxRouter::dispose_kind), so other kinds of the same key stay.
+/// Lifetime: the router (and so its backends) must outlive the handle — and, for a
+/// SandboxHandle destroyed unclosed, the background disposal it starts on its executor.
+/// Disposal targets this handle's key and kind (SandboxRouter::dispose_kind), so other kinds
+/// of the same key stay.
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/any_io_executor.hpp>
