@@ -56,6 +56,13 @@ SandboxSpec build_spec(const Args& args) {
   return SandboxSpec(std::move(f));
 }
 
+/// The program's own bytes, untranslated, on our own streams (human form).
+void print_program_output(const ExecResult& result) {
+  std::fwrite(result.stdout_bytes.data(), 1, result.stdout_bytes.size(), stdout);
+  std::fflush(stdout);
+  std::fwrite(result.stderr_bytes.data(), 1, result.stderr_bytes.size(), stderr);
+}
+
 /// Collection failed after the program ran: the program's output and exit status are printed
 /// first (human form), or carried beside the error (JSON: `{"error": {…}, "run": {"exit_code",
 /// "stdout", "stderr"}}`), so a collection error never hides what the program said.
@@ -68,9 +75,7 @@ int report_after_run(Session& session, const ExecResult& result, const Failure& 
                                {"stderr", result.stderr_text()}}}},
                             {});
   } else {
-    std::fwrite(result.stdout_bytes.data(), 1, result.stdout_bytes.size(), stdout);
-    std::fflush(stdout);
-    std::fwrite(result.stderr_bytes.data(), 1, result.stderr_bytes.size(), stderr);
+    print_program_output(result);
     fmt::print(stderr, "maf-sandbox: exit code {}\n", result.exit_code);
     session.reporter.error(failure);
   }
@@ -164,10 +169,7 @@ int cmd_run(Session& session) {
   if (session.reporter.json()) {
     session.reporter.result(j, {});
   } else {
-    // The program's own bytes, untranslated, on our own streams; our summary after them.
-    std::fwrite(result.stdout_bytes.data(), 1, result.stdout_bytes.size(), stdout);
-    std::fflush(stdout);
-    std::fwrite(result.stderr_bytes.data(), 1, result.stderr_bytes.size(), stderr);
+    print_program_output(result);  // our summary after it
     fmt::print(stderr, "{}", summary);
   }
   return result.exit_code == 0 ? kExitOk : kExitProgramFailed;
