@@ -51,7 +51,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../common/harness.hpp"
-#include "maf/sandbox.hpp"
+#include "maf/sandbox/async.hpp"
 #include "maf/sandbox/acas/backend.hpp"
 #include "maf/sandbox/support/labels.hpp"
 #include "maf/sandbox/sync.hpp"

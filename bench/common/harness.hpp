@@ -26,7 +26,7 @@
 #include <thread>
 #include <vector>
 
-#include "maf/sandbox.hpp"
+#include "maf/sandbox/async.hpp"
 
 extern char** environ;
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "maf/sandbox.hpp"
+#include "maf/sandbox/async.hpp"
 #include "maf/sandbox/sync.hpp"
 #include "maf/sandbox/testing/in_process.hpp"
 

@@ -38,7 +38,7 @@
 
 #include "../common/harness.hpp"
 #include "docker_http.hpp"
-#include "maf/sandbox.hpp"
+#include "maf/sandbox/async.hpp"
 #include "maf/sandbox/docker/backend.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 #include "maf/sandbox/support/tar.hpp"

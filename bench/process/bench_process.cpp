@@ -35,7 +35,7 @@
 #include "../common/harness.hpp"
 #include "bwrap.hpp"       // the backend's own command line, so the floor runs the same one
 #include "guest_tree.hpp"  // the backend's guest-root shape, so the floors build the same tree
-#include "maf/sandbox.hpp"
+#include "maf/sandbox/async.hpp"
 #include "maf/sandbox/process/process_backend.hpp"
 #include "maf/sandbox/sync.hpp"
 

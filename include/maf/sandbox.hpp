@@ -1,11 +1,18 @@
 #pragma once
 /// @file sandbox.hpp
-/// Umbrella header: the public core of maf-sandbox. The in-process test double
-/// (maf/sandbox/testing/in_process.hpp), the blocking facade (sync.hpp), the plugin registry
-/// and the backend-author support headers are included by name, not from here.
+/// The light entry: what a host needs to state a policy, describe a workload and run it
+/// through the five blocking calls — SandboxHost, BlockingSandbox, the vocabulary and the
+/// errors. No Asio, no JSON library: a first program compiles in a fraction of the time the
+/// coroutine API costs (bench/RESULTS.md, "Compile cost").
+///
+/// The coroutine API — SandboxRouter, Sandbox, SandboxBackend, collect_outputs, sinks,
+/// SandboxHandle — is <maf/sandbox/async.hpp>, which includes this one. The plugin registry,
+/// the BlockingRunner (sync.hpp), the test double and the backend-author support headers are
+/// included by name.
 
-#include "maf/sandbox/backend.hpp"
-#include "maf/sandbox/caller_context.hpp"
+#include "maf/sandbox/artifact.hpp"
+#include "maf/sandbox/blocking_sandbox.hpp"
+#include "maf/sandbox/call_defaults.hpp"
 #include "maf/sandbox/capability.hpp"
 #include "maf/sandbox/command.hpp"
 #include "maf/sandbox/declarations.hpp"
@@ -15,13 +22,10 @@
 #include "maf/sandbox/entry.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/exec_result.hpp"
+#include "maf/sandbox/host.hpp"
 #include "maf/sandbox/isolation.hpp"
 #include "maf/sandbox/key.hpp"
 #include "maf/sandbox/limits.hpp"
 #include "maf/sandbox/os_family.hpp"
-#include "maf/sandbox/outputs.hpp"
-#include "maf/sandbox/paths.hpp"
-#include "maf/sandbox/router.hpp"
-#include "maf/sandbox/sandbox.hpp"
-#include "maf/sandbox/sink.hpp"
+#include "maf/sandbox/router_options.hpp"
 #include "maf/sandbox/spec.hpp"

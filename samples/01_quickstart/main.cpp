@@ -1,43 +1,39 @@
 // Quickstart: run model-written code in a bubblewrap sandbox and land its declared output.
 //
-//  1. load the `process` backend plugin through the registry (no engine needed);
-//  2. build a router whose isolation floor is lowered to os_process *explicitly*;
-//  3. check the workload, acquire a sandbox, write a CSV and a script into it, run it;
-//  4. collect the declared output through a file-system sink into ./out;
-//  5. dispose — the handle does it when it goes, on every path.
-#include <maf/sandbox.hpp>
-#include <maf/sandbox/handle.hpp>
-#include <maf/sandbox/registry.hpp>
+//  1. load the `process` backend plugin by name (no engine needed) under a policy whose
+//     isolation floor is lowered to os_process *explicitly* (SandboxHost);
+//  2. check the workload, acquire a sandbox, write a CSV and a script into it, run it;
+//  3. collect the declared output through a file-system sink into ./out;
+//  4. dispose — the handle does it when it goes, on every path.
+#include <maf/sandbox.hpp>  // the light entry: SandboxHost, BlockingSandbox, the vocabulary
 
 #include <filesystem>
 #include <iostream>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json.hpp>  // only to write the backend's configuration
 
 using namespace maf::sandbox;
 
 int main(int argc, char** argv) {
   const std::filesystem::path out_dir = argc > 1 ? argv[1] : "out";
   try {
-    // The backend keeps its sandboxes under a directory of our choosing.
+    // The backend keeps its sandboxes under a directory of our choosing (its configuration,
+    // a JSON object). os_process is below the default floor (microvm): a host must lower it
+    // on purpose.
     const auto state = std::filesystem::temp_directory_path() / "maf-sandbox-quickstart";
-    auto backend = PluginRegistry::global().create("process", {{"root", state.string()}});
-
-    // os_process is below the default floor (microvm): a host must lower it on purpose.
-    SandboxRouter router({backend}, RouterOptions::lowered_floor(Isolation::OsProcess, LowerIsolationFloor{}));
+    SandboxHost host("process", RouterOptions::lowered_floor(Isolation::OsProcess, LowerIsolationFloor{}),
+                     nlohmann::json{{"root", state.string()}}.dump());
 
     SandboxSpec spec({.kind = "csv-summary",
                       .requires_capabilities = {Capability::Exec, Capability::FilesIn, Capability::FilesOut},
                       .declared_outputs = {{.path = "summary.txt", .media_type = "text/plain"}},
                       .egress = Egress::Closed});
-    router.ensure_can_serve(spec);  // throws a typed refusal naming what does not fit
-    std::cout << "policy: backend '" << backend->name() << "' (" << backend->isolation()
-              << ") may serve kind '" << spec.kind() << "' with closed egress\n";
+    host.ensure_can_serve(spec);  // throws a typed refusal naming what does not fit
+    std::cout << "policy: backend 'process' (os_process) may serve kind '" << spec.kind() << "' with closed egress\n";
 
     // The handle disposes the sandbox when it goes out of scope — on every path, the early
     // return and the exception included.
-    BlockingSandbox sandbox(router, {"demo-tenant", "conversation-1", "analyst", ""}, spec);
-    std::cout << "acquired sandbox " << sandbox.sandbox().instance_id() << " (storage base "
-              << sandbox.sandbox().storage_base() << ")\n";
+    BlockingSandbox sandbox = host.open({"demo-tenant", "conversation-1", "analyst", ""}, spec);
+    std::cout << "acquired a sandbox for " << to_string(sandbox.key()) << "\n";
 
     sandbox.write("sales.csv", "region,amount\nnorth,120\nsouth,80\nnorth,30\n");
     sandbox.write("summarize.sh",

@@ -12,7 +12,7 @@
 //
 // The image is the project's local busybox test image (scripts/docker-test-images): there
 // is no Python in it and no registry behind it, so the script is plain POSIX sh + awk.
-#include <maf/sandbox.hpp>
+#include <maf/sandbox/async.hpp>
 #include <maf/sandbox/registry.hpp>
 #include <maf/sandbox/sync.hpp>
 

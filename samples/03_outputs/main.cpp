@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "maf/sandbox.hpp"
+#include "maf/sandbox/async.hpp"
 #include "maf/sandbox/sync.hpp"
 #include "maf/sandbox/testing/in_process.hpp"  // reached by name: never in the umbrella header
 

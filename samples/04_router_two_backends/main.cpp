@@ -7,7 +7,7 @@
 // declares no os_families), and the sample never acquires from it — selection is pure
 // policy over declarations (router.select), so it needs no daemon. (Disposal is the one
 // router call that fans out to every backend; see the end of main.)
-#include <maf/sandbox.hpp>
+#include <maf/sandbox/async.hpp>
 #include <maf/sandbox/registry.hpp>
 #include <maf/sandbox/sync.hpp>
 

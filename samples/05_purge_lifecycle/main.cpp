@@ -10,7 +10,7 @@
 //     `dispose_scope`, which finds them from the provider (the process backend's on-disk
 //     state under `root`), not from memory. `maf-sandbox dispose-scope --backend process
 //     --config <{"root": ROOT}> --scope sample-tenant --thread conversation-b` does the same.
-#include <maf/sandbox.hpp>
+#include <maf/sandbox/async.hpp>
 #include <maf/sandbox/registry.hpp>
 #include <maf/sandbox/sync.hpp>
 

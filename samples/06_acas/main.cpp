@@ -15,7 +15,7 @@
 //  2. build a router with the *default* floor: ACAS is a microVM, nothing is lowered;
 //  3. acquire, write the data and the script, run it, list what it left, read the report;
 //  4. dispose (on failure too), then check by label that nothing of the conversation is left.
-#include <maf/sandbox.hpp>
+#include <maf/sandbox/async.hpp>
 #include <maf/sandbox/registry.hpp>
 #include <maf/sandbox/sync.hpp>
 

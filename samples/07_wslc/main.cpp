@@ -11,7 +11,7 @@
 //  5. dispose, then check by label that nothing of the conversation is left.
 //
 // Usage: sample_wslc [WSLC]   (default `wslc`, searched on PATH; the ctest test passes the shim)
-#include <maf/sandbox.hpp>
+#include <maf/sandbox/async.hpp>
 #include <maf/sandbox/registry.hpp>
 #include <maf/sandbox/sync.hpp>
 

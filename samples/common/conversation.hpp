@@ -3,7 +3,7 @@
 // own, whose sandboxes are disposed however its steps end, and a check afterwards, from the
 // provider, that nothing of it is left. (samples/CMakeLists.txt adds only directories with a
 // CMakeLists.txt, so this folder is not a sample.)
-#include <maf/sandbox.hpp>
+#include <maf/sandbox/async.hpp>
 #include <maf/sandbox/sync.hpp>
 
 #include <unistd.h>

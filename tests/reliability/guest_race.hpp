@@ -12,7 +12,7 @@
 #include <string>
 #include <typeinfo>
 
-#include "maf/sandbox.hpp"
+#include "maf/sandbox/async.hpp"
 #include "maf/sandbox/sync.hpp"
 
 namespace reliability {

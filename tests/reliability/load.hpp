@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "maf/sandbox.hpp"
+#include "maf/sandbox/async.hpp"
 #include "trials.hpp"
 
 namespace reliability {

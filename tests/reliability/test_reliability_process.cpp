@@ -14,7 +14,7 @@
 #include <map>
 #include <thread>
 
-#include "maf/sandbox.hpp"
+#include "maf/sandbox/async.hpp"
 #include "maf/sandbox/process/process_backend.hpp"
 #include "maf/sandbox/sync.hpp"
 #include "cli_child.hpp"

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include "maf/sandbox.hpp"
+#include "maf/sandbox/async.hpp"
 
 namespace maf::sandbox::test {
 

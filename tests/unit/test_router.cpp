@@ -11,7 +11,7 @@
 #include <future>
 #include <thread>
 
-#include "maf/sandbox.hpp"
+#include "maf/sandbox/async.hpp"
 #include "maf/sandbox/sync.hpp"
 #include "maf/sandbox/testing/in_process.hpp"
 #include "unit/policy_fakes.hpp"

@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <new>
 
-#include "maf/sandbox.hpp"
+#include "maf/sandbox/async.hpp"
 #include "unit/policy_fakes.hpp"
 
 namespace {

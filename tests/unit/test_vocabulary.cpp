@@ -4,7 +4,7 @@
 
 #include <unordered_set>
 
-#include "maf/sandbox.hpp"
+#include "maf/sandbox/async.hpp"
 
 using namespace maf::sandbox;
 

@@ -1,17 +1,21 @@
 #pragma once
 /// @file handle.hpp
-/// The five calls: open a sandbox, write, run, read or collect, and have it disposed when
-/// the handle goes — for hosts that want the flow of a hosted SDK without giving up the
-/// policy. A thin layer over the public core that adds no policy of its own: opening goes
-/// through SandboxRouter::acquire, which runs the router's checks (C-69) and throws the
-/// typed refusal (catch SandboxPolicyRefusal for all of them) before anything is created.
+/// The five calls, awaitable form: open a sandbox, write, run, read or collect, and have it
+/// disposed when the handle goes — for hosts that want the flow of a hosted SDK without
+/// giving up the policy. A thin layer over the public core that adds no policy of its own:
+/// opening goes through SandboxRouter::acquire, which runs the router's checks (C-69) and
+/// throws the typed refusal (catch SandboxPolicyRefusal for all of them) before anything is
+/// created. The blocking form, BlockingSandbox, is in blocking_sandbox.hpp (included here).
 ///
 /// @code
-///   maf::sandbox::BlockingSandbox sb(router, {"tenant", "conversation-1", "agent"}, spec);
-///   sb.write("in/data.csv", "a,b\n1,2\n");
-///   auto result = sb.run({"python3", "main.py"});
-///   sb.collect_into("results");    // the spec's declared outputs, under the file-system sink
-///   // sb is disposed here; sb.close() disposes now and reports what could not be removed.
+///   // Named locals, never braced temporaries, inside a co_await (GCC 12 miscompiles those).
+///   const maf::sandbox::SandboxKey key{"tenant", "conversation-1", "agent", ""};
+///   const maf::sandbox::Command main_py{"python3", "main.py"};
+///   auto sb = co_await maf::sandbox::SandboxHandle::open(router, key, spec);
+///   co_await sb.write("in/data.csv", "a,b\n1,2\n");
+///   auto result = co_await sb.run(main_py);
+///   co_await sb.collect_into("results");  // the spec's declared outputs, under the file-system sink
+///   co_await sb.close();                  // disposes; says whether the backend confirmed it
 /// @endcode
 ///
 /// Lifetime: the router (and so its backends) must outlive the handle — and, for a
@@ -30,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "maf/sandbox/blocking_sandbox.hpp"
 #include "maf/sandbox/command.hpp"
 #include "maf/sandbox/exec_result.hpp"
 #include "maf/sandbox/key.hpp"
@@ -79,37 +84,6 @@ private:
   struct State;
   explicit SandboxHandle(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
-};
-
-/// The blocking form, for hosts without an io_context: each call runs to completion on the
-/// calling thread (one private BlockingRunner per handle, so a backend that binds I/O to
-/// the executor it first ran on keeps working). The destructor disposes; errors there are
-/// logged, never thrown. `close()` disposes now and throws nothing either: it reports.
-class BlockingSandbox {
-public:
-  /// Checks the policy and acquires. Throws the typed refusal or the acquire's error.
-  BlockingSandbox(SandboxRouter& router, SandboxKey key, SandboxSpec spec);
-  BlockingSandbox(BlockingSandbox&&) noexcept;
-  BlockingSandbox& operator=(BlockingSandbox&&) noexcept;
-  BlockingSandbox(const BlockingSandbox&) = delete;
-  BlockingSandbox& operator=(const BlockingSandbox&) = delete;
-  ~BlockingSandbox();
-
-  void write(std::string path, std::string content);
-  ExecResult run(Command command, std::chrono::milliseconds timeout = kDefaultExecTimeout);
-  std::string read(std::string path, std::int64_t max_bytes = kDefaultReadCapBytes);
-  std::vector<LandedArtifact> collect_into(std::filesystem::path directory);
-  /// Disposes now; true when the backend confirmed it (false is logged with the key).
-  bool close() noexcept;
-
-  Sandbox& sandbox() const;
-  const SandboxSpec& spec() const noexcept;
-  const SandboxKey& key() const noexcept;
-  bool closed() const noexcept;
-
-private:
-  std::unique_ptr<BlockingRunner> run_;  // declared first: destroyed after the handle
-  std::unique_ptr<SandboxHandle> handle_;
 };
 
 }  // namespace maf::sandbox

@@ -22,38 +22,9 @@
 #include <vector>
 
 #include "maf/sandbox/backend.hpp"
+#include "maf/sandbox/router_options.hpp"
 
 namespace maf::sandbox {
-
-/// FIXED: one backend (named or first) serves every spec. PER_SPEC: the first backend in
-/// registration order whose declarations pass every check serves each spec (C-63).
-enum class Selection { Fixed, PerSpec };
-
-/// Tag that makes lowering the isolation floor below the default greppable in review
-/// (after Sandbox2's policy builder): `RouterOptions::lowered_floor(Isolation::OsProcess,
-/// LowerIsolationFloor{})`.
-struct LowerIsolationFloor {
-  explicit LowerIsolationFloor() = default;
-};
-
-struct RouterOptions {
-  /// The host floor; default microvm. A weaker floor is an explicit decision: prefer
-  /// `lowered_floor(...)` so it shows in review.
-  Isolation min_isolation = kDefaultMinIsolation;
-  /// FIXED selection: the backend's name; absent = the first registered.
-  std::optional<std::string> selected{};
-  CapabilitySet denied_capabilities{};
-  IdentitySet denied_identities{};
-  Selection selection = Selection::Fixed;
-  IsolationScope min_isolation_scope = IsolationScope::Conversation;
-
-  /// Options whose floor is lowered on purpose.
-  static RouterOptions lowered_floor(Isolation floor, LowerIsolationFloor) {
-    RouterOptions options;
-    options.min_isolation = floor;
-    return options;
-  }
-};
 
 class SandboxRouter {
 public:

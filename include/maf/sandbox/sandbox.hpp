@@ -23,19 +23,13 @@
 #include <string>
 #include <vector>
 
+#include "maf/sandbox/call_defaults.hpp"
 #include "maf/sandbox/capability.hpp"
 #include "maf/sandbox/command.hpp"
 #include "maf/sandbox/entry.hpp"
 #include "maf/sandbox/exec_result.hpp"
 
 namespace maf::sandbox {
-
-/// The default exec/run_code bound when a caller names none.
-inline constexpr std::chrono::milliseconds kDefaultExecTimeout{60'000};
-
-/// The default cap of a read_file that names none: 16 MiB, the same order as the default
-/// per-file output cap; a larger file is refused (SandboxTransferCapExceeded), never cut.
-inline constexpr std::int64_t kDefaultReadCapBytes = std::int64_t{16} << 20;
 
 /// What a backend's do_exec receives, already resolved.
 struct ExecRequest {

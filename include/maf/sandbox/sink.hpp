@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "maf/sandbox/artifact.hpp"
 #include "maf/sandbox/enum.hpp"
 
 namespace maf::sandbox {
@@ -30,22 +31,6 @@ struct EnumTraits<NameNormalization> {
       {NameNormalization::Nfc, "nfc"},
       {NameNormalization::None, "none"},
   }};
-};
-
-/// One collected output on its way to the host (C-29).
-struct Artifact {
-  std::string name;     ///< the delivered name (validated, normalised per the sink)
-  std::string content;  ///< opaque bytes
-  std::string kind;     ///< the spec's workload kind
-  std::optional<std::string> media_type{};  ///< as declared, never sniffed
-};
-
-/// What a sink made of an artifact (C-30). `handle` is the host's private reference and the
-/// library never renders it.
-struct LandedArtifact {
-  std::string name;
-  std::string display;  ///< the one line a model may see
-  std::optional<std::string> handle{};
 };
 
 class OutputSink {

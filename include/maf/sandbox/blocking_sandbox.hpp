@@ -1,0 +1,65 @@
+#pragma once
+/// @file blocking_sandbox.hpp
+/// The five calls, blocking: open a sandbox through the router's policy, write, run, read or
+/// collect, and have it disposed when the object goes. Light to include: no Asio here (the
+/// awaitable form, SandboxHandle, is in handle.hpp).
+///
+/// Lifetime: the router the sandbox was opened through (a SandboxHost's, or one of the host's
+/// own) must outlive it.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "maf/sandbox/artifact.hpp"
+#include "maf/sandbox/call_defaults.hpp"
+#include "maf/sandbox/command.hpp"
+#include "maf/sandbox/exec_result.hpp"
+#include "maf/sandbox/key.hpp"
+#include "maf/sandbox/spec.hpp"
+
+namespace maf::sandbox {
+
+class BlockingRunner;
+class Sandbox;
+class SandboxHandle;
+class SandboxRouter;
+
+/// The blocking form, for hosts without an io_context: each call runs to completion on the
+/// calling thread (one private BlockingRunner per handle, so a backend that binds I/O to
+/// the executor it first ran on keeps working). The destructor disposes; errors there are
+/// logged, never thrown. `close()` disposes now and throws nothing either: it reports.
+class BlockingSandbox {
+public:
+  /// Checks the policy and acquires through `router` (SandboxRouter::acquire). Throws the
+  /// typed refusal or the acquire's error. SandboxHost::open is the same over its own router.
+  BlockingSandbox(SandboxRouter& router, SandboxKey key, SandboxSpec spec);
+  BlockingSandbox(BlockingSandbox&&) noexcept;
+  BlockingSandbox& operator=(BlockingSandbox&&) noexcept;
+  BlockingSandbox(const BlockingSandbox&) = delete;
+  BlockingSandbox& operator=(const BlockingSandbox&) = delete;
+  ~BlockingSandbox();
+
+  void write(std::string path, std::string content);
+  ExecResult run(Command command, std::chrono::milliseconds timeout = kDefaultExecTimeout);
+  std::string read(std::string path, std::int64_t max_bytes = kDefaultReadCapBytes);
+  std::vector<LandedArtifact> collect_into(std::filesystem::path directory);
+  /// Disposes now; true when the backend confirmed it (false is logged with the key).
+  bool close() noexcept;
+
+  /// The sandbox itself, for what the five calls do not cover (its methods are awaitable:
+  /// <maf/sandbox/async.hpp>). Throws ValueError once closed.
+  Sandbox& sandbox() const;
+  const SandboxSpec& spec() const noexcept;
+  const SandboxKey& key() const noexcept;
+  bool closed() const noexcept;
+
+private:
+  std::unique_ptr<BlockingRunner> run_;  // declared first: destroyed after the handle
+  std::unique_ptr<SandboxHandle> handle_;
+};
+
+}  // namespace maf::sandbox

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# check-headers.sh COMPILER INCLUDE_DIR MODE
+#   self-contained: every public header compiles alone (-fsyntax-only), each in a TU of its own
+#   light-entry:    <maf/sandbox.hpp>'s include graph holds no Asio, Boost, JSON, fmt or spdlog
+#                   header — the property that makes it the light entry (include/maf/sandbox.hpp)
+set -euo pipefail
+cxx="$1" include="$2" mode="$3"
+flags=(-std=c++20 -fsyntax-only -Wall -Wextra -Wpedantic -Werror -I"$include")
+case "$mode" in
+  self-contained)
+    failed=0 n=0
+    while IFS= read -r header; do
+      rel="${header#"$include"/}"
+      n=$((n + 1))
+      if ! printf '#include <%s>\n' "$rel" | "$cxx" "${flags[@]}" -x c++ - 2>"${TMPDIR:-/tmp}/maf-header-$$.err"; then
+        echo "not self-contained: $rel" >&2
+        sed -n 1,20p "${TMPDIR:-/tmp}/maf-header-$$.err" >&2
+        failed=$((failed + 1))
+      fi
+    done < <(find "$include/maf" -name '*.hpp' | sort)
+    rm -f "${TMPDIR:-/tmp}/maf-header-$$.err"
+    echo "$n public headers, $failed not self-contained"
+    [[ $n -gt 0 && $failed -eq 0 ]]
+    ;;
+  light-entry)
+    graph="$(printf '#include <maf/sandbox.hpp>\n' | "$cxx" "${flags[@]}" -H -x c++ - 2>&1 >/dev/null | grep '^\.' || true)"
+    [[ -n "$graph" ]] || { echo "no include graph was printed" >&2; exit 1; }
+    heavy="$(grep -E '/(boost|nlohmann|fmt|spdlog)/' <<<"$graph" || true)"
+    if [[ -n "$heavy" ]]; then
+      echo "<maf/sandbox.hpp> pulls in headers the light entry must not:" >&2
+      echo "$heavy" | head -20 >&2
+      exit 1
+    fi
+    echo "<maf/sandbox.hpp>: $(wc -l <<<"$graph") headers in its include graph, none of Boost, JSON, fmt or spdlog"
+    ;;
+  *) echo "unknown mode $mode" >&2; exit 2 ;;
+esac
