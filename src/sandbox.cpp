@@ -4,6 +4,7 @@
 
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/paths.hpp"
+#include "maf/sandbox/support/shell.hpp"
 
 namespace maf::sandbox {
 
@@ -165,6 +166,59 @@ boost::asio::awaitable<void> Sandbox::remove(std::string path, std::string worki
       throw OSError("guest path '" + path + "' is a directory; pass recursive=true to remove it");
     co_await do_remove(resolved, recursive && s->kind == EntryKind::Directory);
   });
+}
+
+boost::asio::awaitable<void> Sandbox::reclaim(std::string directory, std::string working_directory,
+                                              std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  require_capability(Capability::Exec, "reclaim");
+  if (timeout.count() <= 0)
+    throw ValueError("reclaim timeout must be positive, got " + std::to_string(timeout.count()) + " ms");
+  if (directory.empty() || directory.front() != '/')
+    throw ValueError("reclaim needs an absolute guest directory, got '" + directory + "'");
+  const std::string target = normalize_guest_path(directory);
+  std::size_t components = 0;
+  for (std::size_t i = 0; i < target.size(); ++i)
+    if (target[i] != '/' && (i == 0 || target[i - 1] == '/')) ++components;
+  // `/` and `/tmp` are the shapes that turn a cleanup into an outage: a recursive delete is
+  // irreversible, so this guard stands whatever the caller derived the path from.
+  if (components < 2)
+    throw ValueError("reclaim refuses '" + directory + "': fewer than two path components is too close to the root");
+  const std::string wd = resolve_working_directory(working_directory, identity_.storage_base);
+  if (target == wd) throw ValueError("reclaim refuses '" + directory + "': it is the working directory itself");
+  co_await do_reclaim(target, timeout, deadline);
+}
+
+boost::asio::awaitable<void> Sandbox::do_reclaim(const std::string& absolute_directory,
+                                                 std::chrono::milliseconds timeout,
+                                                 std::chrono::steady_clock::time_point deadline) {
+  // `rm -rf` run by the guest's own principal: it can never remove more than the program it
+  // serves could. From `/`, since the target is absolute and a call that never wrote has no
+  // working directory to stand in.
+  ExecRequest request{Command(std::vector<std::string>{"rm", "-rf", "--", absolute_directory}), {}, "/", timeout,
+                      deadline};
+  request.shell_line = request.command.shell_line();
+  const ExecResult removed = co_await do_exec(request);
+  if (removed.exit_code != 0) {
+    std::string detail = removed.stderr_text();
+    while (!detail.empty() && (detail.back() == '\n' || detail.back() == ' ')) detail.pop_back();
+    throw OSError("backend '" + identity_.backend_name + "': the guest of workload kind '" + identity_.kind +
+                  "' refused to remove '" + absolute_directory + "': rm exited " +
+                  std::to_string(removed.exit_code) + (detail.empty() ? "" : " — " + detail));
+  }
+}
+
+boost::asio::awaitable<void> Sandbox::reset(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  require_capability(Capability::Snapshot, "reset");
+  if (timeout.count() <= 0)
+    throw ValueError("reset timeout must be positive, got " + std::to_string(timeout.count()) + " ms");
+  co_await do_reset(timeout, deadline);
+}
+
+boost::asio::awaitable<void> Sandbox::do_reset(std::chrono::milliseconds, std::chrono::steady_clock::time_point) {
+  throw NotImplementedError("backend '" + identity_.backend_name + "' does not implement reset");
+  co_return;
 }
 
 boost::asio::awaitable<std::string> Sandbox::do_read_file(const std::string&, std::int64_t) {

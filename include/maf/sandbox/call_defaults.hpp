@@ -15,4 +15,7 @@ inline constexpr std::chrono::milliseconds kDefaultExecTimeout{60'000};
 /// per-file output cap; a larger file is refused (SandboxTransferCapExceeded), never cut.
 inline constexpr std::int64_t kDefaultReadCapBytes = std::int64_t{16} << 20;
 
+/// The default bound of Sandbox::reclaim and of a tool call's directory removal (C-120).
+inline constexpr std::chrono::milliseconds kDefaultReclaimTimeout{30'000};
+
 }  // namespace maf::sandbox

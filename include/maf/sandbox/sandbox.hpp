@@ -100,6 +100,20 @@ public:
   boost::asio::awaitable<void> remove(std::string path, std::string working_directory = ".",
                                       bool recursive = false);
 
+  /// Remove `directory` and everything under it, as the guest program's own principal, so it
+  /// never deletes more than the guest itself could (core.md §9.2). Offered on every sandbox
+  /// that can exec — a tool call's directory is removed this way after each call (C-120) —
+  /// and behind no capability; `Capability::Reclaim` is the separate, proven claim that the
+  /// RECLAIM cleanup rung is safe on this backend.
+  /// `directory` must be absolute with at least two components, and is not the resolved
+  /// `working_directory` itself (ValueError, naming it); missing is success; a removal the
+  /// guest refuses is OSError naming the path and the guest's words; expiry is TimeoutError.
+  boost::asio::awaitable<void> reclaim(std::string directory, std::string working_directory = ".",
+                                       std::chrono::milliseconds timeout = kDefaultReclaimTimeout);
+  /// Restore the guest tree to the snapshot the backend took when it created this sandbox
+  /// (SNAPSHOT, the RESET cleanup rung of §9.2). NotImplementedError without SNAPSHOT.
+  boost::asio::awaitable<void> reset(std::chrono::milliseconds timeout = kDefaultReclaimTimeout);
+
 protected:
   struct Identity {
     std::string backend_name;
@@ -130,6 +144,16 @@ protected:
   /// Remove an existing entry; a link is unlinked; `recursive` removes a tree without
   /// following links inside it.
   virtual boost::asio::awaitable<void> do_remove(const std::string& absolute_path, bool recursive);
+  /// Remove a validated, absolute, normalised directory as the guest's principal, from `/`.
+  /// Default: `rm -rf -- <directory>` through do_exec (every backend execs as the guest);
+  /// a non-zero exit is OSError with the guest's stderr. Override only for a cheaper path
+  /// with the same principal.
+  virtual boost::asio::awaitable<void> do_reclaim(const std::string& absolute_directory,
+                                                  std::chrono::milliseconds timeout,
+                                                  std::chrono::steady_clock::time_point deadline);
+  /// Restore the acquire-time snapshot. Default refuses; only reached when SNAPSHOT is declared.
+  virtual boost::asio::awaitable<void> do_reset(std::chrono::milliseconds timeout,
+                                                std::chrono::steady_clock::time_point deadline);
   /// Brackets a whole file operation (walk + hook). Default: run `body` directly.
   virtual boost::asio::awaitable<void> do_file_operation(FileOperation operation,
                                                          std::function<boost::asio::awaitable<void>()> body);
