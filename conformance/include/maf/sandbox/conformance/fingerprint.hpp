@@ -11,8 +11,11 @@
 /// own scope label), so other engineers' or tests' resources on a shared engine never count.
 ///
 /// @code
-///   ProcessFingerprint inventory(config);  // e.g. lines of process_engine_inventory
+///   FunctionFingerprint inventory("process: state root and cgroups", [&] {
+///     return std::optional<EngineFingerprint>({process::process_engine_inventory(config)});
+///   });
 ///   auto result = assert_nothing_left_behind(inventory, [&] { acquire_work_dispose(); });
+///   CHECK(result.passed());  // a skip does not raise
 /// @endcode
 
 #include <functional>

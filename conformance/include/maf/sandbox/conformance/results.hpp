@@ -27,7 +27,7 @@ enum class Suite {
   EgressClosed,  ///< EGRESS_CLOSED, probes EC-1…EC-3 (our own)
   ReadCap,       ///< READ_CAP, probes CAP-1, CAP-2 (our own)
   HostIntegrity,  ///< HOST_INTEGRITY, probes HI-1…HI-6 (our own): the guest cannot reach host root
-  Cleanup,        ///< CLEANUP, probes RC-1…RC-7 (RECLAIM), RS-1…RS-4 (RESET); NL-1 (DISPOSE) beside it
+  Cleanup,        ///< CLEANUP, probes RC-1…RC-8 (RECLAIM), RS-1…RS-4 (RESET); NL-1 (DISPOSE) beside it
 };
 
 /// Every suite, in the order a runner should run them: EXEC last because its timeout probe
