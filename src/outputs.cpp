@@ -11,8 +11,8 @@
 
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/exec_result.hpp"
-#include "file_batch.hpp"
 #include "maf/sandbox/paths.hpp"
+#include "file_batch.hpp"
 #include "unicode_text.hpp"
 
 namespace maf::sandbox {
@@ -251,6 +251,7 @@ boost::asio::awaitable<std::vector<LandedArtifact>> collect_outputs(Sandbox& san
 
   // Phases B and C are one file batch: a backend may bracket them once (Docker: one freeze
   // for the whole collection) instead of once per call (sandbox.hpp, do_file_batch).
+  if (all.empty()) co_return std::vector<LandedArtifact>{};  // nothing to stat: no bracket either
   const std::string wd = spec.effective_work_dir();
   std::vector<Artifact> artifacts;
   bool in_bracket = false;  // a failure outside the body is the bracket's own
@@ -299,7 +300,7 @@ boost::asio::awaitable<std::vector<LandedArtifact>> collect_outputs(Sandbox& san
   } catch (const OSError& e) {
     // The bracket itself failed (Docker: a pause or the unpause): as C-88 words a failed
     // call, the output could not be reached — named by the first one.
-    if (in_bracket || all.empty()) throw;
+    if (in_bracket) throw;
     std::throw_with_nested(SandboxOutputUnreachable("workload kind '" + spec.kind() + "': output " +
                                                     in_quotes(all.front().path) +
                                                     " could not be reached (file batch): " + e.what()));

@@ -211,6 +211,15 @@ TEST_CASE("issue 24 D-21 [port decision]: collect_outputs takes one freeze for a
   CHECK(r.engine->unpauses == 3);
 }
 
+TEST_CASE("issue 24 D-21: a collection with nothing declared takes no freeze at all") {
+  Rig r;
+  const SandboxSpec spec = spec_with_outputs(0);
+  auto sandbox = r.held(spec);
+  auto sink = std::make_shared<KeepingSink>();
+  CHECK(r.run([&] { return collect_outputs(*sandbox, spec, sink); }).empty());
+  CHECK(r.engine->pauses == 0);
+}
+
 TEST_CASE("issue 24 C-88: a collection whose freeze cannot be taken is SandboxOutputUnreachable naming an output") {
   Rig r;
   const SandboxSpec spec = spec_with_outputs(1);
