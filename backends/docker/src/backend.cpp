@@ -416,8 +416,9 @@ awaitable<void> DockerSandboxBackend::prepare_work_dir(const std::string& contai
   // `cp` below. What this check grants (the chain was real directories when looked at) is
   // all the frozen one granted too: the guest may swap a component the moment either ends,
   // and every file operation walks the work directory's ancestors again under its own
-  // freeze. Any other finding — a missing, linked or odd component, or a stat that failed —
-  // is decided below, under the freeze, as before (docker.md *Transports*).
+  // freeze. Any other finding — a missing, linked or odd component — is decided below,
+  // under the freeze, as before; a stat that throws fails the acquire as it would there
+  // (docker.md "What the default path skips").
   bool complete = true;
   for (std::size_t i = 0; i < chain.size() && complete; ++i) {
     auto entry = co_await detail::probe(*transport_, container, id, chain[i]);
