@@ -51,6 +51,19 @@ boost::asio::awaitable<void> Sandbox::do_file_operation(FileOperation,
   co_await body();
 }
 
+boost::asio::awaitable<bool> Sandbox::do_file_batch(std::function<boost::asio::awaitable<void>()>) {
+  co_return false;
+}
+
+boost::asio::awaitable<void> Sandbox::bracketed(bool batched, FileOperation operation,
+                                                std::function<boost::asio::awaitable<void>()> body) {
+  // Inside a batch the batch's own bracket covers the call (do_file_batch).
+  if (batched)
+    co_await body();
+  else
+    co_await do_file_operation(operation, std::move(body));
+}
+
 boost::asio::awaitable<void> Sandbox::write_file(std::string path, std::string content,
                                                  std::string working_directory) {
   require_capability(Capability::FilesIn, "write_file");
@@ -67,6 +80,11 @@ boost::asio::awaitable<void> Sandbox::write_file(std::string path, std::string c
 
 boost::asio::awaitable<std::optional<SandboxEntry>> Sandbox::stat_file(std::string path,
                                                                        std::string working_directory) {
+  co_return co_await stat_file_in(false, std::move(path), std::move(working_directory));
+}
+
+boost::asio::awaitable<std::optional<SandboxEntry>> Sandbox::stat_file_in(bool batched, std::string path,
+                                                                          std::string working_directory) {
   require_capability(Capability::FilesOut, "stat_file");
   const std::string wd = resolve_working_directory(working_directory, identity_.storage_base);
   const std::string resolved = confine_resolve_guest_path(path, wd);
@@ -75,7 +93,7 @@ boost::asio::awaitable<std::optional<SandboxEntry>> Sandbox::stat_file(std::stri
     auto s = co_await do_lstat(p);
     co_return s ? std::optional<EntryKind>(s->kind) : std::nullopt;
   };
-  co_await do_file_operation(FileOperation::Stat, [&]() -> boost::asio::awaitable<void> {
+  co_await bracketed(batched, FileOperation::Stat, [&]() -> boost::asio::awaitable<void> {
     co_await refuse_symlinked_ancestors(stat, resolved, wd, false);
     if (auto s = co_await do_lstat(resolved)) {
       SandboxEntry e{*guest_path_relative_to(resolved, wd), s->kind, s->size_bytes};
@@ -88,6 +106,11 @@ boost::asio::awaitable<std::optional<SandboxEntry>> Sandbox::stat_file(std::stri
 
 boost::asio::awaitable<std::string> Sandbox::read_file(std::string path, std::string working_directory,
                                                        std::int64_t max_bytes) {
+  co_return co_await read_file_in(false, std::move(path), std::move(working_directory), max_bytes);
+}
+
+boost::asio::awaitable<std::string> Sandbox::read_file_in(bool batched, std::string path,
+                                                          std::string working_directory, std::int64_t max_bytes) {
   require_capability(Capability::FilesOut, "read_file");
   if (max_bytes < 0) throw ValueError("read_file max_bytes must not be negative, got " + std::to_string(max_bytes));
   const std::string wd = resolve_working_directory(working_directory, identity_.storage_base);
@@ -97,7 +120,7 @@ boost::asio::awaitable<std::string> Sandbox::read_file(std::string path, std::st
     auto s = co_await do_lstat(p);
     co_return s ? std::optional<EntryKind>(s->kind) : std::nullopt;
   };
-  co_await do_file_operation(FileOperation::Read, [&]() -> boost::asio::awaitable<void> {
+  co_await bracketed(batched, FileOperation::Read, [&]() -> boost::asio::awaitable<void> {
     co_await refuse_symlinked_ancestors(stat, resolved, wd, false);
     const auto s = co_await do_lstat(resolved);
     if (!s) throw FileNotFoundError("guest file '" + path + "' does not exist (in '" + wd + "')");
