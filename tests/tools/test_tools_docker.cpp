@@ -21,12 +21,17 @@ struct DockerEngine {
         [s] {
           const std::string names =
               docker_cli({"ps", "-a", "--filter", "label=maf-sandbox.scope=" + s, "--format", "{{.Names}}"});
-          return static_cast<int>(std::count(names.begin(), names.end(), '\n'));
+          if (names.find_first_not_of(" \n") == std::string::npos) return 0;
+          return static_cast<int>(std::count(names.begin(), names.end(), '\n')) + (names.back() == '\n' ? 0 : 1);
         },
         [](Sandbox& sb, const std::string& relative) {
           BlockingRunner run;
           return run([&] { return sb.exec(std::vector<std::string>{"test", "-e", relative}, "."); }).exit_code == 0;
-        }});
+        },
+        // The guest is root in its container, so file modes do not stop it; it can replace
+        // its own rm, which is exactly the principal RECLAIM runs as.
+        "printf '#!/bin/sh\\necho rm refused by the guest >&2\\nexit 1\\n' > /tmp/rm && chmod +x /tmp/rm && "
+        "mv /tmp/rm /bin/rm"});
   }
 };
 

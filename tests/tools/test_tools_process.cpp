@@ -35,7 +35,9 @@ struct ProcessEngine {
         [](Sandbox& sb, const std::string& relative) {
           BlockingRunner run;
           return run([&] { return sb.exec(std::vector<std::string>{"test", "-e", relative}, "."); }).exit_code == 0;
-        }});
+        },
+        // The guest is an unprivileged user: a directory it made unwritable, it cannot empty.
+        "mkdir locked && touch locked/f && chmod 555 locked"});
   }
   ~ProcessEngine() {
     BlockingRunner run;
