@@ -189,22 +189,56 @@ boost::asio::awaitable<void> Sandbox::reclaim(std::string directory, std::string
   co_await do_reclaim(target, timeout, deadline);
 }
 
+namespace {
+
+std::string trimmed_stderr(const ExecResult& r) {
+  std::string detail = r.stderr_text();
+  while (!detail.empty() && (detail.back() == '\n' || detail.back() == ' ')) detail.pop_back();
+  return detail;
+}
+
+}  // namespace
+
 boost::asio::awaitable<void> Sandbox::do_reclaim(const std::string& absolute_directory,
                                                  std::chrono::milliseconds timeout,
                                                  std::chrono::steady_clock::time_point deadline) {
   // `rm -rf` run by the guest's own principal: it can never remove more than the program it
   // serves could. From `/`, since the target is absolute and a call that never wrote has no
-  // working directory to stand in.
-  ExecRequest request{Command(std::vector<std::string>{"rm", "-rf", "--", absolute_directory}), {}, "/", timeout,
-                      deadline};
-  request.shell_line = request.command.shell_line();
-  const ExecResult removed = co_await do_exec(request);
-  if (removed.exit_code != 0) {
-    std::string detail = removed.stderr_text();
-    while (!detail.empty() && (detail.back() == '\n' || detail.back() == ' ')) detail.pop_back();
+  // working directory to stand in. rm never follows a link it meets (the named directory
+  // being a link is unlinked, an interior link is unlinked), so a planted link cannot aim it
+  // anywhere; a directory swapped for a link mid-walk is caught by rm's own no-follow walk,
+  // and whatever slips through is still bounded by the guest's own authority.
+  auto run = [&](std::vector<std::string> argv) -> boost::asio::awaitable<ExecResult> {
+    ExecRequest request{Command(std::move(argv)), {}, "/", timeout, deadline};
+    request.shell_line = request.command.shell_line();
+    co_return co_await do_exec(request);
+  };
+  auto expired = [&](const TimeoutError& e) {
+    return TimeoutError("backend '" + identity_.backend_name + "': reclaiming '" + absolute_directory +
+                        "' (workload kind '" + identity_.kind + "') exceeded its timeout of " +
+                        std::to_string(timeout.count()) + " ms: " + e.what());
+  };
+  try {
+    // Named, not braced into the co_await (the GCC 12 trap, docs/getting-started.md).
+    std::vector<std::string> rm{"rm", "-rf", "--", absolute_directory};
+    std::vector<std::string> chmod{"chmod", "-R", "u+rwx", "--", absolute_directory};
+    ExecResult removed = co_await run(rm);
+    if (removed.exit_code == 0) co_return;
+    // A guest that made a directory of its own read-only (0555) keeps rm out of it — the
+    // guest could undo that itself, so the reclaim does, still as the guest: `chmod -R`
+    // changes only what the guest owns and does not follow links met on the way. One exec
+    // on the common path; the recovery costs two more only when the first refused.
+    (void)co_await run(std::move(chmod));
+    removed = co_await run(std::move(rm));
+    if (removed.exit_code == 0) co_return;
+    const std::string detail = trimmed_stderr(removed);
     throw OSError("backend '" + identity_.backend_name + "': the guest of workload kind '" + identity_.kind +
                   "' refused to remove '" + absolute_directory + "': rm exited " +
                   std::to_string(removed.exit_code) + (detail.empty() ? "" : " — " + detail));
+  } catch (const TimeoutError& e) {
+    // Every backend's own expiry (a killed exec, a queue that never started it) reads as the
+    // one §9.2 names, with the directory in it.
+    throw expired(e);
   }
 }
 

@@ -30,8 +30,11 @@ constexpr std::int64_t kMiB = 1024 * 1024;
 
 BackendDeclarations base_declarations() {
   BackendDeclarations d;
+  // Reclaim: the core's rm -rf over `docker exec` as the container's own user, proven by the
+  // CLEANUP suite on a real engine (both transports). No Snapshot: a reset costs more than a
+  // cold acquire (docs/backends/docker.md "SNAPSHOT, measured").
   d.capabilities = CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesDelete,
-                                 Capability::HostTools};
+                                 Capability::HostTools, Capability::Reclaim};
   // docker.md §1: 64 MiB per file, 256 MiB total, 256 files, in each direction.
   const TransferLimits limits{64 * kMiB, 256 * kMiB, 256};
   d.limits = SandboxLimits{limits, limits};
