@@ -113,16 +113,6 @@ boost::asio::awaitable<void> report_bounded(const std::function<boost::asio::awa
   if (!state->done) logger()->warn("tool '{}': on_reclaim_failure did not finish within {} ms", tool, timeout.count());
 }
 
-/// The rung this call owes `sandbox`. A rung the instance does not declare is raised to
-/// DISPOSE: the attach check already refused a backend without it, so this only guards a
-/// backend whose instances declare less than the backend did.
-Cleanup rung_for(const detail::ToolBinding& b, const Sandbox& sandbox) {
-  const auto caps = sandbox.capabilities();
-  if (b.rung == Cleanup::Reclaim && !caps.contains(Capability::Reclaim)) return Cleanup::Dispose;
-  if (b.rung == Cleanup::Reset && !caps.contains(Capability::Snapshot)) return Cleanup::Dispose;
-  return b.rung;
-}
-
 /// The end of every call (result, refusal, exception, cancellation): close the record, then
 /// for every key it was admitted for, release with the rung owed — RECLAIM removes the call's
 /// directory now; RESET and DISPOSE remove it with everything else when the pair drains — and
@@ -141,7 +131,9 @@ boost::asio::awaitable<void> finish_call(const detail::ToolBinding& b, detail::T
     std::vector<OwedCleanup> owed;
     std::string path;
     if (entry.sandbox) {
-      const Cleanup rung = rung_for(b, *entry.sandbox);
+      // The backend's declaration decided the rung at attach; an instance whose reset is
+      // refused anyway (NotImplementedError) is escalated to a disposal by release_call.
+      const Cleanup rung = b.rung;
       if (name) path = join_guest_path(entry.sandbox->storage_base(), *name);
       // RECLAIM with no name allocated: nothing was named, so nothing is there to remove.
       if (rung != Cleanup::Reclaim || name)
