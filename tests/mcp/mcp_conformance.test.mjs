@@ -11,7 +11,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, writeFileSync, readdirSync, readFileSync, existsSync } from 'node:fs';
+import { chmodSync, mkdtempSync, writeFileSync, readdirSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,13 +65,15 @@ for (const scenario of SCENARIOS) {
     const r = spawnSync(node22, [conformance, 'server', '--url', url, '--scenario', scenario],
                         { cwd, encoding: 'utf8', timeout: 120_000 });
     assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
-    // The verdict is the checks the package recorded, not its exit code alone.
-    const results = join(cwd, 'results');
-    const runs = readdirSync(results);
-    assert.equal(runs.length, 1, runs.join(', '));
-    const checks = JSON.parse(readFileSync(join(results, runs[0], 'checks.json'), 'utf8'));
-    const failed = checks.filter((c) => c.status === 'FAILURE');
-    assert.deepEqual(failed, [], JSON.stringify(failed, null, 2));
-    assert.ok(checks.some((c) => c.status === 'SUCCESS'), JSON.stringify(checks, null, 2));
+    // The verdict is the checks the package printed, not its exit code alone: every one passed,
+    // at least one ran, no warning.
+    const out = r.stdout.replace(/\x1b\[[0-9;]*m/g, '');
+    const m = out.match(/Passed: (\d+)\/(\d+), (\d+) failed, (\d+) warnings/);
+    assert.ok(m, out);
+    assert.ok(Number(m[2]) > 0, out);
+    assert.equal(m[1], m[2], out);
+    assert.equal(m[3], '0', out);
+    assert.equal(m[4], '0', out);
+    assert.doesNotMatch(out, /FAILURE/);
   });
 }
