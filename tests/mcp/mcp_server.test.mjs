@@ -211,10 +211,10 @@ test('issue 30: closing stdin disposes everything the session acquired', async (
 
 test('issue 30: a spec the backend cannot serve is refused before initialize is answered, naming why', async () => {
   const refused = join(scratch, 'refused.json');
-  writeFileSync(refused, JSON.stringify({ kind: 'wants-host-tools', requires: ['exec', 'host_tools'] }));
+  writeFileSync(refused, JSON.stringify({ kind: 'wants-attached-identity', requires: ['exec', 'attached_identity'] }));
   const r = spawnSync(cli, ['mcp', '--backend', backend, '--config', configFile, '--spec', refused, '--min-isolation', 'none'],
                       { input: '', encoding: 'utf8' });
   assert.equal(r.status, 3, r.stderr);
   assert.equal(r.stdout, '', 'nothing reaches the protocol stream');
-  assert.match(r.stderr, /host_tools/);
+  assert.match(r.stderr, /attached_identity/);
 });
