@@ -57,9 +57,9 @@ std::map<std::string, CommandSpec> command_specs() {
       {"dispose-scope", {{json, backend, config, {"scope"}, {"thread"}}}},
       {"reap", {{json, backend, config, {"older-than"}, {"scope"}}}},
       {"mcp",
-       {{backend, config, {"spec"}, {"min-isolation"}, {"cleanup"}, {"out"}, {"scope"}, {"thread"}, {"http"}}}},
+       {{json, backend, config, {"spec"}, {"min-isolation"}, {"cleanup"}, {"out"}, {"scope"}, {"thread"}, {"http"}}}},
       {"tools",
-       {{backend, config, {"spec"}, {"min-isolation"}, {"cleanup"}, {"out"}, {"scope"}, {"thread"}, {"format"}}}},
+       {{json, backend, config, {"spec"}, {"min-isolation"}, {"cleanup"}, {"out"}, {"scope"}, {"thread"}, {"format"}}}},
   };
 }
 

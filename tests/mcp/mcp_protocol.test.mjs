@@ -109,3 +109,21 @@ test('issue 30: a request without an id is a notification and gets no answer; an
   assert.equal(params.error.code, -32602);
   await stillServing(105);
 });
+
+test('issue 30: `maf-sandbox tools` prints the served definitions as MCP tools and as OpenAI function tools', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const common = ['--backend', 'process', '--config', configFile, '--spec', specFile, '--min-isolation', 'none'];
+  const mcp = spawnSync(cli, ['tools', ...common, '--format', 'mcp'], { encoding: 'utf8' });
+  assert.equal(mcp.status, 0, mcp.stderr);
+  const tools = JSON.parse(mcp.stdout);
+  assert.deepEqual(tools.map((t) => t.name).sort(), ['read_file', 'run_command', 'write_file']);
+  assert.ok(tools.every((t) => t.inputSchema.type === 'object' && typeof t.description === 'string'));
+  const openai = spawnSync(cli, ['tools', ...common, '--format', 'openai'], { encoding: 'utf8' });
+  assert.equal(openai.status, 0, openai.stderr);
+  const functions = JSON.parse(openai.stdout);
+  assert.ok(functions.every((f) => f.type === 'function' && f.function.parameters.type === 'object'));
+  assert.deepEqual(functions.map((f) => f.function.name).sort(), tools.map((t) => t.name).sort());
+  const bad = spawnSync(cli, ['tools', ...common, '--format', 'xml'], { encoding: 'utf8' });
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /'xml'/);
+});
