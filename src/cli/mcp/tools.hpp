@@ -22,11 +22,11 @@ class SandboxRouter;
 namespace maf::sandbox::mcp {
 
 struct ToolsetOptions {
-  std::string scope;     ///< the conversation's scope (the key's first field)
-  std::string thread;    ///< the conversation: one MCP session
+  std::string scope{};   ///< the conversation's scope (the key's first field)
+  std::string thread{};  ///< the conversation: one MCP session
   std::string agent = "mcp";
   Cleanup cleanup = Cleanup::Dispose;
-  std::shared_ptr<OutputSink> sink;  ///< --out; required when the spec lands artifacts (C-118)
+  std::shared_ptr<OutputSink> sink{};  ///< --out; required when the spec lands artifacts (C-118)
   bool run_code = false;             ///< the backend declares RUN_CODE
 };
 
