@@ -7,14 +7,6 @@ out=$("$bin" --backend "$backend" --cleanup "$cleanup" < "$calls")
 rc=$?
 printf '%s\n' "$out"
 fail() { echo "check.sh: $*" >&2; exit 1; }
-if [ "$rc" -eq 4 ] && [ "$cleanup" = reclaim ]; then
-  # A backend that does not declare RECLAIM is refused at attach, naming the capability —
-  # never served with a weaker rung. (The process/Docker backends declare it with issue 26's
-  # backend side; then this branch is not taken.)
-  printf '%s\n' "$out" | grep -q "needs backend '$backend' to declare capability 'reclaim'" ||
-    fail "exit 4 without the typed RECLAIM refusal"
-  exit 0
-fi
 [ "$rc" -eq 0 ] || fail "the sample exited $rc"
 line() { printf '%s\n' "$out" | grep "\"tool_call_id\":\"$1\""; }
 line call_1 | grep -q '"text":"hello\\n"' || fail "call_1 did not run"

@@ -17,35 +17,6 @@ namespace tools_test {
 
 using namespace maf::sandbox;
 
-/// Delegates to a real backend and adds RECLAIM to its declarations: the stand-in for a
-/// backend that declares the rung itself (the backend side of issue 26). What the claim
-/// promises — the call's directory removed by the guest's own `rm` — is what the RECLAIM
-/// scenarios check against the engine.
-class ReclaimDeclaring : public SandboxBackend {
-public:
-  explicit ReclaimDeclaring(std::shared_ptr<SandboxBackend> inner) : inner_(std::move(inner)) {
-    declarations_ = inner_->declarations();
-    declarations_.capabilities.insert(Capability::Reclaim);
-  }
-  std::string name() const override { return inner_->name(); }
-  std::string isolation() const override { return inner_->isolation(); }
-  const BackendDeclarations& declarations() const override { return declarations_; }
-  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) override {
-    co_return co_await inner_->acquire(std::move(key), std::move(spec));
-  }
-  boost::asio::awaitable<std::optional<DisposalFailure>> dispose(SandboxKey key, std::optional<std::string> kind,
-                                                                 std::optional<std::string> instance_id) override {
-    co_return co_await inner_->dispose(std::move(key), std::move(kind), std::move(instance_id));
-  }
-  boost::asio::awaitable<ScopePurge> dispose_scope(std::string scope, std::string thread_id) override {
-    co_return co_await inner_->dispose_scope(std::move(scope), std::move(thread_id));
-  }
-
-private:
-  std::shared_ptr<SandboxBackend> inner_;
-  BackendDeclarations declarations_;
-};
-
 /// One engine under test.
 struct Engine {
   std::shared_ptr<SandboxBackend> backend;
@@ -93,10 +64,10 @@ struct Harness {
   BlockingRunner run;
   std::shared_ptr<std::shared_ptr<Sandbox>> last = std::make_shared<std::shared_ptr<Sandbox>>();
 
-  explicit Harness(Engine& e, bool declare_reclaim = false) : engine(e) {
-    std::shared_ptr<SandboxBackend> b = engine.backend;
-    if (declare_reclaim) b = std::make_shared<ReclaimDeclaring>(b);
-    router = std::make_shared<SandboxRouter>(std::vector<std::shared_ptr<SandboxBackend>>{b},
+  // The backend itself declares RECLAIM (proven by the CLEANUP suite); no stand-in adds it.
+  explicit Harness(Engine& e) : engine(e) {
+    REQUIRE(engine.backend->declarations().capabilities.contains(Capability::Reclaim));
+    router = std::make_shared<SandboxRouter>(std::vector<std::shared_ptr<SandboxBackend>>{engine.backend},
                                              RouterOptions::lowered_floor(engine.floor, LowerIsolationFloor{}));
     context.current_scope = [s = engine.scope] { return s; };
     context.current_thread_id = [] { return std::optional<std::string>("thread-1"); };
@@ -133,7 +104,7 @@ inline void dispose_leaves_nothing(Engine& e) {
 }
 
 inline void reclaim_removes_the_call_directory(Engine& e) {
-  Harness h(e, true);
+  Harness h(e);
   SandboxedToolOptions o;
   o.cleanup = Cleanup::Reclaim;
   auto tool = h.tool(o);
@@ -154,7 +125,7 @@ inline void reclaim_removes_the_call_directory(Engine& e) {
 }
 
 inline void body_throws_and_cancellation(Engine& e) {
-  Harness h(e, true);
+  Harness h(e);
   SandboxedToolOptions o;
   o.cleanup = Cleanup::Reclaim;
   auto tool = h.tool(o);
@@ -184,7 +155,7 @@ inline void backend_fails_mid_call(Engine& e) {
 }
 
 inline void failed_cleanup_marks_the_key(Engine& e) {
-  Harness h(e, true);
+  Harness h(e);
   std::vector<ReclaimFailure> reported;
   SandboxedToolOptions o;
   o.cleanup = Cleanup::Reclaim;
