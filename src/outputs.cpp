@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <map>
 
 #include "maf/sandbox/errors.hpp"
@@ -73,9 +74,22 @@ std::string cap_message(const SandboxSpec& spec, const std::string& path, const 
 /// C-90 / C-91: one file's size against the per-file cap, then the count, then the total.
 class Tally {
 public:
-  explicit Tally(const SandboxSpec& spec) : spec_(spec), limits_(spec.files_out()) {}
+  using Refused = std::function<void(const std::string& path, std::int64_t size)>;
+  Tally(const SandboxSpec& spec, const Refused& refused) : spec_(spec), limits_(spec.files_out()), refused_(refused) {}
 
+  /// Counts `size`; a cap refusal is reported to the observers, then thrown.
   void add(const std::string& path, std::int64_t size) {
+    try {
+      count(path, size);
+    } catch (const SandboxTransferCapExceeded&) {
+      if (refused_) refused_(path, size);
+      throw;
+    }
+  }
+  std::int64_t total() const noexcept { return total_; }
+
+private:
+  void count(const std::string& path, std::int64_t size) {
     if (size > limits_.max_bytes_per_file())
       throw SandboxTransferCapExceeded(cap_message(spec_, path, "is " + std::to_string(size) + " bytes",
                                                    "max_bytes_per_file", limits_.max_bytes_per_file()));
@@ -87,11 +101,10 @@ public:
       throw SandboxTransferCapExceeded(cap_message(spec_, path, "brings the total to " + std::to_string(total_) + " bytes",
                                                    "max_total_bytes", limits_.max_total_bytes()));
   }
-  std::int64_t total() const noexcept { return total_; }
 
-private:
   const SandboxSpec& spec_;
   TransferLimits limits_;
+  const Refused& refused_;
   std::int64_t files_ = 0;
   std::int64_t total_ = 0;
 };
@@ -205,7 +218,25 @@ SandboxOutputSinkRequired missing_sink_refusal(const SandboxSpec& spec, const st
 
 boost::asio::awaitable<std::vector<LandedArtifact>> collect_outputs(Sandbox& sandbox, SandboxSpec spec,
                                                                     std::shared_ptr<OutputSink> sink,
-                                                                    std::vector<DeclaredOutput> outputs) {
+                                                                    std::vector<DeclaredOutput> outputs,
+                                                                    std::shared_ptr<const ObserverSet> observers) {
+  if (!observers) observers = sandbox.observers();
+  Tally::Refused refused;
+  if (observers && !observers->empty())
+    refused = [&](const std::string& path, std::int64_t size) {
+      TransferEvent e;
+      e.context.key = sandbox.observed_key();
+      e.context.call_id = e.context.key.call_id;
+      e.context.backend = sandbox.backend_name();
+      e.context.kind = sandbox.kind();
+      e.context.instance_id = sandbox.instance_id();
+      e.direction = TransferDirection::Out;
+      e.guest_path = path;
+      e.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(size, 0));
+      e.refused_by_cap = true;
+      e.error_type = "SandboxTransferCapExceeded";
+      emit(observers.get(), std::move(e));
+    };
   // --- Phase A: the declaration alone (C-84…C-87) ---
   if (!outputs.empty() && !spec.outputs_named_at_call_time())
     throw ValueError("workload kind '" + spec.kind() + "' was given " + std::to_string(outputs.size()) +
@@ -250,7 +281,7 @@ boost::asio::awaitable<std::vector<LandedArtifact>> collect_outputs(Sandbox& san
 
   // --- Phase B: stat and cap every declared output, CONSUME included (C-88…C-90) ---
   const std::string wd = spec.effective_work_dir();
-  Tally stat_tally(spec);
+  Tally stat_tally(spec, refused);
   std::vector<Landing> forward;
   for (const auto& o : all) {
     const auto entry = co_await translated(spec, o.path, "stat",
@@ -273,7 +304,7 @@ boost::asio::awaitable<std::vector<LandedArtifact>> collect_outputs(Sandbox& san
   if (forward.empty()) co_return std::vector<LandedArtifact>{};
 
   // --- Phase C: read every landing output under a fresh tally (C-91, C-92) ---
-  Tally read_tally(spec);
+  Tally read_tally(spec, refused);
   std::vector<Artifact> artifacts;
   for (const auto& l : forward) {
     const std::int64_t left = std::max<std::int64_t>(spec.files_out().max_total_bytes() - read_tally.total(), 0);

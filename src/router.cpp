@@ -42,6 +42,7 @@ SandboxRouter::SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backen
     : backends_(std::move(backends)), options_(std::move(options)) {
   for (const auto& b : backends_)
     if (!b) throw ValueError("SandboxRouter: a registered backend is null");
+  attach_observers();
   if (backends_.empty()) return;  // C-61: disabled, nothing raises
   if (options_.selection == Selection::PerSpec) {
     // [gap] C-63: refuse unknown rungs of any registered backend at construction.
@@ -194,6 +195,7 @@ void SandboxRouter::refuse(Refusal refusal, const SandboxBackend& backend, Isola
 }
 
 boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxRouter::acquire(SandboxKey key, SandboxSpec spec) {
+  if (observers_) co_return co_await observed_acquire(std::move(key), std::move(spec));
   auto backend = select(spec);  // C-69: same code path as ensure_can_serve
   co_return co_await backend->acquire(std::move(key), std::move(spec));
 }
@@ -213,6 +215,7 @@ boost::asio::awaitable<bool> SandboxRouter::dispose_kind(SandboxKey key, std::st
                                                          std::optional<std::string> instance_id,
                                                          std::chrono::milliseconds timeout) {
   auto executor = co_await boost::asio::this_coro::executor;
+  const auto started = std::chrono::steady_clock::now();
   bool confirmed = true;
   for (const auto& b : backends_) {
     // Each backend is bounded by `timeout`; a late answer counts as unconfirmed (the
@@ -252,6 +255,7 @@ boost::asio::awaitable<bool> SandboxRouter::dispose_kind(SandboxKey key, std::st
       confirmed = false;
     }
   }
+  observe_disposal(key, kind, instance_id, confirmed, std::chrono::steady_clock::now() - started);
   co_return confirmed;
 }
 
