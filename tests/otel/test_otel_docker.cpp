@@ -121,6 +121,7 @@ TEST_CASE("OBS-7 OTEL-1: the proxy's DENY reaches the observers as a network dec
   {
     auto config = test_config();
     config.egress_proxy_image = proxy_image();
+    config.egress_inhibit_ipv4_fallback = true;  // D-32: this engine may predate 28
     Scope scope(config);
     scope_name = scope.scope;
     auto options = observed_by(exporter);
