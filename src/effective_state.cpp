@@ -5,6 +5,7 @@
 
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/router.hpp"
+#include "maf/sandbox/spec_json.hpp"
 
 namespace maf::sandbox {
 namespace {
@@ -31,15 +32,8 @@ std::string effective_state(const SandboxRouter& router, const SandboxSpec& spec
                      "' is not one of reclaim, reset, dispose");
   const auto backend = router.select(spec);  // the checks: a refused spec is served nothing
   const RouterOptions& o = router.options();
-  json allow = json::array();
-  for (const auto& entry : spec.egress_allow()) {
-    if (const auto* host = std::get_if<std::string>(&entry)) {
-      allow.push_back(*host);
-    } else {
-      const auto& rule = std::get<EgressRule>(entry);
-      allow.push_back({{"host", rule.host()}, {"methods", rule.methods() ? json(*rule.methods()) : json()}});
-    }
-  }
+  // The spec file's own spelling of the allowlist (spec_json.hpp), so the two never differ.
+  json allow = spec_to_json(spec)["egress_allow"];
   const auto& declared = backend->declarations().limits;
   const json record = {
       {"version", 1},

@@ -17,7 +17,7 @@ class SandboxRouter;
 
 /// The record, compact JSON:
 /// `{"version": 1, "backend", "isolation", "floor", "selection", "kind", "egress",
-///   "egress_allow": [host | {"host", "methods"}], "isolation_scope", "min_isolation_scope",
+///   "egress_allow": [host | {"host", "methods"}] (as spec_to_json spells it), "isolation_scope", "min_isolation_scope",
 ///   "requires": [...], "limits": {"files_in": {max_bytes_per_file, max_total_bytes,
 ///   max_files}, "files_out": {…}}, "backend_limits": {…}, "cleanup_rung"}`.
 /// Runs the router's checks (select): a spec the router would refuse throws that refusal,
