@@ -2,6 +2,9 @@
 // kind when the holder is done. Everything goes through the router; nothing here decides.
 #include "maf/sandbox/handle.hpp"
 
+#include <optional>
+#include <utility>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -120,59 +123,80 @@ boost::asio::awaitable<bool> SandboxHandle::close() {
   co_return confirmed;
 }
 
-BlockingSandbox::BlockingSandbox(SandboxRouter& router, SandboxKey key, SandboxSpec spec)
-    : run_(std::make_unique<BlockingRunner>()),
-      handle_(std::make_unique<SandboxHandle>(
-          (*run_)([&] { return SandboxHandle::open(router, std::move(key), std::move(spec)); }))) {}
+/// What a BlockingSandbox owns: its runner and, once open, its handle. The runner is declared
+/// first so it is destroyed after the handle it drives.
+struct BlockingSandbox::State {
+  BlockingRunner run;
+  std::optional<SandboxHandle> handle;
+};
 
-BlockingSandbox::BlockingSandbox(BlockingSandbox&&) noexcept = default;
+BlockingSandbox::BlockingSandbox(SandboxRouter& router, SandboxKey key, SandboxSpec spec) : state_(new State) {
+  try {
+    state_->handle.emplace(state_->run([&] { return SandboxHandle::open(router, std::move(key), std::move(spec)); }));
+  } catch (...) {
+    delete state_;
+    throw;
+  }
+}
+
+BlockingSandbox::BlockingSandbox(BlockingSandbox&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
 
 BlockingSandbox& BlockingSandbox::operator=(BlockingSandbox&& other) noexcept {
   if (this != &other) {
     close();
-    handle_ = std::move(other.handle_);
-    run_ = std::move(other.run_);
+    delete state_;
+    state_ = std::exchange(other.state_, nullptr);
   }
   return *this;
 }
 
-BlockingSandbox::~BlockingSandbox() { close(); }
+BlockingSandbox::~BlockingSandbox() {
+  close();
+  delete state_;
+}
+
+SandboxHandle& BlockingSandbox::open_handle() const {
+  if (!state_ || !state_->handle) throw ValueError("this sandbox handle was moved from");
+  return *state_->handle;
+}
 
 void BlockingSandbox::write(std::string path, std::string content) {
-  (*run_)([&] { return handle_->write(std::move(path), std::move(content)); });
+  SandboxHandle& handle = open_handle();
+  state_->run([&] { return handle.write(std::move(path), std::move(content)); });
 }
 
 ExecResult BlockingSandbox::run(Command command, std::chrono::milliseconds timeout) {
-  return (*run_)([&] { return handle_->run(std::move(command), timeout); });
+  SandboxHandle& handle = open_handle();
+  return state_->run([&] { return handle.run(std::move(command), timeout); });
 }
 
 std::string BlockingSandbox::read(std::string path, std::int64_t max_bytes) {
-  return (*run_)([&] { return handle_->read(std::move(path), max_bytes); });
+  SandboxHandle& handle = open_handle();
+  return state_->run([&] { return handle.read(std::move(path), max_bytes); });
 }
 
-std::vector<LandedArtifact> BlockingSandbox::collect_into(std::filesystem::path directory) {
-  return (*run_)([&] { return handle_->collect_into(std::move(directory)); });
+std::vector<LandedArtifact> BlockingSandbox::collect_into(const std::string& directory) {
+  SandboxHandle& handle = open_handle();
+  return state_->run([&] { return handle.collect_into(directory); });
 }
 
 bool BlockingSandbox::close() noexcept {
-  if (!handle_ || handle_->closed()) return true;
+  if (closed()) return true;
+  SandboxHandle& handle = *state_->handle;
   try {
-    return (*run_)([&] { return handle_->close(); });
+    return state_->run([&] { return handle.close(); });
   } catch (const std::exception& e) {
-    logger()->warn("closing the sandbox of kind '{}' for {} failed: {}", handle_->spec().kind(),
-                   to_string(handle_->key()), e.what());
+    logger()->warn("closing the sandbox of kind '{}' for {} failed: {}", handle.spec().kind(),
+                   to_string(handle.key()), e.what());
   } catch (...) {
     logger()->warn("closing a sandbox failed");
   }
   return false;
 }
 
-Sandbox& BlockingSandbox::sandbox() const {
-  if (!handle_) throw ValueError("this sandbox handle was moved from");
-  return handle_->sandbox();
-}
-const SandboxSpec& BlockingSandbox::spec() const noexcept { return handle_->spec(); }
-const SandboxKey& BlockingSandbox::key() const noexcept { return handle_->key(); }
-bool BlockingSandbox::closed() const noexcept { return !handle_ || handle_->closed(); }
+Sandbox& BlockingSandbox::sandbox() const { return open_handle().sandbox(); }
+const SandboxSpec& BlockingSandbox::spec() const noexcept { return state_->handle->spec(); }
+const SandboxKey& BlockingSandbox::key() const noexcept { return state_->handle->key(); }
+bool BlockingSandbox::closed() const noexcept { return !state_ || !state_->handle || state_->handle->closed(); }
 
 }  // namespace maf::sandbox

@@ -1,5 +1,7 @@
 #include "maf/sandbox/host.hpp"
 
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "maf/sandbox/errors.hpp"
@@ -36,12 +38,18 @@ nlohmann::json parse_config(const std::string& backend, const std::string& text)
 SandboxHost::SandboxHost(const std::string& backend, RouterOptions options, const std::string& config_json) {
   const nlohmann::json config = parse_config(backend, config_json);
   auto created = PluginRegistry::global().create(backend, config);
-  impl_ = std::make_unique<Impl>(std::move(created), std::move(options));
+  impl_ = new Impl(std::move(created), std::move(options));
 }
 
-SandboxHost::SandboxHost(SandboxHost&&) noexcept = default;
-SandboxHost& SandboxHost::operator=(SandboxHost&&) noexcept = default;
-SandboxHost::~SandboxHost() = default;
+SandboxHost::SandboxHost(SandboxHost&& other) noexcept : impl_(std::exchange(other.impl_, nullptr)) {}
+SandboxHost& SandboxHost::operator=(SandboxHost&& other) noexcept {
+  if (this != &other) {
+    delete impl_;
+    impl_ = std::exchange(other.impl_, nullptr);
+  }
+  return *this;
+}
+SandboxHost::~SandboxHost() { delete impl_; }
 
 BlockingSandbox SandboxHost::open(SandboxKey key, SandboxSpec spec) {
   return BlockingSandbox(router(), std::move(key), std::move(spec));

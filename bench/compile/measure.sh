@@ -33,18 +33,17 @@ measure() {
 echo "| translation unit (empty main) | preprocessed lines | user CPU, s (median of $runs) | peak RSS, MiB |"
 echo "|---|---:|---:|---:|"
 std_headers='#include <array>
+#include <bit>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
-#include <filesystem>
-#include <functional>
 #include <initializer_list>
 #include <map>
-#include <memory>
 #include <optional>
-#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>'
 measure "floor: the standard headers the light entry includes" "$root/include" "$std_headers"

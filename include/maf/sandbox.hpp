@@ -15,7 +15,6 @@
 #include "maf/sandbox/call_defaults.hpp"
 #include "maf/sandbox/capability.hpp"
 #include "maf/sandbox/command.hpp"
-#include "maf/sandbox/declarations.hpp"
 #include "maf/sandbox/declared_output.hpp"
 #include "maf/sandbox/disposal.hpp"
 #include "maf/sandbox/egress.hpp"

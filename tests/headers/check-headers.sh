@@ -3,6 +3,10 @@
 #   self-contained: every public header compiles alone (-fsyntax-only), each in a TU of its own
 #   light-entry:    <maf/sandbox.hpp>'s include graph holds no Asio, Boost, JSON, fmt or spdlog
 #                   header — the property that makes it the light entry (include/maf/sandbox.hpp)
+#                   — and none of our headers in it includes <memory>, <filesystem>,
+#                   <functional>, <set> or <bitset> itself: together a third of what it used to
+#                   cost a consumer (bench/RESULTS.md, "Compile cost"). Only our own #include
+#                   lines are held to that; what a standard header pulls in is the toolchain's.
 set -euo pipefail
 cxx="$1" include="$2" mode="$3"
 flags=(-std=c++20 -fsyntax-only -Wall -Wextra -Wpedantic -Werror -I"$include")
@@ -31,7 +35,16 @@ case "$mode" in
       echo "$heavy" | head -20 >&2
       exit 1
     fi
-    echo "<maf/sandbox.hpp>: $(wc -l <<<"$graph") headers in its include graph, none of Boost, JSON, fmt or spdlog"
+    ours="$(grep -oE "$include/maf/[^ ]+\.hpp" <<<"$graph" | sort -u)"
+    [[ -n "$ours" ]] || { echo "no maf header in the include graph" >&2; exit 1; }
+    costly="$(xargs grep -HnE '^#include <(memory|filesystem|functional|set|bitset)>' <<<"$ours" || true)"
+    if [[ -n "$costly" ]]; then
+      echo "a header of the light entry includes a standard header it keeps out:" >&2
+      echo "$costly" >&2
+      exit 1
+    fi
+    echo "<maf/sandbox.hpp>: $(wc -l <<<"$graph") headers in its include graph, none of Boost, JSON, fmt or spdlog;" \
+         "$(wc -l <<<"$ours") of ours, none including <memory>, <filesystem>, <functional>, <set> or <bitset>"
     ;;
   *) echo "unknown mode $mode" >&2; exit 2 ;;
 esac

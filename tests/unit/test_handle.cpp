@@ -94,6 +94,43 @@ TEST_CASE("issue 27: close() disposes now and reports; the destructor then does 
   }
 }
 
+TEST_CASE("issue 27: a moved-from BlockingSandbox refuses every call with ValueError; the sandbox is "
+          "disposed once, by its new owner, and a move assignment disposes what it overwrites") {
+  Rig rig;
+  std::optional<BlockingSandbox> first;
+  first.emplace(rig.router, rig.key, Rig::spec());
+  BlockingSandbox second(std::move(*first));
+  CHECK(first->closed());
+  CHECK_THROWS_AS(first->write("a.txt", "x"), ValueError);
+  CHECK_THROWS_AS(first->run({"true"}), ValueError);
+  CHECK_THROWS_AS(first->read("a.txt"), ValueError);
+  CHECK_THROWS_AS(first->collect_into("unused"), ValueError);
+  CHECK_THROWS_AS(first->sandbox(), ValueError);
+  CHECK(first->close());  // nothing to dispose
+  first.reset();
+  CHECK(rig.backend->dispose_requests().empty());
+
+  const SandboxKey other_key{"tenant", "conversation", "agent-2", ""};
+  BlockingSandbox third(rig.router, other_key, Rig::spec());
+  second = std::move(third);  // the sandbox of rig.key is disposed here
+  REQUIRE(rig.backend->dispose_requests().size() == 1);
+  CHECK(rig.backend->dispose_requests()[0].key == rig.key);
+  CHECK(second.key() == other_key);
+  CHECK(second.close());
+  CHECK(rig.backend->dispose_requests().size() == 2);
+}
+
+TEST_CASE("issue 27: collect_into takes a std::filesystem::path as well as a string") {
+  Rig rig;
+  BlockingSandbox sb(rig.router, rig.key, Rig::spec());
+  sb.write("out/summary.txt", "done\n");
+  maf::sandbox::test::TempDir out;
+  const std::filesystem::path directory = out.path() / "landed";
+  std::filesystem::create_directories(directory);
+  CHECK(sb.collect_into(directory).size() == 1);
+  CHECK(std::filesystem::exists(directory / "out" / "summary.txt"));
+}
+
 TEST_CASE("issue 27: a policy refusal comes from the router before anything is acquired, catchable as "
           "SandboxPolicyRefusal") {
   Rig rig;

@@ -9,8 +9,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <filesystem>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,7 +21,6 @@
 
 namespace maf::sandbox {
 
-class BlockingRunner;
 class Sandbox;
 class SandboxHandle;
 class SandboxRouter;
@@ -46,7 +43,8 @@ public:
   void write(std::string path, std::string content);
   ExecResult run(Command command, std::chrono::milliseconds timeout = kDefaultExecTimeout);
   std::string read(std::string path, std::int64_t max_bytes = kDefaultReadCapBytes);
-  std::vector<LandedArtifact> collect_into(std::filesystem::path directory);
+  /// The spec's declared outputs, landed under `directory` (a std::filesystem::path converts).
+  std::vector<LandedArtifact> collect_into(const std::string& directory);
   /// Disposes now; true when the backend confirmed it (false is logged with the key).
   bool close() noexcept;
 
@@ -58,8 +56,12 @@ public:
   bool closed() const noexcept;
 
 private:
-  std::unique_ptr<BlockingRunner> run_;  // declared first: destroyed after the handle
-  std::unique_ptr<SandboxHandle> handle_;
+  // A plain owning pointer, not std::unique_ptr: <memory> alone would add a fifth to what this
+  // light entry costs a consumer to compile (bench/RESULTS.md, "Compile cost").
+  struct State;
+  State* state_ = nullptr;
+  /// The open handle; ValueError once moved from.
+  SandboxHandle& open_handle() const;
 };
 
 }  // namespace maf::sandbox

@@ -3,11 +3,11 @@
 /// Canonical-string enums and a small allocation-free set over them.
 ///
 /// Every vocabulary enum has exactly one lowercase string ("value"); parsing is exact and
-/// case-sensitive (core.md §0). `EnumSet<E>` is a bitset so policy checks never allocate,
+/// case-sensitive (core.md §0). `EnumSet<E>` is a bit mask so policy checks never allocate,
 /// and it prints sorted by value, as every message in the spec wants.
 
 #include <array>
-#include <bitset>
+#include <bit>
 #include <cstddef>
 #include <initializer_list>
 #include <optional>
@@ -69,7 +69,7 @@ template <class E>
 inline constexpr auto sorted_enum_table = sort_enum_table<E>();
 }  // namespace detail
 
-/// A set of enum members, stored as a bitset (no allocation). Iteration and printing are in
+/// A set of enum members, stored as a bit mask (no allocation). Iteration and printing are in
 /// canonical-value order.
 template <class E>
 class EnumSet {
@@ -86,7 +86,7 @@ public:
   constexpr bool contains(E m) const noexcept { return (bits_ & bit(m)) != 0; }
   constexpr bool empty() const noexcept { return bits_ == 0; }
   constexpr std::size_t size() const noexcept {
-    return static_cast<std::size_t>(std::bitset<64>(bits_).count());
+    return static_cast<std::size_t>(std::popcount(bits_));
   }
   /// Every member of this set is a member of `other`.
   constexpr bool subset_of(EnumSet other) const noexcept { return (bits_ & ~other.bits_) == 0; }

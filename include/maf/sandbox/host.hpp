@@ -14,7 +14,6 @@
 /// It adds no policy of its own: everything goes through SandboxRouter. Lifetime: the host
 /// must outlive every BlockingSandbox it opened.
 
-#include <memory>
 #include <string>
 
 #include "maf/sandbox/blocking_sandbox.hpp"
@@ -54,7 +53,7 @@ public:
 
 private:
   struct Impl;
-  std::unique_ptr<Impl> impl_;
+  Impl* impl_ = nullptr;  // owning; not std::unique_ptr, to keep <memory> out of the light entry
 };
 
 }  // namespace maf::sandbox

@@ -7,7 +7,6 @@
 /// `call_id` included, into whatever names the sandbox.
 
 #include <cstddef>
-#include <functional>
 #include <string>
 
 namespace maf::sandbox {
