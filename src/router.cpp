@@ -38,11 +38,12 @@ Isolation parse_backend_rung(const SandboxBackend& backend) {
 
 }  // namespace
 
-SandboxRouter::SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backends, RouterOptions options)
+SandboxRouter::SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backends, RouterOptions options,
+                             std::vector<std::shared_ptr<SandboxObserver>> observers)
     : backends_(std::move(backends)), options_(std::move(options)) {
   for (const auto& b : backends_)
     if (!b) throw ValueError("SandboxRouter: a registered backend is null");
-  attach_observers();
+  attach_observers(std::move(observers));
   if (backends_.empty()) return;  // C-61: disabled, nothing raises
   if (options_.selection == Selection::PerSpec) {
     // [gap] C-63: refuse unknown rungs of any registered backend at construction.

@@ -1,5 +1,5 @@
 // The router's half of observation (docs/observability.md): the fan-out built once from
-// RouterOptions::observers, attached to every backend and to every sandbox handed out; the
+// the constructor's observers, attached to every backend and to every sandbox handed out; the
 // AcquisitionEvent of each acquire and the CleanupEvent of each dispose_kind. Apart from
 // router.cpp so the policy code stays as it was: with no observers, acquire takes the
 // unobserved path and nothing here runs.
@@ -10,8 +10,8 @@
 
 namespace maf::sandbox {
 
-void SandboxRouter::attach_observers() {
-  auto set = std::make_shared<const ObserverSet>(options_.observers);
+void SandboxRouter::attach_observers(std::vector<std::shared_ptr<SandboxObserver>> observers) {
+  auto set = std::make_shared<const ObserverSet>(std::move(observers));
   if (set->empty()) return;
   observers_ = std::move(set);
   for (const auto& b : backends_) b->attach_observers(observers_);

@@ -129,14 +129,14 @@ int cmd_run(Session& session) {
   const nlohmann::json config = backend_config(args);
   // Observers before any sandbox exists, so a bad --events path or OTEL_* variable is
   // refused up front (docs/observability.md).
-  auto options = RouterOptions::lowered_floor(floor, LowerIsolationFloor{});
-  if (const auto events = args.get("events")) options.observers.push_back(events_file(*events));
+  std::vector<std::shared_ptr<SandboxObserver>> observers;
+  if (const auto events = args.get("events")) observers.push_back(events_file(*events));
   const auto exporter = otel::exporter_from_environment();
-  if (exporter) options.observers.push_back(exporter);
+  if (exporter) observers.push_back(exporter);
 
   auto backend = create_backend(session, config);
   session.phase = Phase::Policy;
-  SandboxRouter router({backend}, options);
+  SandboxRouter router({backend}, RouterOptions::lowered_floor(floor, LowerIsolationFloor{}), std::move(observers));
   router.ensure_can_serve(spec);
 
   session.phase = Phase::Work;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <algorithm>
 #include <deque>
 #include <mutex>
 #include <thread>
@@ -42,6 +43,7 @@ struct OtlpExporter::Impl {
   bool stopping = false;
   std::uint64_t accepted = 0;   // events taken into the queue
   std::uint64_t finished = 0;   // of those, posted or lost
+  std::uint64_t flush_target = 0;  // flush(): wake until `finished` reaches it
   OtlpStats stats;
   std::thread worker;
 
@@ -81,50 +83,40 @@ bool OtlpExporter::Impl::post(const std::string& body) {
 
 void OtlpExporter::Impl::run() {
   std::vector<nlohmann::json> spans;
-  std::uint64_t batch_events = 0;
-  auto deadline = std::chrono::steady_clock::now() + options.flush_interval;
   while (true) {
     std::deque<SandboxEvent> taken;
     bool stop = false;
     {
       std::unique_lock lock(mutex);
-      wake.wait_until(lock, deadline, [&] { return stopping || !queue.empty(); });
-      // Take at most a batch's worth, so memory stays bounded by queue + one batch.
-      while (!queue.empty() && spans.size() + taken.size() < options.max_batch) {
+      // Callers do not wake us per event (a futex wake per event would be most of its
+      // cost): a full batch, a flush, the destructor or the interval does.
+      wake.wait_for(lock, options.flush_interval, [&] {
+        return stopping || queue.size() >= options.max_batch || finished < flush_target;
+      });
+      // At most a batch at a time, so memory stays bounded by the queue and one batch.
+      while (!queue.empty() && taken.size() < options.max_batch) {
         taken.push_back(std::move(queue.front()));
         queue.pop_front();
       }
       stop = stopping && queue.empty();
     }
     for (const auto& e : taken) builder.add(e, spans);
-    batch_events += taken.size();
-    const bool due = spans.size() >= options.max_batch || std::chrono::steady_clock::now() >= deadline || stop;
-    bool more_waiting = false;
+    const std::size_t n = spans.size();
+    bool ok = true;
+    if (n > 0)
+      ok = post(detail::SpanBuilder::document(options.service_name, std::move(spans))
+                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    spans.clear();
     {
       std::lock_guard lock(mutex);
-      more_waiting = !queue.empty();
-    }
-    // Post when the batch is full or its time is up, or when nothing else is queued (so
-    // flush() and the destructor never wait an interval for nothing).
-    if (due || !more_waiting) {
-      const std::size_t n = spans.size();
-      bool ok = true;
-      if (n > 0) ok = post(detail::SpanBuilder::document(options.service_name, std::move(spans)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-      std::lock_guard lock(mutex);
-      if (n > 0) {
-        if (ok) {
-          stats.spans_exported += n;
-        } else {
-          stats.spans_lost += n;
-          ++stats.posts_failed;
-        }
+      if (n > 0 && ok) stats.spans_exported += n;
+      if (n > 0 && !ok) {
+        stats.spans_lost += n;
+        ++stats.posts_failed;
       }
-      finished += batch_events;
-      batch_events = 0;
-      spans.clear();
-      deadline = std::chrono::steady_clock::now() + options.flush_interval;
-      drained.notify_all();
+      finished += taken.size();
     }
+    drained.notify_all();
     if (stop) return;
   }
 }
@@ -159,13 +151,15 @@ void OtlpExporter::on_event(const SandboxEvent& event) {
     impl_->queue.push_back(event);
     ++impl_->accepted;
     ++impl_->stats.events_accepted;
+    if (impl_->queue.size() != impl_->options.max_batch) return;
   }
-  impl_->wake.notify_one();
+  impl_->wake.notify_one();  // a full batch is waiting
 }
 
 bool OtlpExporter::flush(std::chrono::milliseconds timeout) {
   std::unique_lock lock(impl_->mutex);
   const std::uint64_t target = impl_->accepted;
+  impl_->flush_target = std::max(impl_->flush_target, target);
   impl_->wake.notify_one();
   return impl_->drained.wait_for(lock, timeout, [&] { return impl_->finished >= target; });
 }

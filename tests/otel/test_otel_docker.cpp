@@ -28,11 +28,7 @@ std::string proxy_image() {
   return env && *env ? env : "maf-sandbox-egress-proxy:local";
 }
 
-RouterOptions observed_by(std::shared_ptr<SandboxObserver> observer) {
-  auto o = RouterOptions::lowered_floor(Isolation::Container, LowerIsolationFloor{});
-  o.observers = {std::move(observer)};
-  return o;
-}
+const RouterOptions kContainerFloor = RouterOptions::lowered_floor(Isolation::Container, LowerIsolationFloor{});
 
 void tool_call(const SandboxRouter& router, const SandboxKey& key, const std::string& kind, ToolCallPhase phase) {
   ToolCallEvent e;
@@ -70,7 +66,7 @@ TEST_CASE("OTEL-1: a tool call on Docker exports execute_tool with acquire, tran
   {
     Scope scope;
     scope_name = scope.scope;
-    SandboxRouter router({scope.backend}, observed_by(exporter));
+    SandboxRouter router({scope.backend}, kContainerFloor, {exporter});
     const SandboxKey key = scope.key("agent-1", "call-d1");
     const auto spec = spec_for(kImage, kAllCaps, "shell");
     tool_call(router, key, "shell", ToolCallPhase::Admitted);
@@ -124,9 +120,7 @@ TEST_CASE("OBS-7 OTEL-1: the proxy's DENY reaches the observers as a network dec
     config.egress_inhibit_ipv4_fallback = true;  // D-32: this engine may predate 28
     Scope scope(config);
     scope_name = scope.scope;
-    auto options = observed_by(exporter);
-    options.observers.push_back(recorder);
-    SandboxRouter router({scope.backend}, options);
+    SandboxRouter router({scope.backend}, kContainerFloor, {exporter, recorder});
     key = scope.key("agent-1", "call-egress");
     SandboxSpec::Fields f;
     f.kind = "egress";

@@ -42,10 +42,10 @@ struct ProcessFixture {
     std::error_code ec;
     fs::remove_all(root, ec);
   }
-  RouterOptions options(std::shared_ptr<SandboxObserver> observer) const {
-    auto o = RouterOptions::lowered_floor(Isolation::OsProcess, LowerIsolationFloor{});
-    o.observers = {std::move(observer)};
-    return o;
+  /// A router over the backend, observed by `observer`.
+  SandboxRouter router(std::shared_ptr<SandboxObserver> observer) const {
+    return SandboxRouter({backend}, RouterOptions::lowered_floor(Isolation::OsProcess, LowerIsolationFloor{}),
+                         {std::move(observer)});
   }
 };
 
@@ -88,7 +88,7 @@ TEST_CASE("OTEL-1: a tool call on the process backend exports execute_tool with 
   ProcessFixture f;
   OtlpReceiver receiver;
   auto exporter = std::make_shared<otel::OtlpExporter>(options_for(receiver.url()));
-  SandboxRouter router({f.backend}, f.options(exporter));
+  SandboxRouter router = f.router(exporter);
   const SandboxKey key{"tenant", "conv", "agent", "call-42"};
   const std::string host_parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 
@@ -153,7 +153,7 @@ TEST_CASE("OTEL-2: a refused acquire exports an error span under an errored exec
   ProcessFixture f;
   OtlpReceiver receiver;
   auto exporter = std::make_shared<otel::OtlpExporter>(options_for(receiver.url()));
-  SandboxRouter router({f.backend}, f.options(exporter));
+  SandboxRouter router = f.router(exporter);
   const SandboxKey key{"tenant", "conv", "agent", "call-refused"};
   // The process backend declares no SNAPSHOT: the router refuses before the backend is touched.
   const SandboxSpec spec({.kind = "script", .requires_capabilities = {Capability::Exec, Capability::Snapshot}});
@@ -198,7 +198,7 @@ TEST_CASE("OTEL-4: an unreachable collector loses spans, counted; every call com
   auto options = options_for(url);
   options.timeout = 500ms;
   auto exporter = std::make_shared<otel::OtlpExporter>(options);
-  SandboxRouter router({f.backend}, f.options(exporter));
+  SandboxRouter router = f.router(exporter);
   const SandboxKey key{"tenant", "conv", "agent", "call-unreachable"};
   auto sandbox = f.run([&] { return router.acquire(key, script_spec()); });
   for (int i = 0; i < 5; ++i) CHECK(f.run([&] { return sandbox->exec(Command("true")); }).exit_code == 0);
@@ -218,7 +218,7 @@ TEST_CASE("OTEL-4: a slow collector and a full queue drop events, counted; calls
   options.max_queue = 2;
   options.max_batch = 1;
   auto exporter = std::make_shared<otel::OtlpExporter>(options);
-  SandboxRouter router({f.backend}, f.options(exporter));
+  SandboxRouter router = f.router(exporter);
   const SandboxKey key{"tenant", "conv", "agent", "call-slow"};
   auto sandbox = f.run([&] { return router.acquire(key, script_spec()); });
   constexpr int kCalls = 20;

@@ -59,11 +59,7 @@ SandboxSpec files_spec() {
                       .requires_capabilities = {Capability::Exec, Capability::FilesIn, Capability::FilesOut}});
 }
 
-RouterOptions options_with(std::vector<std::shared_ptr<SandboxObserver>> observers) {
-  auto o = RouterOptions::lowered_floor(Isolation::None, LowerIsolationFloor{});
-  o.observers = std::move(observers);
-  return o;
-}
+const RouterOptions kNoFloor = RouterOptions::lowered_floor(Isolation::None, LowerIsolationFloor{});
 
 const SandboxKey kKey{"tenant", "conv", "agent", "call-7"};
 
@@ -108,7 +104,7 @@ TEST_CASE("OBS-2: emit stamps the time when the caller left it unset") {
 TEST_CASE("OBS-4: the router reports started, reused, refused and failed acquisitions with the key") {
   auto recorder = std::make_shared<Recorder>();
   auto backend = make_backend();
-  SandboxRouter router({backend}, options_with({recorder}));
+  SandboxRouter router({backend}, kNoFloor, {recorder});
   BlockingRunner run;
   auto first = run([&] { return router.acquire(kKey, files_spec()); });
   auto again = run([&] { return router.acquire(kKey, files_spec()); });
@@ -143,7 +139,7 @@ TEST_CASE("OBS-4: the router reports started, reused, refused and failed acquisi
 TEST_CASE("OBS-5: exec, write_file and read_file through the NVI reach the router's observers") {
   auto recorder = std::make_shared<Recorder>();
   auto backend = make_backend();
-  SandboxRouter router({backend}, options_with({recorder}));
+  SandboxRouter router({backend}, kNoFloor, {recorder});
   BlockingRunner run;
   auto sandbox = run([&] { return router.acquire(kKey, files_spec()); });
   run([&] { return sandbox->write_file("in.txt", "hello"); });
@@ -175,7 +171,7 @@ TEST_CASE("OBS-5: exec, write_file and read_file through the NVI reach the route
 TEST_CASE("OBS-3: an observer that throws changes no result of acquire, exec or transfer") {
   auto thrower = std::make_shared<Thrower>();
   auto backend = make_backend();
-  SandboxRouter observed({backend}, options_with({thrower}));
+  SandboxRouter observed({backend}, kNoFloor, {thrower});
   BlockingRunner run;
   auto sandbox = run([&] { return observed.acquire(kKey, files_spec()); });
   run([&] { return sandbox->write_file("a.txt", "abc"); });
@@ -191,7 +187,7 @@ TEST_CASE("OBS-3: an observer that throws changes no result of acquire, exec or 
 TEST_CASE("OBS-4: dispose_kind reports a dispose cleanup with its outcome") {
   auto recorder = std::make_shared<Recorder>();
   auto backend = make_backend();
-  SandboxRouter router({backend}, options_with({recorder}));
+  SandboxRouter router({backend}, kNoFloor, {recorder});
   BlockingRunner run;
   CHECK(run([&] { return router.dispose_kind(kKey, "script"); }));
   backend->set_dispose_failure(DisposalFailure{kDisposalUnknown, "engine said no"});
@@ -207,7 +203,7 @@ TEST_CASE("OBS-4: dispose_kind reports a dispose cleanup with its outcome") {
 TEST_CASE("OBS-6: collect_outputs reports an output its files_out caps refuse") {
   auto recorder = std::make_shared<Recorder>();
   auto backend = make_backend();
-  SandboxRouter router({backend}, options_with({recorder}));
+  SandboxRouter router({backend}, kNoFloor, {recorder});
   BlockingRunner run;
   const SandboxSpec spec({.kind = "script",
                           .requires_capabilities = {Capability::Exec, Capability::FilesIn, Capability::FilesOut},
@@ -253,7 +249,7 @@ TEST_CASE("OBS-1: events from four threads at once reach every observer, none lo
   std::atomic<int> counted{0};
   auto counter = make_observer([&](const SandboxEvent&) { ++counted; });
   auto backend = make_backend();
-  SandboxRouter router({backend}, options_with({recorder, counter, std::make_shared<Thrower>()}));
+  SandboxRouter router({backend}, kNoFloor, {recorder, counter, std::make_shared<Thrower>()});
   constexpr int kThreads = 4, kRounds = 25;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t)

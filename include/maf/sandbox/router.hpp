@@ -32,7 +32,14 @@ public:
   /// (NoSandboxBackend) and its rung must parse and meet the floor
   /// (SandboxBackendNotPermitted); under PER_SPEC, every backend's rung must parse. No
   /// backends = a disabled router (C-61).
-  explicit SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backends, RouterOptions options = {});
+  ///
+  /// `observers` see what the router and the sandboxes it hands out do
+  /// (docs/observability.md): acquisitions, exec, transfers, cleanup and the backends'
+  /// network decisions, in this order, synchronously; one that throws is logged and skipped.
+  /// A constructor argument rather than a RouterOptions field so the light entry's
+  /// RouterOptions stays free of <memory>.
+  explicit SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backends, RouterOptions options = {},
+                         std::vector<std::shared_ptr<SandboxObserver>> observers = {});
 
   /// A backend exists (C-76). A host attaches no tools when false.
   bool enabled() const noexcept { return !backends_.empty(); }
@@ -40,7 +47,7 @@ public:
   std::shared_ptr<SandboxBackend> backend() const noexcept { return fixed_; }
   const RouterOptions& options() const noexcept { return options_; }
   const std::vector<std::shared_ptr<SandboxBackend>>& backends() const noexcept { return backends_; }
-  /// The fan-out over options().observers, shared with every sandbox this router hands out
+  /// The fan-out over the constructor's observers, shared with every sandbox this router hands out
   /// and attached to every backend; null when there are none. The tool layer emits its
   /// tool-call and cleanup events here (emit(router.observers().get(), …)).
   const std::shared_ptr<const ObserverSet>& observers() const noexcept { return observers_; }
@@ -84,8 +91,8 @@ private:
   /// acquire with an AcquisitionEvent, and the router's observers attached to the sandbox
   /// (src/router_observation.cpp).
   boost::asio::awaitable<std::shared_ptr<Sandbox>> observed_acquire(SandboxKey key, SandboxSpec spec);
-  /// Builds observers_ from the options and attaches it to every backend.
-  void attach_observers();
+  /// Builds observers_ and attaches it to every backend.
+  void attach_observers(std::vector<std::shared_ptr<SandboxObserver>> observers);
   /// The CleanupEvent (rung dispose) of one dispose_kind.
   void observe_disposal(const SandboxKey& key, const std::string& kind, const std::optional<std::string>& instance_id,
                         bool confirmed, std::chrono::nanoseconds duration) const;

@@ -4,14 +4,11 @@
 /// scope floor (core.md §4.1). Apart from router.hpp so the light entry (<maf/sandbox.hpp>)
 /// can state a policy without the coroutine API.
 
-#include <memory>
 #include <optional>
 #include <string>
-#include <vector>
 
 #include "maf/sandbox/capability.hpp"
 #include "maf/sandbox/isolation.hpp"
-#include "maf/sandbox/observer.hpp"
 
 namespace maf::sandbox {
 
@@ -36,10 +33,6 @@ struct RouterOptions {
   IdentitySet denied_identities{};
   Selection selection = Selection::Fixed;
   IsolationScope min_isolation_scope = IsolationScope::Conversation;
-  /// Who sees what the router and the sandboxes it hands out do (docs/observability.md):
-  /// acquisitions, exec, transfers, cleanup, and the backends' network decisions. Called in
-  /// this order, synchronously; one that throws is logged and skipped.
-  std::vector<std::shared_ptr<SandboxObserver>> observers{};
 
   /// Options whose floor is lowered on purpose.
   static RouterOptions lowered_floor(Isolation floor, LowerIsolationFloor) {
