@@ -13,6 +13,7 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/exec_result.hpp"
 #include "maf/sandbox/paths.hpp"
+#include "file_batch.hpp"
 #include "unicode_text.hpp"
 
 namespace maf::sandbox {
@@ -279,42 +280,63 @@ boost::asio::awaitable<std::vector<LandedArtifact>> collect_outputs(Sandbox& san
     delivered_of.emplace(&o, delivered);
   }
 
-  // --- Phase B: stat and cap every declared output, CONSUME included (C-88…C-90) ---
+  // Phases B and C are one file batch: a backend may bracket them once (Docker: one freeze
+  // for the whole collection) instead of once per call (sandbox.hpp, do_file_batch).
+  if (all.empty()) co_return std::vector<LandedArtifact>{};  // nothing to stat: no bracket either
   const std::string wd = spec.effective_work_dir();
-  Tally stat_tally(spec, refused);
-  std::vector<Landing> forward;
-  for (const auto& o : all) {
-    const auto entry = co_await translated(spec, o.path, "stat",
-                                           [&] { return sandbox.stat_file(o.path, wd); });
-    if (!entry) {
-      if (o.required)
-        throw SandboxOutputMissing("workload kind '" + spec.kind() + "': required output " + in_quotes(o.path) +
-                                   " does not exist");
-      continue;
-    }
-    if (entry->kind != EntryKind::File)
-      throw SandboxOutputNotRegular("workload kind '" + spec.kind() + "': output " + in_quotes(o.path) + " is a " +
-                                    std::string(to_string(entry->kind)) + ", not a regular file");
-    if (!entry->size_bytes)
-      throw SandboxOutputSizeUnknown("workload kind '" + spec.kind() + "': output " + in_quotes(o.path) +
-                                     " has no known size; refusing rather than reading it unbounded");
-    stat_tally.add(o.path, *entry->size_bytes);
-    if (o.disposition == OutputDisposition::Land) forward.push_back({&o, delivered_of.at(&o), *entry->size_bytes});
-  }
-  if (forward.empty()) co_return std::vector<LandedArtifact>{};
-
-  // --- Phase C: read every landing output under a fresh tally (C-91, C-92) ---
-  Tally read_tally(spec, refused);
   std::vector<Artifact> artifacts;
-  for (const auto& l : forward) {
-    const std::int64_t left = std::max<std::int64_t>(spec.files_out().max_total_bytes() - read_tally.total(), 0);
-    const std::int64_t bound = std::min(l.stat_size, left);
-    std::string bytes = co_await translated(spec, l.output->path, "read",
-                                            [&] { return sandbox.read_file(l.output->path, wd, bound); });
-    // Re-count what actually came back: a file that grew since its stat is still refused.
-    read_tally.add(l.output->path, static_cast<std::int64_t>(bytes.size()));
-    artifacts.push_back(Artifact{l.delivered_name, std::move(bytes), spec.kind(), l.output->media_type});
+  bool in_bracket = false;  // a failure outside the body is the bracket's own
+  auto phases = [&](bool batched) -> boost::asio::awaitable<void> {
+    in_bracket = true;
+    artifacts.clear();
+    // --- Phase B: stat and cap every declared output, CONSUME included (C-88…C-90) ---
+    Tally stat_tally(spec, refused);
+    std::vector<Landing> forward;
+    for (const auto& o : all) {
+      const auto entry = co_await translated(spec, o.path, "stat", [&] {
+        return detail::FileBatchAccess::stat_file(sandbox, batched, o.path, wd);
+      });
+      if (!entry) {
+        if (o.required)
+          throw SandboxOutputMissing("workload kind '" + spec.kind() + "': required output " + in_quotes(o.path) +
+                                     " does not exist");
+        continue;
+      }
+      if (entry->kind != EntryKind::File)
+        throw SandboxOutputNotRegular("workload kind '" + spec.kind() + "': output " + in_quotes(o.path) + " is a " +
+                                      std::string(to_string(entry->kind)) + ", not a regular file");
+      if (!entry->size_bytes)
+        throw SandboxOutputSizeUnknown("workload kind '" + spec.kind() + "': output " + in_quotes(o.path) +
+                                       " has no known size; refusing rather than reading it unbounded");
+      stat_tally.add(o.path, *entry->size_bytes);
+      if (o.disposition == OutputDisposition::Land) forward.push_back({&o, delivered_of.at(&o), *entry->size_bytes});
+    }
+
+    // --- Phase C: read every landing output under a fresh tally (C-91, C-92) ---
+    Tally read_tally(spec, refused);
+    for (const auto& l : forward) {
+      const std::int64_t left = std::max<std::int64_t>(spec.files_out().max_total_bytes() - read_tally.total(), 0);
+      const std::int64_t bound = std::min(l.stat_size, left);
+      std::string bytes = co_await translated(spec, l.output->path, "read", [&] {
+        return detail::FileBatchAccess::read_file(sandbox, batched, l.output->path, wd, bound);
+      });
+      // Re-count what actually came back: a file that grew since its stat is still refused.
+      read_tally.add(l.output->path, static_cast<std::int64_t>(bytes.size()));
+      artifacts.push_back(Artifact{l.delivered_name, std::move(bytes), spec.kind(), l.output->media_type});
+    }
+    in_bracket = false;
+  };
+  try {
+    co_await detail::FileBatchAccess::run(sandbox, phases);
+  } catch (const OSError& e) {
+    // The bracket itself failed (Docker: a pause or the unpause): as C-88 words a failed
+    // call, the output could not be reached — named by the first one.
+    if (in_bracket) throw;
+    std::throw_with_nested(SandboxOutputUnreachable("workload kind '" + spec.kind() + "': output " +
+                                                    in_quotes(all.front().path) +
+                                                    " could not be reached (file batch): " + e.what()));
   }
+  if (artifacts.empty()) co_return std::vector<LandedArtifact>{};
 
   // --- Phase D: deliver in order; no rollback of earlier deliveries (C-93) ---
   std::vector<LandedArtifact> landed;

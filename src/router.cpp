@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include "call_admission.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 
@@ -40,7 +41,9 @@ Isolation parse_backend_rung(const SandboxBackend& backend) {
 
 SandboxRouter::SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backends, RouterOptions options,
                              std::vector<std::shared_ptr<SandboxObserver>> observers)
-    : backends_(std::move(backends)), options_(std::move(options)) {
+    : backends_(std::move(backends)),
+      options_(std::move(options)),
+      calls_(std::make_shared<detail::CallAdmission>()) {
   for (const auto& b : backends_)
     if (!b) throw ValueError("SandboxRouter: a registered backend is null");
   attach_observers(std::move(observers));
@@ -198,18 +201,122 @@ void SandboxRouter::refuse(Refusal refusal, const SandboxBackend& backend, Isola
 boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxRouter::acquire(SandboxKey key, SandboxSpec spec) {
   if (observers_) co_return co_await observed_acquire(std::move(key), std::move(spec));
   auto backend = select(spec);  // C-69: same code path as ensure_can_serve
+  calls_->refuse_if_unclean(key);  // §9.2: until a disposal lands
   co_return co_await backend->acquire(std::move(key), std::move(spec));
 }
 
+boost::asio::awaitable<CallTicket> SandboxRouter::admit_call(SandboxKey key, std::string kind, AdmitOptions options) {
+  co_return co_await calls_->admit(std::move(key), std::move(kind), options);
+}
+
+std::vector<UncleanTarget> SandboxRouter::unclean() const { return calls_->unclean(); }
+
+void SandboxRouter::mark_unclean(UncleanTarget target) {
+  logger()->warn("sandbox key {} marked unclean: backend '{}' kind '{}' instance '{}': {}", to_string(target.key),
+                 target.backend, target.kind, target.instance_id, target.reason);
+  calls_->mark_unclean(std::move(target));
+}
+
+boost::asio::awaitable<std::vector<CleanupFailure>> SandboxRouter::release_call(CallTicket ticket,
+                                                                                std::vector<OwedCleanup> owed,
+                                                                                std::chrono::milliseconds timeout) {
+  if (!ticket.valid()) throw ValueError("release_call: the ticket was already released (or never admitted)");
+  const SandboxKey key = ticket.key();
+  std::vector<CleanupFailure> failures;
+  std::vector<OwedCleanup> deferred;
+  for (auto& record : owed) {
+    if (!record.sandbox) throw ValueError("release_call: an owed cleanup names no sandbox");
+    if (record.rung != Cleanup::Reclaim) {
+      deferred.push_back(std::move(record));
+      continue;
+    }
+    // RECLAIM runs at once, inside this call's admission (so an exclusive kind's next call
+    // never sees the directory).
+    try {
+      co_await record.sandbox->reclaim(record.directory, ".", timeout);
+      continue;
+    } catch (const Cancelled&) {
+      throw;  // the caller's deadline, not a cleanup failure (C-106)
+    } catch (const std::exception& e) {
+      failures.push_back({key, record.sandbox->kind(), record.sandbox->backend_name(), record.sandbox->instance_id(),
+                          Cleanup::Reclaim, e.what()});
+    }
+    if (record.on_failure == FailedReclaimPolicy::Keep) continue;
+    // The directory may still be there: the key is unclean, and a disposal (owed now) is
+    // what makes it clean again.
+    mark_unclean({key, record.sandbox->backend_name(), ticket.kind(), record.sandbox->instance_id(),
+                  "reclaim of '" + record.directory + "' failed: " + failures.back().reason});
+    record.rung = Cleanup::Dispose;
+    deferred.push_back(std::move(record));
+  }
+  auto outcome = calls_->release(ticket, std::move(deferred));
+  if (!outcome.to_run.empty()) {
+    // run_owed_cleanup folds every failure into `failures`; the gate serves again either way.
+    for (const auto& record : outcome.to_run) co_await run_owed_cleanup(outcome.gate->key, record, timeout, failures);
+    calls_->finish_cleaning(outcome.gate);
+  }
+  co_return failures;
+}
+
+boost::asio::awaitable<void> SandboxRouter::run_owed_cleanup(const SandboxKey& key, const OwedCleanup& owed,
+                                                             std::chrono::milliseconds timeout,
+                                                             std::vector<CleanupFailure>& failures) {
+  const Sandbox& sb = *owed.sandbox;
+  if (owed.rung == Cleanup::Reset) {
+    try {
+      co_await owed.sandbox->reset(timeout);
+      co_return;
+    } catch (const std::exception& e) {
+      failures.push_back({key, sb.kind(), sb.backend_name(), sb.instance_id(), Cleanup::Reset, e.what()});
+      logger()->warn("reset of {} kind '{}' on '{}' failed, disposing instead: {}", to_string(key), sb.kind(),
+                     sb.backend_name(), e.what());
+    }
+  }
+  bool confirmed = false;
+  try {
+    confirmed = co_await dispose_kind(key, sb.kind(), sb.instance_id(), timeout);
+  } catch (const std::exception& e) {
+    logger()->warn("dispose of {} kind '{}' failed: {}", to_string(key), sb.kind(), e.what());
+  }
+  if (confirmed) co_return;
+  failures.push_back({key, sb.kind(), sb.backend_name(), sb.instance_id(), Cleanup::Dispose,
+                      "the disposal was not confirmed within " + std::to_string(timeout.count()) + " ms"});
+  if (owed.on_failure == FailedReclaimPolicy::Refuse)
+    mark_unclean({key, sb.backend_name(), sb.kind(), sb.instance_id(), failures.back().reason});
+}
+
+boost::asio::awaitable<std::vector<UncleanTarget>> SandboxRouter::dispose_unclean(std::chrono::milliseconds timeout) {
+  for (const auto& target : calls_->unclean()) {
+    try {
+      // Exclusive admission: a call still running in the target finishes first.
+      AdmitOptions exclusive{true, timeout};
+      CallTicket ticket = co_await calls_->admit(target.key, target.kind, exclusive);
+      const bool confirmed = co_await dispose_kind(target.key, target.kind, target.instance_id, timeout);
+      if (!confirmed)
+        logger()->warn("dispose_unclean: {} kind '{}' instance '{}' still not disposed", to_string(target.key),
+                       target.kind, target.instance_id);
+      co_await release_call(std::move(ticket));
+    } catch (const std::exception& e) {
+      logger()->warn("dispose_unclean: {} kind '{}': {}", to_string(target.key), target.kind, e.what());
+    }
+  }
+  co_return calls_->unclean();
+}
+
 boost::asio::awaitable<void> SandboxRouter::dispose(SandboxKey key) {
+  bool landed = true;
   for (const auto& b : backends_) {
     try {
-      if (auto failure = co_await b->dispose(key, std::nullopt, std::nullopt))
+      if (auto failure = co_await b->dispose(key, std::nullopt, std::nullopt)) {
+        landed = false;
         logger()->warn("dispose of {} on backend '{}' incomplete: {}", to_string(key), b->name(), failure->to_string());
+      }
     } catch (const std::exception& e) {
+      landed = false;
       logger()->warn("dispose of {} on backend '{}' failed: {}", to_string(key), b->name(), e.what());
     }
   }
+  if (landed) calls_->clear_unclean(key, std::nullopt, std::nullopt);  // §9.2: a disposal landed
 }
 
 boost::asio::awaitable<bool> SandboxRouter::dispose_kind(SandboxKey key, std::string kind,
@@ -256,6 +363,7 @@ boost::asio::awaitable<bool> SandboxRouter::dispose_kind(SandboxKey key, std::st
       confirmed = false;
     }
   }
+  if (confirmed) calls_->clear_unclean(key, kind, instance_id);  // §9.2: a disposal landed
   observe_disposal(key, kind, instance_id, confirmed, std::chrono::steady_clock::now() - started);
   co_return confirmed;
 }
@@ -275,6 +383,7 @@ boost::asio::awaitable<ScopePurge> SandboxRouter::dispose_scope(std::string scop
     }
   }
   total.undisposed = fold(failures);
+  if (!total.undisposed) calls_->clear_unclean_scope(scope, thread_id);  // §9.2: a disposal landed
   co_return total;
 }
 

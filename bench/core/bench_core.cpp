@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "maf/sandbox/async.hpp"
+#include "maf/sandbox/sandboxed_tool.hpp"
 #include "maf/sandbox/sync.hpp"
 #include "maf/sandbox/testing/in_process.hpp"
 
@@ -253,3 +254,69 @@ BENCHMARK(floor_collect_outputs)->Name("floor/collect_outputs/outputs:64")->Unit
 }  // namespace
 
 BENCHMARK_MAIN();
+
+// ---- tool invoke (issue 26) ----------------------------------------------------------------
+// `invoke` beside the backend work it wraps, on the in-process double: the floor acquires
+// through the router, runs the one exec and reclaims a directory — what the body and the
+// RECLAIM rung do — so the difference is the tool layer itself (name and schema check,
+// admission, the call record, guest_call_path, release, label stamping).
+
+struct ToolBench {
+  std::shared_ptr<InProcessSandboxBackend> backend;
+  std::shared_ptr<SandboxRouter> router;
+  SandboxSpec spec{SandboxSpec::Fields{.kind = "shell"}};
+  SandboxKey key{"tenant", "conv", "agent", ""};
+  ToolBench() {
+    CapabilitySet caps = testing::kInProcessCapabilities;
+    caps.insert(Capability::Reclaim);
+    BackendDeclarations d = testing::kFakeBackendDeclarations;
+    d.capabilities = caps;
+    auto sandbox = std::make_shared<InProcessSandbox>(InProcessSandboxOptions{.capabilities = caps});
+    backend = std::make_shared<InProcessSandboxBackend>(InProcessSandboxBackendOptions{.sandbox = sandbox, .declarations = d});
+    router = std::make_shared<SandboxRouter>(std::vector<std::shared_ptr<SandboxBackend>>{backend},
+                                             RouterOptions::lowered_floor(Isolation::None, LowerIsolationFloor{}));
+  }
+};
+
+void core_tool_invoke(benchmark::State& state) {
+  ToolBench b;
+  CallerContext context{.current_scope = [] { return std::string("tenant"); },
+                        .current_thread_id = [] { return std::optional<std::string>("conv"); },
+                        .list_files = {}};
+  SandboxedToolOptions options;
+  options.cleanup = Cleanup::Reclaim;
+  options.input_schema = {{"type", "object"},
+                          {"properties", {{"command", {{"type", "string"}}}}},
+                          {"required", {"command"}}};
+  auto tools = sandboxed_tool(
+      [](SandboxToolSession session, nlohmann::json) -> boost::asio::awaitable<ToolResult> {
+        auto sandbox = co_await session.acquire();
+        const std::string dir = session.guest_call_path();
+        co_await (*sandbox)->exec("true", ".");
+        co_return ToolResult::text(dir);
+      },
+      b.router, context, "agent", b.spec, "shell", options);
+  const ToolCall call{"call-1", "shell", nlohmann::json{{"command", "true"}}};
+  BlockingRunner run;
+  AllocationMeter meter(state);
+  for (auto _ : state) {
+    ToolResult r = run([&] { return tools[0].invoke(call); });
+    benchmark::DoNotOptimize(r);
+  }
+}
+
+void floor_tool_invoke(benchmark::State& state) {
+  ToolBench b;
+  BlockingRunner run;
+  AllocationMeter meter(state);
+  for (auto _ : state) {
+    run([&]() -> boost::asio::awaitable<void> {
+      auto sandbox = co_await b.router->acquire(b.key, b.spec);
+      co_await sandbox->exec("true", ".");
+      co_await sandbox->reclaim("/maf-sandbox/work/0123456789ab", ".");
+    });
+  }
+}
+
+BENCHMARK(core_tool_invoke)->Name("core/tool_invoke/reclaim");
+BENCHMARK(floor_tool_invoke)->Name("floor/tool_invoke/reclaim");

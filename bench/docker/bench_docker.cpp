@@ -6,9 +6,8 @@
 //
 // Every variant of a row runs alternately within each round, so engine drift hits all four
 // alike. The raw floors do the bare transfer with no freeze, no ancestor walk and no
-// classification (except warm acquire's, whose work is a freeze: see that row): `docker
-// exec|cp|run|rm` spawned directly, and the same HTTP exchanges through the backend's own
-// HTTP client (docker_http.hpp).
+// classification: `docker exec|cp|run|rm` spawned directly, and the same HTTP exchanges
+// through the backend's own HTTP client (docker_http.hpp).
 //
 // Issue 14's rows besides: warm acquire, write/stat/read of 1 MiB, dispose_scope of 3 (a list
 // by name and three removals for the floors) and throughput of 8 and 32 concurrent
@@ -144,24 +143,20 @@ public:
         run_([&] { return (*sb)->write_file(name, kib); });
     raw_api_write(raw, "/", kib);
 
-    // A warm acquire is a lookup plus the work-directory check, which docker.md §5.4 runs
-    // under one freeze on every acquire: state, pause, a stat per work-directory component
-    // (/maf-sandbox, /maf-sandbox/work), unpause. Unlike the other rows, this floor does the
-    // freeze too — it is the work — stating two directories of the raw container instead.
+    // A warm acquire is a lookup plus the work-directory check: state, then a stat per
+    // work-directory component (/maf-sandbox, /maf-sandbox/work) — unfrozen when every one is
+    // a directory, since such a check writes nothing (docker.md, issue 24). The floors do the
+    // same lookup and two stats of directories of the raw container.
     row("warm acquire (held sandbox)", [&] { run_([&] { return cli_->acquire(wc, spec); }); },
         [&] { run_([&] { return api_->acquire(wa, spec); }); },
         [&] {
           cli({"inspect", raw});
-          cli({"pause", raw});
           for (const char* dir : {"/etc", "/tmp"}) cli({"cp", raw + ":" + dir, "-"});
-          cli({"unpause", raw});
         },
         [&] {
           require(api("GET", prefix_ + "/containers/" + raw + "/json").status == 200, "inspect");
-          require(api("POST", prefix_ + "/containers/" + raw + "/pause").status == 204, "pause");
           for (const char* dir : {"/etc", "/tmp"})
             require(api("HEAD", prefix_ + "/containers/" + raw + "/archive?path=" + dir).status == 200, "head");
-          require(api("POST", prefix_ + "/containers/" + raw + "/unpause").status == 204, "unpause");
         });
     const Command true_argv(std::vector<std::string>{"true"});
     row("warm exec `true`", [&] { run_([&] { return sc->exec(true_argv); }); },
@@ -248,6 +243,48 @@ public:
   }
 
 public:
+  /// Per-call RECLAIM (issue 26): a call directory of 10 small files, made untimed by an exec,
+  /// then removed — by Sandbox::reclaim on each transport (the NVI's checks, then the core's
+  /// `rm -rf --` as the guest, from `/`), beside a bare `docker exec <c> rm -rf -- <dir>` and
+  /// the same exec over the raw Engine API. Target: within 1.2x of the floor.
+  void reclaim_rows() {
+    SandboxSpec::Fields f;
+    f.kind = "reclaim";
+    f.image = kImage;
+    f.requires_capabilities = {Capability::Exec, Capability::FilesIn, Capability::Reclaim};
+    const SandboxSpec spec(std::move(f));
+    const SandboxKey kc{scope_, "t", "reclaim-cli", ""}, ka{scope_, "t", "reclaim-api", ""};
+    auto sc = run_([&] { return cli_->acquire(kc, spec); });
+    auto sa = run_([&] { return api_->acquire(ka, spec); });
+    const std::string raw = raw_name("reclaim", 0);
+    raw_cli_run(raw);
+    int serial = 0;
+    auto make = [&](const std::string& dir) {
+      return "mkdir -p " + dir + " && for i in 1 2 3 4 5 6 7 8 9 10; do echo x > " + dir + "/f$i; done";
+    };
+    std::vector<double> v[4];
+    for (int i = -1; i < runs_; ++i) {  // i = -1: warm-up, not recorded
+      const std::string dir = "/tmp/call-" + std::to_string(serial++);
+      run_([&] { return sc->exec(make(dir)); });
+      run_([&] { return sa->exec(make(dir)); });
+      cli({"exec", raw, "sh", "-c", make(dir)});
+      const double t[4] = {
+          timed([&] { run_([&] { return sc->reclaim(dir, "/", std::chrono::seconds(60)); }); }),
+          timed([&] { run_([&] { return sa->reclaim(dir, "/", std::chrono::seconds(60)); }); }),
+          timed([&] { cli({"exec", raw, "rm", "-rf", "--", dir}); }), 0.0};
+      cli({"exec", raw, "sh", "-c", make(dir)});
+      const double raw_api_ms = timed([&] { raw_api_exec(raw, {"rm", "-rf", "--", dir}); });
+      const std::string gone = cli({"exec", raw, "sh", "-c", "test ! -e " + dir + " && echo gone"});
+      require(gone.rfind("gone", 0) == 0, "the raw API removal left " + dir);
+      if (i < 0) continue;
+      for (int k = 0; k < 3; ++k) v[k].push_back(t[k]);
+      v[3].push_back(raw_api_ms);
+    }
+    add("reclaim a call directory (10 files)", v);
+    sc.reset();
+    sa.reset();
+  }
+
   /// N conversations at once — acquire, exec `true`, write 1 KiB, collect it, dispose — per
   /// transport on one io_context, beside N threads each running the same steps as bare docker
   /// CLI calls (run, exec, cp in, cp out, rm). No raw-API column: the raw HTTP client is one
@@ -372,8 +409,8 @@ public:
     std::printf("Median of %d runs (cold and dispose_scope rows: %d; throughput rows: the batches they name), "
                 "milliseconds, one engine, one process. Raw floors: `docker exec|cp|run|rm|ps` spawned bare, and "
                 "the same Engine-API exchanges through the backend's HTTP client — no freeze, no ancestor walk, "
-                "no probes (except warm acquire's floors: lookup, pause, a stat of two directories, unpause — "
-                "the work-directory check a warm acquire is).\n\n",
+                "no probes (warm acquire's floors: a lookup and a stat of two directories, the work-directory "
+                "check a warm acquire is).\n\n",
                 runs_, std::max(3, runs_ / 2));
     std::printf("| operation | CLI transport | API transport | raw CLI | raw API | API ÷ CLI transport | "
                 "API ÷ raw CLI |\n|---|---:|---:|---:|---:|---:|---:|\n");
@@ -461,8 +498,8 @@ private:
     require(api("POST", prefix_ + "/containers/" + name + "/start", "", "application/json").status == 204, "start");
   }
 
-  void raw_api_exec(const std::string& name) {
-    const nlohmann::json body = {{"AttachStdout", true}, {"AttachStderr", true}, {"Cmd", nlohmann::json::array({"true"})}};
+  void raw_api_exec(const std::string& name, const std::vector<std::string>& cmd = {"true"}) {
+    const nlohmann::json body = {{"AttachStdout", true}, {"AttachStderr", true}, {"Cmd", cmd}};
     auto created = api("POST", prefix_ + "/containers/" + name + "/exec", body.dump(), "application/json");
     require(created.status == 201, "exec create");
     const std::string id = nlohmann::json::parse(created.body).at("Id").get<std::string>();
@@ -501,11 +538,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "docker backend, %d runs per warm operation\n", runs);
     // MAF_BENCH_MEMORY_ONLY=1: the memory phases alone (minutes less, for checking a fix).
     const char* memory_only = std::getenv("MAF_BENCH_MEMORY_ONLY");
-    if (!memory_only || std::string(memory_only) != "1") {
-      bench.all();
-      for (const int n : {8, 32}) bench.throughput(n, maf_bench::throughput_batches(n));
+    // MAF_BENCH_RECLAIM_ONLY=1: the per-call RECLAIM row alone (issue 26).
+    const char* reclaim_only = std::getenv("MAF_BENCH_RECLAIM_ONLY");
+    if (reclaim_only && std::string(reclaim_only) == "1") {
+      bench.reclaim_rows();
+    } else {
+      if (!memory_only || std::string(memory_only) != "1") {
+        bench.all();
+        bench.reclaim_rows();
+        for (const int n : {8, 32}) bench.throughput(n, maf_bench::throughput_batches(n));
+      }
+      bench.memory();
     }
-    bench.memory();
     bench.print();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_docker: %s\n", e.what());

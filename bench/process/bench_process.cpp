@@ -284,6 +284,39 @@ void Bench::operations(int runs) {
   dispose(warm_key);
   fs::remove_all(root_ / "floor");
 
+  // RESET (issue 26): the call wrote 100 small files into its work dir; reset puts the
+  // creation-time snapshot back. The floor is the same restore with bare calls: a copy of
+  // the same snapshot tree (std::filesystem::copy), two renames, remove_all of the used tree.
+  // Ours also stops the guest's processes (a /proc scan) and keeps owners and modes.
+  {
+    const auto k = key("reset");
+    auto sb = acquire(k, spec());
+    measure("reset (call wrote 100 files)", "copy of the same snapshot tree + 2 renames + remove_all", runs,
+            [&] {
+              run_([&] { return sb->exec("for i in $(seq 1 100); do echo x > f$i; done"); });
+              return timed([&] { run_([&] { return sb->reset(std::chrono::seconds(60)); }); });
+            },
+            [&] {
+              const fs::path dir = floor_tree();
+              fs::copy(dir / "root", dir / "snapshot", fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+              for (int i = 1; i <= 100; ++i) {
+                std::string name = "f";  // appended, not "f" + …: GCC 12's -Wrestrict false positive
+                name += std::to_string(i);
+                write_host_file(work_of(dir) / name, "x\n");
+              }
+              const double t = timed([&] {
+                fs::copy(dir / "snapshot", dir / "staging", fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+                fs::rename(dir / "root", dir / "old");
+                fs::rename(dir / "staging", dir / "root");
+                fs::remove_all(dir / "old");
+              });
+              fs::remove_all(dir);
+              return t;
+            });
+    sb.reset();
+    dispose(k);
+  }
+
   measure("dispose", "remove_all of the same guest tree", runs,
           [&] {
             const auto k = key("dispose-" + std::to_string(serial++));

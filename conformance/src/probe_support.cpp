@@ -102,6 +102,12 @@ std::string quoted(std::string_view text) {
   return "'" + shown + (text.size() > kMax ? "…" : "") + "'";
 }
 
+std::string join(const std::vector<std::string>& problems) {
+  std::string out;
+  for (const auto& p : problems) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+
 std::string describe(const ExecResult& r) {
   return "stdout " + quoted(r.stdout_bytes) + ", stderr " + quoted(r.stderr_bytes) + ", exit " +
          std::to_string(r.exit_code);

@@ -43,6 +43,8 @@ std::string printf_octal(std::string_view bytes);
 
 /// "stdout 'x', stderr 'y', exit n" for messages (bounded).
 std::string describe(const ExecResult& result);
+/// A probe's problems as one failure message: "a; b; c".
+std::string join(const std::vector<std::string>& problems);
 /// A value for messages, quoted and bounded.
 std::string quoted(std::string_view text);
 

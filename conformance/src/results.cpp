@@ -11,7 +11,7 @@ struct SuiteNames {
   std::string_view label;
   std::string_view option;
 };
-constexpr std::array<SuiteNames, 8> kSuiteNames{{
+constexpr std::array<SuiteNames, 9> kSuiteNames{{
     {Suite::FilesOut, "FILES_OUT", "files_out"},
     {Suite::FilesIn, "FILES_IN", "files_in"},
     {Suite::Exec, "EXEC", "exec"},
@@ -20,6 +20,7 @@ constexpr std::array<SuiteNames, 8> kSuiteNames{{
     {Suite::EgressClosed, "EGRESS_CLOSED", "egress_closed"},
     {Suite::ReadCap, "READ_CAP", "read_cap"},
     {Suite::HostIntegrity, "HOST_INTEGRITY", "host_integrity"},
+    {Suite::Cleanup, "CLEANUP", "cleanup"},
 }};
 
 std::string render_failure(Suite suite, const std::vector<ProbeResult>& results) {

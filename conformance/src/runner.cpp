@@ -37,11 +37,12 @@ bool requested(const RunnerOptions& o, Suite s) {
 }
 
 /// The spec's capabilities: the declared ones a subject can exercise without further
-/// configuration (run_code needs an interpreter, host tools a registry, reclaim and the
-/// egress rule capabilities a policy of their own).
+/// configuration (run_code needs an interpreter, host tools a registry, the egress rule
+/// capabilities a policy of their own). Reclaim and snapshot are the CLEANUP suite's.
 CapabilitySet spec_capabilities(CapabilitySet declared) {
   return declared.intersection(CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut,
-                                             Capability::FilesList, Capability::FilesDelete});
+                                             Capability::FilesList, Capability::FilesDelete, Capability::Reclaim,
+                                             Capability::Snapshot});
 }
 
 std::string row_result(const SuiteReport& s, const ProbeResult* r) {

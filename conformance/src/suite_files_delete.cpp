@@ -16,12 +16,6 @@ void plant(ProbeContext& c, const std::string& relative, std::string_view bytes 
   c.subject.plant_file(c.paths.in_work(relative), bytes);
 }
 
-std::string join(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
-  return out;
-}
-
 void removal_removes(ProbeContext& c) {
   plant(c, "doomed.txt");
   plant(c, "bystander.txt");

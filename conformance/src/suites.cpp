@@ -26,6 +26,7 @@ Capability gate_capability(Suite suite) {
     case Suite::Egress:
     case Suite::EgressClosed:
     case Suite::HostIntegrity: return Capability::Exec;
+    case Suite::Cleanup: return Capability::Reclaim;  // or Snapshot: require_gate takes either
   }
   return Capability::Exec;
 }
@@ -80,6 +81,7 @@ void plant_for(Suite suite, ConformanceSubject& subject, const ConformancePaths&
     case Suite::Egress:
     case Suite::EgressClosed:
     case Suite::HostIntegrity:
+    case Suite::Cleanup:
       // R10: nothing guarantees the working directory exists; a marker creates it.
       subject.plant_file(paths.in_work(".probe-cwd"), "");
       break;
@@ -98,6 +100,7 @@ std::span<const Probe> probes(Suite suite) {
     case Suite::Egress: return detail::egress_probes();
     case Suite::EgressClosed: return detail::egress_closed_probes();
     case Suite::HostIntegrity: return detail::host_integrity_probes();
+    case Suite::Cleanup: return detail::cleanup_probes();
   }
   return {};
 }
@@ -105,6 +108,17 @@ std::span<const Probe> probes(Suite suite) {
 void require_gate(const ConformanceSubject& subject, Suite suite) {
   const Capability gate = gate_capability(suite);
   const std::string label(suite_label(suite));
+  // CLEANUP attacks the rungs a backend declares: RECLAIM, RESET (SNAPSHOT), or both; each
+  // probe skips the rung not declared (R3). Neither declared: nothing to attack.
+  if (suite == Suite::Cleanup) {
+    const auto& declared = subject.capabilities();
+    if (!declared.contains(Capability::Reclaim) && !declared.contains(Capability::Snapshot))
+      throw SuiteRefused(suite, label + " refused: the subject declares neither RECLAIM nor SNAPSHOT (declared: " +
+                                    declared.to_string("none") +
+                                    "); skipping every probe would be a green run that attacked nothing — pass the "
+                                    "backend's own declared capabilities (DISPOSE is NL-1, assert_nothing_left_behind)");
+    return;
+  }
   if (!subject.capabilities().contains(gate))
     throw SuiteRefused(suite, label + " refused: the subject declares no " + upper(to_string(gate)) + " (declared: " +
                                   subject.capabilities().to_string("none") +

@@ -20,7 +20,7 @@ constexpr const char* kUsage =
     "\n"
     "Runs the conformance suites against backend NAME (found through MAF_SANDBOX_PLUGIN_PATH and\n"
     "the default plugin directories). Suites: files_out, read_cap, files_in, files_delete, egress,\n"
-    "egress_closed, host_integrity, exec; without --suite every suite whose gate the backend meets\n"
+    "egress_closed, host_integrity, cleanup, exec; without --suite every suite whose gate the backend meets\n"
     "runs.\n"
     "Exit 0: all green; 1: a probe failed; 2: a suite was refused, the harness failed, or usage.\n";
 

@@ -11,5 +11,7 @@ int cmd_check(Session& session);
 int cmd_run(Session& session);
 int cmd_dispose_scope(Session& session);
 int cmd_reap(Session& session);
+int cmd_mcp(Session& session);
+int cmd_tools(Session& session);
 
 }  // namespace maf::sandbox::cli

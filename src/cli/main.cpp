@@ -30,6 +30,13 @@ constexpr const char* kUsage = R"(usage: maf-sandbox SUBCOMMAND [options] [--jso
       dispose every sandbox of one conversation
   reap --backend B [--config F] --older-than DURATION [--scope S]
       dispose sandboxes older than DURATION (e.g. 90s, 30m, 12h, 7d), if B offers it
+  mcp --backend B [--config F] --spec S.json [--min-isolation R]
+      [--cleanup dispose|reset|reclaim] [--out DIR] [--scope S] [--thread T]
+      [--http 127.0.0.1:PORT]
+      an MCP server (protocol 2025-11-25) on stdio, or Streamable HTTP on loopback;
+      one session is one conversation, disposed when the client goes (docs/mcp.md)
+  tools --backend B [--config F] --spec S.json [--format mcp|openai] [...as mcp]
+      print the tool definitions `mcp` serves, as MCP tools or OpenAI function tools
 
   --min-isolation defaults to microvm. --json prints one JSON object (errors as
   {"error": {"type", "message"}}).
@@ -51,6 +58,10 @@ std::map<std::string, CommandSpec> command_specs() {
         true}},
       {"dispose-scope", {{json, backend, config, {"scope"}, {"thread"}}}},
       {"reap", {{json, backend, config, {"older-than"}, {"scope"}}}},
+      {"mcp",
+       {{json, backend, config, {"spec"}, {"min-isolation"}, {"cleanup"}, {"out"}, {"scope"}, {"thread"}, {"http"}}}},
+      {"tools",
+       {{json, backend, config, {"spec"}, {"min-isolation"}, {"cleanup"}, {"out"}, {"scope"}, {"thread"}, {"format"}}}},
   };
 }
 
@@ -60,6 +71,8 @@ int dispatch(Session& session) {
   if (c == "check") return cmd_check(session);
   if (c == "run") return cmd_run(session);
   if (c == "dispose-scope") return cmd_dispose_scope(session);
+  if (c == "mcp") return cmd_mcp(session);
+  if (c == "tools") return cmd_tools(session);
   return cmd_reap(session);
 }
 

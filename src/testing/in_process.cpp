@@ -40,6 +40,7 @@ InProcessSandbox::InProcessSandbox(InProcessSandboxOptions options)
   // C-53: the storage base exists before the first call, as on every shipped backend.
   directories_.insert(storage_base());
   for (auto& [path, value] : options.seed_files) seed(path, std::move(value));
+  snapshot_ = Snapshot{contents_, symlinks_, non_regular_, directories_};
 }
 
 std::string InProcessSandbox::absolute(const std::string& path) const {
@@ -281,6 +282,44 @@ boost::asio::awaitable<void> InProcessSandbox::do_remove(const std::string& abso
   const auto s = lstat_locked(absolute_path);
   // C-50/C-113: a link has no children and is unlinked; only a directory takes its subtree.
   erase_locked(absolute_path, recursive && s && s->kind == EntryKind::Directory);
+  co_return;
+}
+
+// --- cleanup rungs (core.md §9.2) ---
+
+void InProcessSandbox::set_reclaim_error(std::exception_ptr error) {
+  std::lock_guard lock(mutex_);
+  reclaim_error_ = std::move(error);
+}
+void InProcessSandbox::set_reset_error(std::exception_ptr error) {
+  std::lock_guard lock(mutex_);
+  reset_error_ = std::move(error);
+}
+std::vector<InProcessSandbox::RecordedReclaim> InProcessSandbox::reclaimed() const {
+  std::lock_guard lock(mutex_);
+  return reclaimed_;
+}
+
+boost::asio::awaitable<void> InProcessSandbox::do_reclaim(const std::string& absolute_directory,
+                                                          std::chrono::milliseconds timeout,
+                                                          std::chrono::steady_clock::time_point) {
+  std::lock_guard lock(mutex_);
+  ++counts_.reclaim;
+  reclaimed_.push_back({absolute_directory, timeout});
+  if (reclaim_error_) std::rethrow_exception(reclaim_error_);
+  erase_locked(absolute_directory, true);  // missing is success, as for rm -rf
+  co_return;
+}
+
+boost::asio::awaitable<void> InProcessSandbox::do_reset(std::chrono::milliseconds,
+                                                        std::chrono::steady_clock::time_point) {
+  std::lock_guard lock(mutex_);
+  ++counts_.reset;
+  if (reset_error_) std::rethrow_exception(reset_error_);
+  contents_ = snapshot_.contents;
+  symlinks_ = snapshot_.symlinks;
+  non_regular_ = snapshot_.non_regular;
+  directories_ = snapshot_.directories;
   co_return;
 }
 

@@ -155,8 +155,8 @@ TEST_CASE("OTEL-2: a refused acquire exports an error span under an errored exec
   auto exporter = std::make_shared<otel::OtlpExporter>(options_for(receiver.url()));
   SandboxRouter router = f.router(exporter);
   const SandboxKey key{"tenant", "conv", "agent", "call-refused"};
-  // The process backend declares no SNAPSHOT: the router refuses before the backend is touched.
-  const SandboxSpec spec({.kind = "script", .requires_capabilities = {Capability::Exec, Capability::Snapshot}});
+  // The process backend declares no ATTACHED_IDENTITY: the router refuses before the backend is touched.
+  const SandboxSpec spec({.kind = "script", .requires_capabilities = {Capability::Exec, Capability::AttachedIdentity}});
 
   tool_call(router, key, ToolCallPhase::Admitted);
   std::string error_type;
@@ -178,7 +178,7 @@ TEST_CASE("OTEL-2: a refused acquire exports an error span under an errored exec
   REQUIRE(acquire);
   CHECK((*acquire)["parentSpanId"] == (*call)["spanId"]);
   CHECK((*acquire)["status"]["code"] == 2);
-  CHECK_THAT((*acquire)["status"]["message"].get<std::string>(), Catch::Contains("snapshot"));
+  CHECK_THAT((*acquire)["status"]["message"].get<std::string>(), Catch::Contains("attached_identity"));
   CHECK(string_attribute(*acquire, "error.type") == "SandboxCapabilityNotSupported");
   CHECK(string_attribute(*acquire, "maf_sandbox.outcome") == "refused");
   CHECK((*call)["status"]["code"] == 2);

@@ -148,6 +148,61 @@ TEST_CASE("D-16 D-21 reliability: a guest swapping a checked parent for a link i
                           outcome);
 }
 
+namespace {
+
+/// Keeps what each collection delivered.
+class KeepingSink final : public OutputSink {
+public:
+  std::vector<std::string> bytes;
+  boost::asio::awaitable<LandedArtifact> deliver(Artifact artifact) override {
+    bytes.push_back(artifact.content);
+    co_return LandedArtifact{artifact.name, artifact.name, std::nullopt};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("D-16 D-21 reliability: collect_outputs, its stats and reads under one freeze (issue 24), racing the "
+          "same swapping guest never lands bytes from outside the work dir") {
+  Scope s;
+  auto sb = s.acquire(spec_for(kImage, kAllCaps));
+  REQUIRE(s.sh(*sb, reliability::kSwapSetup).exit_code == 0);
+  s.run([&] { return sb->exec("(" + reliability::kSwapLoop + ") >swaps 2>/dev/null &"); });
+  SandboxSpec::Fields f = spec_for(kImage, kAllCaps).fields();
+  f.declared_outputs = {DeclaredOutput{.path = "sub/file.txt", .media_type = "text/plain", .required = false}};
+  const SandboxSpec collecting(std::move(f));
+  for (int i = 0; i < 100000 && !s.run([&] { return sb->stat_file("looping"); }); ++i) {
+  }
+  auto sink = std::make_shared<KeepingSink>();
+  std::map<std::string, int> outcomes;
+  for (int i = 0; i < 16; ++i) {
+    sink->bytes.clear();
+    std::string outcome;
+    try {
+      s.run([&] { return collect_outputs(*sb, collecting, sink); });
+      outcome = sink->bytes.empty()                ? "collect: nothing (absent mid-swap)"
+                : sink->bytes[0] == "INSIDE\n"     ? "collect: the work dir's bytes"
+                : sink->bytes[0] == "OUTSIDE\n"    ? reliability::kLeaked
+                                                   : "collect: other bytes";
+    } catch (const Error& e) {
+      outcome = "collect refused: " + reliability::error_type(e);
+    }
+    ++outcomes[outcome];
+  }
+  s.run([&] { return sb->write_file("stop", "x"); });
+  int swaps = -1;
+  for (int i = 0; i < 1000 && swaps < 0; ++i)
+    if (const std::string count = s.run([&] { return sb->read_file("swaps", ".", 64); }); !count.empty())
+      swaps = std::stoi(count);
+  CHECK(swaps > 0);
+  CHECK(outcomes.count(reliability::kLeaked) == 0);
+  CHECK(s.sh(*sb, "ls /tmp/decoy").stdout_text() == "file.txt\n");
+  for (const auto& [outcome, n] : outcomes)
+    for (int i = 0; i < n; ++i)
+      reliability::record("docker-swap-loop-collect", "collect_outputs against a guest swapping a checked parent",
+                          where(), outcome);
+}
+
 TEST_CASE("D-26 D-28 reliability: the host killed (SIGKILL) mid-acquire; dispose-scope and reap from a fresh "
           "process remove what it left") {
   const std::string dir = "/tmp/maf-reliability-docker-" + random_hex();

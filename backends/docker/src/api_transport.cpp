@@ -180,6 +180,7 @@ public:
       s.status = state.value("Status", "");
       s.running = state.value("Running", false);
       s.paused = state.value("Paused", false);
+      s.image_id = doc->value("Image", "");
       co_return s;
     } catch (const json::exception& e) {
       throw OSError("backend 'docker': unreadable state of container " + container + ": " + e.what());
@@ -468,7 +469,10 @@ public:
     request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
     std::string arg32 = "stat " + container + ":" + path;
     auto r = co_await send(std::move(request), std::move(arg32));
-    if (r.status != 200) co_return PathStat{};  // the tar plane classifies
+    // A 404 is a missing path or a gone container (a HEAD carries no message to tell them
+    // apart): the caller settles it by the container's ID. Anything else goes to the tar plane.
+    if (r.status == 404) co_return PathStat{PathStatStatus::NotFound};
+    if (r.status != 200) co_return PathStat{};
     co_return decode_path_stat(r.path_stat);
   }
 

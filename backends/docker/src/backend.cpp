@@ -31,8 +31,11 @@ constexpr std::int64_t kMiB = 1024 * 1024;
 
 BackendDeclarations base_declarations() {
   BackendDeclarations d;
+  // Reclaim: the core's rm -rf over `docker exec` as the container's own user, proven by the
+  // CLEANUP suite on a real engine (both transports). No Snapshot: a reset costs more than a
+  // cold acquire (docs/backends/docker.md "SNAPSHOT, measured").
   d.capabilities = CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesDelete,
-                                 Capability::HostTools};
+                                 Capability::HostTools, Capability::Reclaim};
   // docker.md §1: 64 MiB per file, 256 MiB total, 256 files, in each direction.
   const TransferLimits limits{64 * kMiB, 256 * kMiB, 256};
   d.limits = SandboxLimits{limits, limits};
@@ -185,7 +188,7 @@ awaitable<void> DockerSandboxBackend::recover_paused(const std::string& containe
   slot->possibly_frozen = false;
 }
 
-awaitable<void> DockerSandboxBackend::create_container(const std::string& container, const SandboxSpec& spec,
+awaitable<bool> DockerSandboxBackend::create_container(const std::string& container, const SandboxSpec& spec,
                                                        const std::string& image, const SandboxKey& key) {
   if (!co_await transport_->image_present(image)) {
     // Explicit pull under its own timeout; `run` never pulls (D-9).
@@ -213,14 +216,15 @@ awaitable<void> DockerSandboxBackend::create_container(const std::string& contai
     request.env = detail::workload_proxy_env(container);
   }
   CreateResult created = co_await transport_->create_and_start(request);
-  if (created.outcome == CreateOutcome::Created) co_return;
+  if (created.outcome == CreateOutcome::Created) co_return true;
   if (created.outcome == CreateOutcome::NameInUse) {
-    // Another process created it first: adopt (docker.md §5 step 6).
+    // Another process created it first: adopt (docker.md §5 step 6). Not fresh: that
+    // process may already have run commands in it.
     auto state = co_await transport_->container_state(container);
-    if (state && state->running && !state->paused) co_return;
+    if (state && state->running && !state->paused) co_return false;
     if (state) {
       std::string detail;
-      if (co_await transport_->start(container, detail)) co_return;
+      if (co_await transport_->start(container, detail)) co_return false;
       throw OSError("backend 'docker': could not start adopted container " + container + ": " + detail);
     }
   }
@@ -228,22 +232,23 @@ awaitable<void> DockerSandboxBackend::create_container(const std::string& contai
                 "' for workload kind '" + spec.kind() + "' failed: " + created.detail);
 }
 
-awaitable<void> DockerSandboxBackend::ensure_running(const std::string& container, const SandboxSpec& spec,
+awaitable<bool> DockerSandboxBackend::ensure_running(const std::string& container, const SandboxSpec& spec,
                                                      const std::string& image, const SandboxKey& key) {
   auto state = co_await transport_->container_state(container);
   if (state && !state->running) {
     std::string detail;
-    if (co_await transport_->start(container, detail)) co_return;
+    if (co_await transport_->start(container, detail)) co_return false;
     logger()->warn("backend 'docker': starting stopped container {} failed ({}); recreating it", container, detail);
     co_await transport_->remove_container(container);
   } else if (state) {
-    co_return;
+    co_return false;
   }
-  co_await create_container(container, spec, image, key);
+  co_return co_await create_container(container, spec, image, key);
 }
 
 awaitable<void> DockerSandboxBackend::run_probes(const std::string& container, const std::string& id,
-                                                 const SandboxSpec& spec, const std::string& image) {
+                                                 const std::string& fresh_image, const SandboxSpec& spec,
+                                                 const std::string& image) {
   const auto needs = spec.requires_capabilities();
   struct Probe {
     const char* name;
@@ -261,12 +266,21 @@ awaitable<void> DockerSandboxBackend::run_probes(const std::string& container, c
     probes.push_back({"sh", {"sh", "-c", "exit 0"}});
   if (needs.contains(Capability::FilesDelete)) probes.push_back({"rm", {"rm", "-rf", "--"}});
   auto slot = detail::freeze_slot(co_await transport_->endpoint(), container);
+  // Successes are cached per container ID (D-24), and — for a container this acquire just
+  // created — per image ID as well: a fresh container of an image holds exactly that
+  // image's files, so it passes what the image passed (issue 24; a failure is never cached).
+  const std::string image_key = fresh_image.empty() ? std::string() : "image:" + fresh_image;
+  const auto passed = [&](const std::string& name) {
+    return probes_passed_.contains({id, name}) || (!image_key.empty() && probes_passed_.contains({image_key, name}));
+  };
   for (auto& probe : probes) {
     {
       std::lock_guard lock(state_mutex_);
-      if (probes_passed_.contains({id, probe.name})) continue;
       // host-tools passing also verifies sh (docker.md §5.2).
-      if (std::string(probe.name) == "sh" && probes_passed_.contains({id, "host-tools"})) continue;
+      if (passed(probe.name) || (std::string(probe.name) == "sh" && passed("host-tools"))) {
+        probes_passed_.insert({id, probe.name});
+        continue;
+      }
     }
     const std::string what = "backend 'docker' cannot serve capabilities {" + capability_names(needs) +
                              "} for workload kind '" + spec.kind() + "' on image '" + image + "': command probe '" +
@@ -290,6 +304,7 @@ awaitable<void> DockerSandboxBackend::run_probes(const std::string& container, c
                                           ", expected 0; the next acquire retries");
     std::lock_guard lock(state_mutex_);
     probes_passed_.insert({id, probe.name});
+    if (!image_key.empty()) probes_passed_.insert({image_key, probe.name});
   }
 }
 
@@ -311,10 +326,20 @@ awaitable<std::optional<std::string>> DockerSandboxBackend::read_account_file(co
 
 awaitable<DockerSandboxBackend::Identity> DockerSandboxBackend::resolve_identity(const std::string& container,
                                                                                  const std::string& id,
+                                                                                 const std::string& fresh_image,
                                                                                  const SandboxSpec& spec) {
+  // Per container ID, and per image ID for a container this acquire created: the image
+  // user comes from the image's Config.User and its account files (we pass no --user), so a
+  // fresh container of the same image resolves alike (issue 24).
+  const std::string image_key = fresh_image.empty() ? std::string() : "image:" + fresh_image;
   {
     std::lock_guard lock(state_mutex_);
-    if (auto it = identities_.find(id); it != identities_.end()) co_return it->second;
+    auto it = identities_.find(id);
+    if (it == identities_.end() && !image_key.empty()) it = identities_.find(image_key);
+    if (it != identities_.end()) {
+      identities_[id] = it->second;
+      co_return identities_[id];
+    }
   }
   // Order: Config.User, /etc/passwd, /etc/group, then `id` (docker.md §5.3, D-25).
   std::optional<long long> uid, gid;
@@ -373,6 +398,7 @@ awaitable<DockerSandboxBackend::Identity> DockerSandboxBackend::resolve_identity
     Identity resolved{*uid, *gid, true};
     std::lock_guard lock(state_mutex_);
     identities_[id] = resolved;
+    if (!image_key.empty()) identities_[image_key] = resolved;
     co_return resolved;
   }
   const auto needs = spec.requires_capabilities();
@@ -388,18 +414,32 @@ awaitable<DockerSandboxBackend::Identity> DockerSandboxBackend::resolve_identity
   co_return Identity{0, 0, false};  // not cached: resolution is retried on the next acquire
 }
 
-awaitable<void> DockerSandboxBackend::prepare_work_dir(const std::string& container, const std::string& base,
-                                                       const Identity& identity) {
+awaitable<void> DockerSandboxBackend::prepare_work_dir(const std::string& container, const std::string& id,
+                                                       const std::string& base, const Identity& identity) {
+  const auto chain = detail::cumulative_components(base);
+  // [port decision] (issue 24) First unfrozen: a check that finds every component a real
+  // directory writes nothing, and the freeze guards only a check that licenses a write — the
+  // `cp` below. What this check grants (the chain was real directories when looked at) is
+  // all the frozen one granted too: the guest may swap a component the moment either ends,
+  // and every file operation walks the work directory's ancestors again under its own
+  // freeze. Any other finding — a missing, linked or odd component — is decided below,
+  // under the freeze, as before; a stat that throws fails the acquire as it would there
+  // (docker.md "What the default path skips").
+  bool complete = true;
+  for (std::size_t i = 0; i < chain.size() && complete; ++i) {
+    auto entry = co_await detail::probe(*transport_, container, id, chain[i]);
+    complete = entry && entry->kind == EntryKind::Directory;
+  }
+  if (complete) co_return;
   // Under one freeze: stat every component from "/" down, leave existing directories
   // exactly as they are, send one tar for the missing suffix (docker.md §5.4).
   auto slot = detail::freeze_slot(co_await transport_->endpoint(), container);
   co_await detail::run_frozen(*transport_, *slot, container, [&]() -> awaitable<void> {
-    const auto chain = detail::cumulative_components(base);
     std::size_t first_missing = chain.size();
     for (std::size_t i = 0; i < chain.size(); ++i) {
       // The body-less stat where the transport has one: a tar stream per component made a
       // warm acquire (this check, every time) ~5x its engine calls' bare cost.
-      auto entry = co_await detail::probe(*transport_, container, chain[i]);
+      auto entry = co_await detail::probe(*transport_, container, id, chain[i]);
       if (!entry) {
         first_missing = i;
         break;
@@ -475,10 +515,11 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::acquire(SandboxKey key
   if (!warm) co_await check_os_family(spec);  // 4. cold: create or restart
   // 5. Egress scaffolding, re-ensured on every acquire, warm reuse included.
   if (proxied) co_await detail::ensure_egress_topology(*transport_, config_, container, key, spec, !state.has_value());
+  bool fresh = false;  // created by this acquire: nothing but the image has run in it
   if (warm) {
     logger()->info("backend 'docker': reusing running container {} for kind '{}'", container, spec.kind());
   } else {
-    co_await ensure_running(container, spec, image, key);
+    fresh = co_await ensure_running(container, spec, image, key);
     state = co_await transport_->container_state(container);
     if (!state || !state->running || state->paused)
       throw OSError("backend 'docker': container " + container + " for workload kind '" + spec.kind() +
@@ -487,11 +528,12 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::acquire(SandboxKey key
   remember(key, container);
 
   // 7. Probes, identity, work directory, in that order.
-  co_await run_probes(container, state->id, spec, image);
+  const std::string fresh_image = fresh ? state->image_id : std::string();
+  co_await run_probes(container, state->id, fresh_image, spec, image);
   Identity identity{0, 0, false};
   if (needs_work_dir(spec) || spec.requires_capabilities().contains(Capability::HostTools))
-    identity = co_await resolve_identity(container, state->id, spec);
-  if (needs_work_dir(spec) && base != "/") co_await prepare_work_dir(container, base, identity);
+    identity = co_await resolve_identity(container, state->id, fresh_image, spec);
+  if (needs_work_dir(spec) && base != "/") co_await prepare_work_dir(container, state->id, base, identity);
 
   detail::DockerSandboxParts parts;
   parts.transport = transport_;

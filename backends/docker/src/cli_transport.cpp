@@ -117,22 +117,30 @@ public:
   }
 
   awaitable<std::optional<ContainerState>> container_state(std::string container) override {
-    std::vector<std::string> args{"container", "inspect", "--format", "{{json .Id}} {{json .State}}", container};
+    // The image ID rides along in the same call (issue 24: what a fresh container of that
+    // image passed is known); one JSON value per field, read in order.
+    std::vector<std::string> args{"container", "inspect", "--format", "{{json .Id}} {{json .State}} {{json .Image}}",
+                                  container};
     auto r = co_await run(std::move(args));
     if (!r.ok()) {
       if (contains_ci(r.stderr_bytes, "no such container") || contains_ci(r.stderr_bytes, "no such object"))
         co_return std::nullopt;
       throw OSError(failure("container inspect " + container, r));
     }
-    const std::string out = trim(r.stdout_bytes);
-    const auto space = out.find(' ');
+    std::istringstream out(trim(r.stdout_bytes));
     try {
+      nlohmann::json id, state, image;
+      out >> id >> state;
       ContainerState s;
-      s.id = nlohmann::json::parse(out.substr(0, space)).get<std::string>();
-      auto state = nlohmann::json::parse(out.substr(space + 1));
+      s.id = id.get<std::string>();
       s.status = state.value("Status", "");
       s.running = state.value("Running", false);
       s.paused = state.value("Paused", false);
+      // An older answer without the third field leaves the image unknown.
+      if (out >> std::ws && out.peek() != std::char_traits<char>::eof()) {
+        out >> image;
+        if (image.is_string()) s.image_id = image.get<std::string>();
+      }
       co_return s;
     } catch (const nlohmann::json::exception& e) {
       throw OSError("backend 'docker': unreadable state of container " + container + ": " + e.what());

@@ -1,9 +1,18 @@
 // Disposal by label read back from the engine, and the operator's age-based reap
 // (docker.md §8). Teardown never throws except on cancellation: failures are reported.
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <ctime>
+#include <exception>
+#include <functional>
+#include <mutex>
 #include <regex>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +21,7 @@
 #include "maf/sandbox/docker/backend.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
+#include "maf/sandbox/support/async_mutex.hpp"
 #include "maf/sandbox/support/labels.hpp"
 #include "proxy_drain.hpp"
 
@@ -71,6 +81,31 @@ std::optional<std::int64_t> parse_rfc3339(const std::string& text) {
   tm.tm_min = mi;
   tm.tm_sec = s;
   return static_cast<std::int64_t>(timegm(&tm)) - offset;
+}
+
+/// Runs every task at once and returns when all have ended, rethrowing the first exception
+/// (teardown reports its failures as values, so that is cancellation). The tasks share one
+/// strand: their engine calls overlap, their code never runs on two threads at once, so an
+/// egress observer is never called concurrently by one purge.
+awaitable<void> run_together(std::vector<std::function<awaitable<void>()>>& tasks) {
+  if (tasks.empty()) co_return;
+  auto strand = boost::asio::make_strand(co_await boost::asio::this_coro::executor);
+  support::AsyncMutex all_ended;  // held until the last task ends: a latch
+  co_await all_ended.lock();
+  std::atomic<std::size_t> running{tasks.size()};
+  std::mutex first_mutex;
+  std::exception_ptr first;
+  for (auto& task : tasks)
+    boost::asio::co_spawn(strand, task(), [&](std::exception_ptr e) {
+      if (e) {
+        std::lock_guard lock(first_mutex);
+        if (!first) first = e;
+      }
+      if (--running == 0) all_ended.unlock();
+    });
+  co_await all_ended.lock();
+  all_ended.unlock();
+  if (first) std::rethrow_exception(first);
 }
 
 }  // namespace
@@ -175,19 +210,34 @@ awaitable<ScopePurge> DockerSandboxBackend::dispose_scope(std::string scope, std
     purge.undisposed = DisposalFailure{kDisposalUnlisted, std::string("listing by label failed: ") + e.what()};
     co_return purge;
   }
-  std::vector<DisposalFailure> failures;
-  for (const auto& w : workloads) {
-    if (is_proxy(w)) continue;  // proxies are removed with their workload and not counted
+  // [port decision] (issue 24) The sandboxes are torn down at once: each keeps D-27's order
+  // (proxy, workload, network), and nothing orders one sandbox's teardown against
+  // another's. Removals cost the engine ~50 ms each, so three in a row were most of a purge.
+  struct Outcome {
+    std::optional<DisposalFailure> failure;
     bool existed = true;
-    try {
-      existed = (co_await transport_->container_state(w.name)).has_value();
-    } catch (const Error&) {
-    }
-    std::string workload = w.name;  // named: no temporaries inside co_await (GCC 12)
-    std::optional<SandboxKey> no_caller;  // dispose_scope has no key to stand in (§4.4)
-    if (auto failure = co_await remove_workload(std::move(workload), std::move(no_caller)))
-      failures.push_back(*failure);
-    else if (existed)
+  };
+  std::vector<Outcome> outcomes(workloads.size());
+  std::vector<std::function<awaitable<void>()>> tasks;
+  for (std::size_t i = 0; i < workloads.size(); ++i) {
+    if (is_proxy(workloads[i])) continue;  // proxies are removed with their workload and not counted
+    tasks.push_back([this, &outcomes, &workloads, i]() -> awaitable<void> {
+      try {
+        outcomes[i].existed = (co_await transport_->container_state(workloads[i].name)).has_value();
+      } catch (const Error&) {
+      }
+      std::string workload = workloads[i].name;  // named: no temporaries inside co_await (GCC 12)
+      std::optional<SandboxKey> no_caller;       // dispose_scope has no key to stand in (§4.4)
+      outcomes[i].failure = co_await remove_workload(std::move(workload), std::move(no_caller));
+    });
+  }
+  co_await run_together(tasks);
+  std::vector<DisposalFailure> failures;
+  for (std::size_t i = 0; i < workloads.size(); ++i) {
+    if (is_proxy(workloads[i])) continue;
+    if (outcomes[i].failure)
+      failures.push_back(*outcomes[i].failure);
+    else if (outcomes[i].existed)
       ++purge.disposed;
   }
   purge.undisposed = fold(failures);

@@ -27,9 +27,10 @@ boost::asio::awaitable<std::optional<support::TarEntry>> tar_stat(DockerTranspor
 /// Kind (and a file's size) of one guest path, no-follow like tar_stat: the transport's
 /// body-less stat where it has one (the Engine API's HEAD, ~1 ms against ~100 ms for a tar
 /// stream), the tar plane otherwise and for every answer the stat cannot classify, absence
-/// included. Absent when nothing is there.
+/// included — except a body-less 404 that `container_id` (when given) shows to be the
+/// path's: that container still being there settles it as absent. Absent when nothing is there.
 boost::asio::awaitable<std::optional<GuestStat>> probe(DockerTransport& transport, const std::string& container,
-                                                       const std::string& path);
+                                                       const std::string& container_id, const std::string& path);
 
 struct DockerSandboxParts {
   std::shared_ptr<DockerTransport> transport;
@@ -64,6 +65,7 @@ protected:
   boost::asio::awaitable<void> do_remove(const std::string& absolute_path, bool recursive) override;
   boost::asio::awaitable<void> do_file_operation(FileOperation operation,
                                                  std::function<boost::asio::awaitable<void>()> body) override;
+  boost::asio::awaitable<bool> do_file_batch(std::function<boost::asio::awaitable<void>()> body) override;
 
 private:
   DockerSandboxParts p_;

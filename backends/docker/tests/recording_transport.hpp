@@ -50,7 +50,7 @@ public:
   boost::asio::awaitable<std::optional<ContainerState>> container_state(std::string c) override {
     calls.push_back("state " + c);
     if (!present(c)) co_return std::nullopt;
-    co_return ContainerState{"id", "running", true, false};
+    co_return ContainerState{"id", "running", true, false, ""};
   }
   boost::asio::awaitable<std::string> config_user(std::string) override { co_return ""; }
   boost::asio::awaitable<std::optional<std::string>> inspect_container(std::string c) override {

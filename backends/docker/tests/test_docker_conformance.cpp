@@ -1,8 +1,10 @@
 // The shared conformance suites against the Docker backend on a real engine
 // (conformance.md §5.1 DX-7…DX-10), plus this port's EGRESS_CLOSED.
 #include <set>
+#include <sstream>
 
 #include <maf/sandbox/conformance/conformance.hpp>
+#include <maf/sandbox/support/labels.hpp>
 
 #include "engine_fixture.hpp"
 
@@ -92,4 +94,69 @@ TEST_CASE("HOST_INTEGRITY passes: root in the container is held by the engine's 
   report(results);
   CHECK(ids(results, Outcome::Fail).empty());
   CHECK(ids_with(results, Outcome::Skip) == host_integrity_skips_on_this_kernel());  // shared kernel
+}
+
+namespace {
+
+/// NL-1's engine inventory: every container, network and volume carrying this test's own
+/// scope label (others' resources on a shared engine never count).
+FunctionFingerprint scope_inventory(const Scope& scope) {
+  const std::string filter =
+      "label=" + std::string(support::kLabelScope) + "=" + support::label_value(scope.scope);
+  return FunctionFingerprint("docker: containers, networks and volumes labelled " + filter, [filter] {
+    EngineFingerprint f;
+    const std::pair<std::vector<std::string>, std::string> listings[] = {
+        {{"ps", "-a", "--no-trunc", "--filter", filter, "--format", "{{.ID}} {{.Names}}"}, "container:"},
+        {{"network", "ls", "--no-trunc", "--filter", filter, "--format", "{{.ID}} {{.Name}}"}, "network:"},
+        {{"volume", "ls", "--filter", filter, "--format", "{{.Name}}"}, "volume:"}};
+    for (const auto& [args, kind] : listings) {
+      int code = -1;
+      const std::string out = docker_cli(args, &code);
+      if (code != 0) throw OSError("docker " + args.front() + " failed (exit " + std::to_string(code) + ")");
+      std::istringstream lines(out);
+      for (std::string line; std::getline(lines, line);)
+        if (!line.empty()) f.items.push_back(kind + line);
+    }
+    return std::optional<EngineFingerprint>(f);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("CLEANUP §9.2 on Docker: RECLAIM is declared and RC-1…RC-8 pass as the container's own user; RESET is withheld, so RS-n skip") {
+  Subject s("agent-cleanup");
+  const auto& declared = s.scope.backend->declarations().capabilities;
+  REQUIRE(declared.contains(Capability::Reclaim));
+  CHECK_FALSE(declared.contains(Capability::Snapshot));
+  auto results = run_cleanup(*s.subject);
+  report(results);
+  CHECK(ids(results, Outcome::Fail).empty());
+  CHECK(ids(results, Outcome::Skip) == std::set<std::string>{"RS-1", "RS-2", "RS-3", "RS-4"});
+  CHECK(ids(results, Outcome::Pass).size() == 8);
+  // A reset without SNAPSHOT is refused by the core's gate, naming the capability.
+  CHECK_THROWS_AS(s.scope.run([&] { return s.sandbox->reset(std::chrono::seconds(10)); }), NotImplementedError);
+}
+
+TEST_CASE("NL-1 §9.2 DISPOSE on Docker: acquire, work, dispose leaves no labelled container, network or volume of the scope") {
+  Scope scope;
+  auto inventory = scope_inventory(scope);
+  auto keep = scope.acquire(spec_for(kImage, {Capability::Exec}, "bystander"), "agent-keep");  // lives throughout
+  const auto r = assert_nothing_left_behind(inventory, [&] {
+    auto sb = scope.acquire(spec_for(kImage, {Capability::Exec, Capability::FilesIn}, "call"), "agent-call", "call-1");
+    scope.run([&] { return sb->write_file("/tmp/in.txt", "data", "/"); });
+    REQUIRE(scope.sh(*sb, "cat /tmp/in.txt > /tmp/out.txt && (sleep 30 &) && true").exit_code == 0);
+    sb.reset();
+    if (auto failure =
+            scope.run([&] { return scope.backend->dispose(scope.key("agent-call", "call-1"), std::nullopt, std::nullopt); }))
+      throw OSError(failure->to_string());
+  });
+  CHECK(r.passed());
+  // The broken double of DISPOSE: the same call without its disposal fails, naming the container.
+  const auto broken = run_nothing_left_behind(inventory, [&] {
+    auto sb = scope.acquire(spec_for(kImage, {Capability::Exec}, "leak"), "agent-leak", "call-2");
+    REQUIRE(scope.sh(*sb, "true").exit_code == 0);
+  });
+  CHECK(broken.failed());
+  CHECK_THAT(broken.message, Catch::Contains("container:"));
+  // The scope purge in ~Scope removes the leaked one; the global leak check holds it to that.
 }

@@ -49,7 +49,7 @@ public:
   boost::asio::awaitable<std::optional<ContainerState>> container_state(std::string) override {
     ++state_reads;
     const bool paused = paused_reads > 0 && paused_reads--;
-    co_return ContainerState{"id", paused ? "paused" : "running", true, paused};
+    co_return ContainerState{"id", paused ? "paused" : "running", true, paused, ""};
   }
 };
 

@@ -66,6 +66,12 @@ bool usable_base(const fs::path& dir) { return make_dir(dir) && ::access(dir.c_s
 
 }  // namespace
 
+std::vector<std::string> CgroupLimits::bases() const {
+  std::vector<std::string> out;
+  for (const auto& c : controllers_) out.push_back(c.base);
+  return out;
+}
+
 CgroupLimits CgroupLimits::detect(std::uint64_t pids_limit, std::uint64_t memory_limit_bytes) {
   CgroupLimits limits;
   std::vector<std::string> unbounded;

@@ -24,6 +24,9 @@ public:
   /// Creates (idempotent) the cgroups named `name` under every usable controller and writes
   /// the limits; returns their directories. Throws OSError.
   std::vector<std::string> prepare(const std::string& name) const;
+  /// The directories sandbox cgroups are made in, one per usable controller (for the
+  /// inventory NL-1 compares: process_engine_inventory).
+  std::vector<std::string> bases() const;
 
 private:
   struct Controller {

@@ -10,36 +10,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include "fd.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/paths.hpp"
 
 namespace maf::sandbox::process {
 namespace {
-
-/// RAII for a descriptor.
-class Fd {
-public:
-  explicit Fd(int fd = -1) noexcept : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  ~Fd() { reset(); }
-  void reset() noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  int get() const noexcept { return fd_; }
-  int release() noexcept { return std::exchange(fd_, -1); }
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-
-private:
-  int fd_;
-};
 
 [[noreturn]] void fail(int err, const std::string& what, const std::string& guest_path) {
   const std::string detail = what + " '" + guest_path + "': " + std::strerror(err);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "bwrap.hpp"
+#include "cgroup_limits.hpp"
 #include "host_boundary.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
@@ -21,6 +23,7 @@
 #include "maf/sandbox/process/process_backend.hpp"
 #include "maf/sandbox/spec.hpp"
 #include "maf/sandbox/support/labels.hpp"
+#include "guest_snapshot.hpp"
 #include "process_sandbox.hpp"
 
 namespace maf::sandbox::process {
@@ -81,8 +84,10 @@ public:
       : config_(std::make_shared<const ProcessBackendConfig>(std::move(config))),
         boundary_(make_boundary(*config_)) {
     check_root(*config_, *boundary_);
-    declarations_.capabilities = {Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesList,
-                                  Capability::FilesDelete};
+    // Reclaim and Snapshot: proven by the CLEANUP suite on this backend (docs/backends/process.md).
+    declarations_.capabilities = {Capability::Exec,        Capability::FilesIn, Capability::FilesOut,
+                                  Capability::FilesList,   Capability::FilesDelete, Capability::Reclaim,
+                                  Capability::Snapshot};
     if (!config_->run_code_interpreter.empty()) declarations_.capabilities.insert(Capability::RunCode);
     declarations_.os_families = {OsFamily::Posix};
     declarations_.isolation_scopes = {IsolationScope::Conversation, IsolationScope::Call};
@@ -206,6 +211,8 @@ private:
                      boundary_->run_as);
       prepare_guest_root(tree, *config_);
       tree.ensure_directory(base);
+      // SNAPSHOT: the fresh tree, before any guest ran, is what RESET restores.
+      take_snapshot(staging.string());
       nlohmann::json meta{{"scope", key.scope},         {"thread_id", key.thread_id}, {"agent_id", key.agent_id},
                           {"call_id", key.call_id},     {"kind", kind},               {"instance_id", r.instance_id},
                           {"work_base", base},          {"created_unix", r.created_unix}};
@@ -277,6 +284,17 @@ private:
 
 std::filesystem::path default_process_root() {
   return "/var/tmp/maf-sandbox-process-" + std::to_string(::geteuid());
+}
+
+std::vector<std::string> process_engine_inventory(const ProcessBackendConfig& config) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(config.root, ec)) out.push_back("state:" + entry.path().filename().string());
+  for (const auto& base : CgroupLimits::detect(config.pids_limit, config.memory_limit_bytes).bases())
+    for (const auto& entry : fs::directory_iterator(base, ec))
+      if (entry.is_directory(ec) && !entry.is_symlink(ec)) out.push_back("cgroup:" + entry.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::shared_ptr<SandboxBackend> make_process_backend(ProcessBackendConfig config) {

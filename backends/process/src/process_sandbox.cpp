@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "bwrap.hpp"
+#include "guest_snapshot.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 
@@ -110,6 +111,19 @@ boost::asio::awaitable<std::vector<GuestDirEntry>> ProcessSandbox::do_list_dir(c
 }
 boost::asio::awaitable<void> ProcessSandbox::do_remove(const std::string& absolute_path, bool recursive) {
   tree_.remove(absolute_path, recursive);
+  co_return;
+}
+
+boost::asio::awaitable<void> ProcessSandbox::do_reset(std::chrono::milliseconds timeout,
+                                                     std::chrono::steady_clock::time_point deadline) {
+  if (std::chrono::steady_clock::now() >= deadline)
+    throw TimeoutError("reset of process sandbox (kind '" + kind() + "') found its timeout of " +
+                       std::to_string(timeout.count()) + " ms already spent");
+  std::lock_guard lock(reset_mutex_);
+  // A guest process left running would keep the old tree open (its root) and could write
+  // into the new one through descriptors it holds; a reset ends every one of them first.
+  kill_guest_processes(tree_.root_dir());
+  restore_snapshot(sandbox_dir_);
   co_return;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // One process sandbox: a private root on the host, commands run in it under bubblewrap.
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ protected:
   boost::asio::awaitable<std::string> do_read_file(const std::string& absolute_path, std::int64_t max_bytes) override;
   boost::asio::awaitable<std::vector<GuestDirEntry>> do_list_dir(const std::string& absolute_path) override;
   boost::asio::awaitable<void> do_remove(const std::string& absolute_path, bool recursive) override;
+  /// RESET: stop every guest process of this sandbox, then put the creation-time snapshot
+  /// back in place of the guest's root (guest_snapshot.hpp).
+  boost::asio::awaitable<void> do_reset(std::chrono::milliseconds timeout,
+                                        std::chrono::steady_clock::time_point deadline) override;
 
 private:
   boost::asio::awaitable<ExecResult> run_confined(std::vector<std::string> command, std::string working_directory,
@@ -43,6 +48,7 @@ private:
   std::shared_ptr<const Boundary> boundary_;
   std::string sandbox_dir_;
   GuestTree tree_;
+  std::mutex reset_mutex_;  ///< one restore at a time per sandbox object
 };
 
 /// The cgroups a sandbox's commands ran in, recorded in `<sandbox_dir>/cgroups` so whichever

@@ -19,71 +19,12 @@
 #include "maf/sandbox/process/process_backend.hpp"
 #include "maf/sandbox/sync.hpp"
 
+#include "process_fixture.hpp"
+
 using namespace maf::sandbox;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
-
-namespace {
-
-struct Fixture {
-  fs::path root = fs::temp_directory_path() / ("maf-process-test-" + std::to_string(::getpid()));
-  std::shared_ptr<SandboxBackend> backend;
-  BlockingRunner run;
-  SandboxKey key{"tenant", "conv-1", "agent", ""};
-
-  Fixture() {
-    process::ProcessBackendConfig c;
-    c.root = root;
-    c.run_code_interpreter = {"sh", "-s"};
-    c.max_stdout_bytes = 1 << 20;
-    backend = process::make_process_backend(c);
-  }
-  ~Fixture() {
-    // Dispose of what the test left (their cgroups are kernel objects, not files under root).
-    try {
-      run([&] { return backend->reap(std::chrono::seconds(0), std::nullopt); });
-    } catch (const std::exception&) {
-    }
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
-  SandboxSpec spec(std::string kind = "script") {
-    return SandboxSpec({.kind = std::move(kind),
-                        .requires_capabilities = {Capability::Exec, Capability::FilesIn, Capability::FilesOut,
-                                                  Capability::FilesList, Capability::FilesDelete}});
-  }
-  std::shared_ptr<Sandbox> acquire(SandboxKey k, SandboxSpec s) {
-    return run([&] { return backend->acquire(k, s); });
-  }
-  std::shared_ptr<Sandbox> acquire() { return acquire(key, spec()); }
-  ExecResult exec(Sandbox& sb, Command c, std::string wd = ".", std::chrono::milliseconds t = 20s) {
-    return run([&] { return sb.exec(c, wd, t); });
-  }
-  /// Host processes whose root directory is the (only) sandbox's private root: the guests.
-  int guest_processes() const {
-    for (const auto& e : fs::directory_iterator(root)) {
-      if (e.path().filename().string().rfind("maf-sandbox-process-", 0) != 0) continue;
-      struct stat want {};
-      if (::stat((e.path() / "root").c_str(), &want) != 0) return 0;
-      int n = 0;
-      for (const auto& p : fs::directory_iterator("/proc")) {
-        struct stat st {};
-        if (::stat((p.path() / "root").c_str(), &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino) ++n;
-      }
-      return n;
-    }
-    return 0;
-  }
-  std::size_t sandbox_dirs() const {
-    std::size_t n = 0;
-    if (!fs::exists(root)) return 0;
-    for (const auto& e : fs::directory_iterator(root))
-      if (e.path().filename().string().rfind("maf-sandbox-process-", 0) == 0) ++n;
-    return n;
-  }
-};
-
-}  // namespace
+using maf::sandbox::process::test::Fixture;
 
 TEST_CASE("process: declarations are honest (os_process, closed egress proven by probe, posix, scopes)") {
   Fixture f;

@@ -26,7 +26,10 @@ namespace {
 
 BackendDeclarations wslc_declarations(bool proxy_configured) {
   BackendDeclarations d;
-  d.capabilities = CapabilitySet{Capability::Exec, Capability::FilesIn};  // W-2, exactly
+  // W-2's {EXEC, FILES_IN}, plus RECLAIM (issue 26 supersedes W-2 there): the core's rm -rf
+  // over `wslc exec` as the container's user, proven by CLEANUP through the shim
+  // (docs/backends/wslc.md "Cleanup"). Never SNAPSHOT.
+  d.capabilities = CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::Reclaim};
   d.os_families = OsFamilySet{OsFamily::Posix};                          // W-3
   // W-4: ALLOWLIST only with a proxy to enforce it; never UNRESTRICTED.
   d.egress_modes = proxy_configured ? EgressSet{Egress::Closed, Egress::Allowlist} : EgressSet{Egress::Closed};

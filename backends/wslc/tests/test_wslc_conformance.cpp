@@ -70,3 +70,16 @@ TEST_CASE("T-1: HOST_INTEGRITY passes: the container's root is held by the engin
   CHECK(ids_with(results, Outcome::Fail).empty());
   CHECK(ids_with(results, Outcome::Skip) == host_integrity_skips_on_this_kernel());  // shared kernel
 }
+
+TEST_CASE("CLEANUP §9.2 through the shim: RECLAIM is declared and RC-1…RC-8 pass; RESET is withheld, so RS-n skip") {
+  Subject s("agent-cleanup");
+  const auto& declared = s.engine.backend->declarations().capabilities;
+  REQUIRE(declared.contains(Capability::Reclaim));
+  CHECK_FALSE(declared.contains(Capability::Snapshot));
+  auto results = run_cleanup(*s.subject);
+  report(results);
+  CHECK(ids_with(results, Outcome::Fail).empty());
+  CHECK(ids_with(results, Outcome::Skip) == std::vector<std::string>{"RS-1", "RS-2", "RS-3", "RS-4"});
+  CHECK(ids_with(results, Outcome::Pass).size() == 8);
+  CHECK(s.engine.unsupported_calls() == 0);
+}

@@ -314,12 +314,13 @@ TEST_CASE("W-8: config keys, defaults, and unknown keys refused by name") {
   CHECK_FALSE(c.egress_proxy_image);  // "" is unset (W-8); a real image: unit_wslc_egress.cpp
 }
 
-TEST_CASE("W-1…W-5: declarations without a proxy image — container, {EXEC, FILES_IN}, {POSIX}, {CLOSED}") {
+TEST_CASE("W-1…W-5: declarations without a proxy image — container, {EXEC, FILES_IN, RECLAIM}, {POSIX}, {CLOSED}") {
   WslcSandboxBackend backend(WslcConfig{});
   CHECK(backend.name() == "wslc");
   CHECK(backend.isolation() == "container");
   const auto& d = backend.declarations();
-  CHECK(d.capabilities == CapabilitySet{Capability::Exec, Capability::FilesIn});
+  // W-2's set plus RECLAIM (issue 26, §9.2); never SNAPSHOT.
+  CHECK(d.capabilities == CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::Reclaim});
   CHECK(d.os_families == OsFamilySet{OsFamily::Posix});
   CHECK(d.egress_modes == EgressSet{Egress::Closed});
   CHECK(d.isolation_scopes == IsolationScopeSet{IsolationScope::Conversation, IsolationScope::Call});

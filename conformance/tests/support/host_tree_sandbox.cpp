@@ -15,13 +15,67 @@
 namespace maf::sandbox::conformance::test {
 namespace fs = std::filesystem;
 
-HostTreeSandbox::HostTreeSandbox(const fs::path& root, Flaw flaw)
+HostTreeSandbox::HostTreeSandbox(const fs::path& root, Flaw flaw, CapabilitySet cleanup_rungs)
     : Sandbox(Identity{"host-tree", "conformance",
                        CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesList,
-                                     Capability::FilesDelete},
+                                     Capability::FilesDelete}
+                           .united(cleanup_rungs.intersection({Capability::Reclaim, Capability::Snapshot})),
                        (root / "work").string(), "host-tree-0"}),
+      work_(root / "work"),
+      snapshot_(root / ".snapshot-work"),
       flaw_(flaw) {
-  fs::create_directories(root / "work");
+  fs::create_directories(work_);
+  fs::copy(work_, snapshot_, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  fs::permissions(snapshot_, fs::status(work_).permissions());
+}
+
+namespace {
+
+/// What a careless host-side cleanup does: walk with stat, not lstat, and empty every
+/// directory a link leads to before removing the link.
+void remove_following_links(const fs::path& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec))  // follows a link
+    for (const auto& e : fs::directory_iterator(path, ec)) remove_following_links(e.path());
+  if (fs::is_symlink(path, ec)) {
+    const fs::path target = fs::absolute(path.parent_path() / fs::read_symlink(path, ec));
+    if (!fs::is_directory(target, ec)) fs::remove(target, ec);
+  }
+  fs::remove(path, ec);
+}
+
+}  // namespace
+
+boost::asio::awaitable<void> HostTreeSandbox::do_reclaim(const std::string& absolute_directory,
+                                                        std::chrono::milliseconds timeout,
+                                                        std::chrono::steady_clock::time_point deadline) {
+  switch (flaw_) {
+    case Flaw::ReclaimNothing: co_return;
+    case Flaw::ReclaimFollowsLinks: remove_following_links(absolute_directory); co_return;
+    case Flaw::ReclaimTakesTheParent:
+      for (const auto& e : fs::directory_iterator(fs::path(absolute_directory).parent_path()))
+        if (e.path().filename().string().rfind(".probe", 0) != 0) fs::remove_all(e.path());
+      co_return;
+    case Flaw::ReclaimRefusesMissing:
+      if (!fs::exists(fs::symlink_status(absolute_directory)))
+        throw OSError("reclaim: '" + absolute_directory + "' does not exist");
+      break;
+    default: break;
+  }
+  co_await Sandbox::do_reclaim(absolute_directory, timeout, deadline);
+}
+
+boost::asio::awaitable<void> HostTreeSandbox::do_reset(std::chrono::milliseconds, std::chrono::steady_clock::time_point) {
+  if (flaw_ == Flaw::ResetNothing) co_return;
+  std::error_code ec;
+  if (flaw_ == Flaw::ResetOnlyEmpties) {
+    for (const auto& e : fs::directory_iterator(work_, ec)) fs::remove_all(e.path());
+    co_return;
+  }
+  fs::remove_all(work_);
+  fs::copy(snapshot_, work_, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  fs::permissions(work_, fs::status(snapshot_).permissions());
+  co_return;
 }
 
 boost::asio::awaitable<ExecResult> HostTreeSandbox::do_exec(const ExecRequest& request) {

@@ -28,12 +28,21 @@ enum class Flaw {
   TimeoutAsOSError,        ///< reports the caller's expired bound as a plain OSError
   AppendOnWrite,           ///< appends to an existing file instead of replacing it
   FollowLinksWhenRemovingTrees,  ///< a recursive removal deletes what interior links point at
+  ReclaimNothing,          ///< reclaim returns success and removes nothing
+  ReclaimFollowsLinks,     ///< reclaim removes (host-side, as the host) through every link it meets
+  ReclaimTakesTheParent,   ///< reclaim removes the directory's parent's other entries too
+  ReclaimRefusesMissing,   ///< reclaim of a missing directory is an OSError
+  ResetNothing,            ///< reset returns success and restores nothing
+  ResetOnlyEmpties,        ///< reset empties the working directory: no mode, no deleted entry comes back
 };
 
 class HostTreeSandbox : public Sandbox {
 public:
   /// `root` is an existing, empty host directory; the storage base is `root/work`.
-  HostTreeSandbox(const std::filesystem::path& root, Flaw flaw = Flaw::None);
+  /// `cleanup_rungs` adds Reclaim and/or Snapshot to the declared set: reclaim is the core's
+  /// default (`rm -rf` over exec), reset restores a copy of `root/work` taken now (at
+  /// `root/.snapshot-work`, outside the working directory).
+  HostTreeSandbox(const std::filesystem::path& root, Flaw flaw = Flaw::None, CapabilitySet cleanup_rungs = {});
 
 protected:
   boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) override;
@@ -42,8 +51,14 @@ protected:
   boost::asio::awaitable<std::string> do_read_file(const std::string& absolute_path, std::int64_t max_bytes) override;
   boost::asio::awaitable<std::vector<GuestDirEntry>> do_list_dir(const std::string& absolute_path) override;
   boost::asio::awaitable<void> do_remove(const std::string& absolute_path, bool recursive) override;
+  boost::asio::awaitable<void> do_reclaim(const std::string& absolute_directory, std::chrono::milliseconds timeout,
+                                          std::chrono::steady_clock::time_point deadline) override;
+  boost::asio::awaitable<void> do_reset(std::chrono::milliseconds timeout,
+                                        std::chrono::steady_clock::time_point deadline) override;
 
 private:
+  std::filesystem::path work_;
+  std::filesystem::path snapshot_;
   std::optional<GuestStat> stat_now(const std::string& path) const;
   Flaw flaw_;
 };

@@ -66,6 +66,12 @@ MAF_SANDBOX_DEFINE_ERROR(NoSandboxBackend, LookupError);
 MAF_SANDBOX_DEFINE_ERROR(RuntimeError, Error);
 /// The method's capability is not declared by the backend (C-35).
 MAF_SANDBOX_DEFINE_ERROR(NotImplementedError, RuntimeError);
+/// A previous call's cleanup of this key failed, so the router refuses to serve it until a
+/// disposal of the named target lands (core.md §9.2); names key and target.
+MAF_SANDBOX_DEFINE_ERROR(SandboxKeyUnclean, RuntimeError);
+/// A tool body's accessor refused (C-119): what() is the fixed sentence the model is given;
+/// `SandboxedTool::invoke` turns it into an is_error result.
+MAF_SANDBOX_DEFINE_ERROR(SandboxToolRefused, RuntimeError);
 /// The spec requires a capability the backend does not declare or cannot serve (C-65 #4, C-54).
 MAF_SANDBOX_DEFINE_REFUSAL(SandboxCapabilityNotSupported, RuntimeError);
 /// The spec asks for a guest OS family the backend does not state (C-65 #5).

@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "maf/sandbox/backend.hpp"
+#include "maf/sandbox/call_admission.hpp"
+#include "maf/sandbox/call_defaults.hpp"
 #include "maf/sandbox/router_options.hpp"
 
 namespace maf::sandbox {
@@ -59,9 +61,31 @@ public:
   /// and NoSandboxBackend when disabled.
   std::shared_ptr<SandboxBackend> select(const SandboxSpec& spec) const;
 
-  /// C-69: refuse with NoSandboxBackend when disabled; run the checks; then the backend's
-  /// acquire.
+  /// C-69: refuse with NoSandboxBackend when disabled; run the checks; refuse an unclean key
+  /// with SandboxKeyUnclean naming key and target (§9.2); then the backend's acquire.
   boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec);
+
+  // --- call admission and unclean keys (core.md §9.2, §9.3; docs/tools.md) ---
+
+  /// Admit one call for (key, kind); waits while the pair drains or cleans, or while an
+  /// exclusive call runs; TimeoutError after `options.timeout`. Safe from any thread; the
+  /// waiter resumes on its own executor.
+  boost::asio::awaitable<CallTicket> admit_call(SandboxKey key, std::string kind, AdmitOptions options = {});
+  /// Give a ticket back with what the call owes. RECLAIM rungs run now; RESET and DISPOSE are
+  /// owed to the pair and run by the last call out (this one, or a later release). A failed
+  /// rung is reported here and, unless its policy is Keep, marks the key unclean (a failed
+  /// RECLAIM or RESET is escalated to a disposal). Never throws for a cleanup failure.
+  boost::asio::awaitable<std::vector<CleanupFailure>> release_call(
+      CallTicket ticket, std::vector<OwedCleanup> owed = {},
+      std::chrono::milliseconds timeout = kDefaultReclaimTimeout);
+  /// The targets whose cleanup failed and that no disposal has covered since.
+  std::vector<UncleanTarget> unclean() const;
+  /// Record a failed cleanup a host ran itself: the key is refused until a disposal lands.
+  void mark_unclean(UncleanTarget target);
+  /// Retry the disposal of every recorded target (each admitted exclusively, so running calls
+  /// finish first); returns what is still unclean.
+  boost::asio::awaitable<std::vector<UncleanTarget>> dispose_unclean(
+      std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
   /// Ask every backend; log failures; never throw (C-71).
   boost::asio::awaitable<void> dispose(SandboxKey key);
@@ -99,8 +123,15 @@ private:
   [[noreturn]] void refuse(Refusal refusal, const SandboxBackend& backend, Isolation rung,
                            const SandboxSpec& spec) const;
 
+  /// Runs one owed RESET/DISPOSE record; folds its failure into `failures`.
+  boost::asio::awaitable<void> run_owed_cleanup(const SandboxKey& key, const OwedCleanup& owed,
+                                                std::chrono::milliseconds timeout,
+                                                std::vector<CleanupFailure>& failures);
+
   std::vector<std::shared_ptr<SandboxBackend>> backends_;
   RouterOptions options_;
+  /// Admission gates and unclean keys, shared by copies of this router (one per router, §9.3).
+  std::shared_ptr<detail::CallAdmission> calls_;
   std::shared_ptr<SandboxBackend> fixed_;
   /// Parsed once at construction (a backend's rung is a constant of the instance, C-51), so
   /// the check path neither calls isolation() — a std::string by value — nor re-parses it.

@@ -63,6 +63,10 @@ struct GuestDirEntry {
 /// (ancestor walk included), e.g. Docker's freeze around the tar plane.
 enum class FileOperation { Write, Stat, Read, List, Remove };
 
+namespace detail {
+struct FileBatchAccess;  // the core's own way into a batch (collect_outputs); src/file_batch.hpp
+}
+
 class Sandbox {
 public:
   virtual ~Sandbox();
@@ -176,18 +180,34 @@ protected:
   /// Brackets a whole file operation (walk + hook). Default: run `body` directly.
   virtual boost::asio::awaitable<void> do_file_operation(FileOperation operation,
                                                          std::function<boost::asio::awaitable<void>()> body);
+  /// Brackets a batch of stat_file and read_file calls the core makes in a row on this
+  /// sandbox — collect_outputs' stat and read phases (C-88…C-92) — with one bracket instead of
+  /// one per call: the calls inside `body` run their walks and hooks without
+  /// do_file_operation. Return true once `body` has run under the bracket; return false
+  /// without running it to decline, and each call is then bracketed on its own. Only the
+  /// core opens a batch, and a batch holds only those calls (never exec, never a sink).
+  /// Default: declines.
+  virtual boost::asio::awaitable<bool> do_file_batch(std::function<boost::asio::awaitable<void>()> body);
 
   /// Throws NotImplementedError naming backend, kind and the capability (C-35).
   void require_capability(Capability capability, const char* method) const;
 
 private:
+  friend struct detail::FileBatchAccess;
+  /// stat_file and read_file, bracketed by do_file_operation unless a batch brackets them.
+  boost::asio::awaitable<std::optional<SandboxEntry>> stat_file_in(bool batched, std::string path,
+                                                                   std::string working_directory);
+  boost::asio::awaitable<std::string> read_file_in(bool batched, std::string path, std::string working_directory,
+                                                   std::int64_t max_bytes);
+  boost::asio::awaitable<void> bracketed(bool batched, FileOperation operation,
+                                         std::function<boost::asio::awaitable<void>()> body);
   struct Observation {
     std::shared_ptr<const ObserverSet> observers;
     SandboxKey key;
   };
   std::shared_ptr<const Observation> observation() const;
   /// read_file after the capability gate: confinement, the walk, the cap and the hook.
-  boost::asio::awaitable<std::string> read_confined(std::string path, std::string working_directory,
+  boost::asio::awaitable<std::string> read_confined(bool batched, std::string path, std::string working_directory,
                                                     std::int64_t max_bytes);
   void deliver(const Observation& observation, SandboxEvent event) const noexcept;
 

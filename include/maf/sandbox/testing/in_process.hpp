@@ -112,6 +112,8 @@ struct HookCounts {
   std::int64_t list_dir = 0;
   std::int64_t remove = 0;
   std::int64_t bytes_read = 0;
+  std::int64_t reclaim = 0;  ///< do_reclaim (core.md §9.2)
+  std::int64_t reset = 0;    ///< do_reset (SNAPSHOT)
 };
 
 /// The in-process Sandbox (C-108…C-113). Isolation `none`; backend name `in-process`.
@@ -148,6 +150,20 @@ public:
   /// The unconfined, no-follow answer for any absolute path (C-112, C-113), for assertions.
   std::optional<GuestStat> lstat_now(const std::string& absolute_path) const;
 
+  // --- cleanup rungs (core.md §9.2) ---
+  /// The double runs no program, so reclaim removes the directory from the stores directly
+  /// (what `rm -rf` as the guest would do); set an error to make the next reclaims fail.
+  void set_reclaim_error(std::exception_ptr error);
+  /// reset (only reachable when SNAPSHOT is declared) restores the stores as they were after
+  /// construction and seeding; set an error to make the next resets fail.
+  void set_reset_error(std::exception_ptr error);
+  /// What reclaim was asked to remove, in order, with the bound it was given.
+  struct RecordedReclaim {
+    std::string directory;
+    std::chrono::milliseconds timeout;
+  };
+  std::vector<RecordedReclaim> reclaimed() const;
+
   /// Called, outside the lock, at the start of every public file operation (before the
   /// ancestor walk): lets a test change the guest between two phases of a caller, e.g. grow
   /// a file between collect_outputs' stat and its read. Pass {} to remove.
@@ -162,6 +178,10 @@ protected:
   boost::asio::awaitable<std::string> do_read_file(const std::string& absolute_path, std::int64_t max_bytes) override;
   boost::asio::awaitable<std::vector<GuestDirEntry>> do_list_dir(const std::string& absolute_path) override;
   boost::asio::awaitable<void> do_remove(const std::string& absolute_path, bool recursive) override;
+  boost::asio::awaitable<void> do_reclaim(const std::string& absolute_directory, std::chrono::milliseconds timeout,
+                                          std::chrono::steady_clock::time_point deadline) override;
+  boost::asio::awaitable<void> do_reset(std::chrono::milliseconds timeout,
+                                        std::chrono::steady_clock::time_point deadline) override;
   boost::asio::awaitable<void> do_file_operation(FileOperation operation,
                                                  std::function<boost::asio::awaitable<void>()> body) override;
 
@@ -185,6 +205,14 @@ private:
   std::vector<RecordedProgram> programs_;
   HookCounts counts_;
   std::function<void(FileOperation)> operation_hook_;
+  std::exception_ptr reclaim_error_;
+  std::exception_ptr reset_error_;
+  std::vector<RecordedReclaim> reclaimed_;
+  /// The four stores after construction: what reset restores.
+  struct Snapshot {
+    std::map<std::string, std::string> contents;
+    std::set<std::string> symlinks, non_regular, directories;
+  } snapshot_;
 };
 
 /// C-115: the defaults of every axis except egress_modes = {ALLOWLIST, CLOSED}. Override by

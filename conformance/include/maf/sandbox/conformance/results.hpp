@@ -27,13 +27,15 @@ enum class Suite {
   EgressClosed,  ///< EGRESS_CLOSED, probes EC-1…EC-3 (our own)
   ReadCap,       ///< READ_CAP, probes CAP-1, CAP-2 (our own)
   HostIntegrity,  ///< HOST_INTEGRITY, probes HI-1…HI-6 (our own): the guest cannot reach host root
+  Cleanup,        ///< CLEANUP, probes RC-1…RC-8 (RECLAIM), RS-1…RS-4 (RESET); NL-1 (DISPOSE) beside it
 };
 
 /// Every suite, in the order a runner should run them: EXEC last because its timeout probe
-/// may cost the sandbox (conformance.md R9).
-inline constexpr Suite kAllSuites[] = {Suite::FilesOut,     Suite::ReadCap,       Suite::FilesIn,
-                                       Suite::FilesDelete,  Suite::Egress,        Suite::EgressClosed,
-                                       Suite::HostIntegrity, Suite::Exec};
+/// may cost the sandbox (conformance.md R9); CLEANUP just before it, because RESET puts the
+/// sandbox back to its acquire-time tree (what earlier suites planted goes with it).
+inline constexpr Suite kAllSuites[] = {Suite::FilesOut,      Suite::ReadCap,       Suite::FilesIn,
+                                       Suite::FilesDelete,   Suite::Egress,        Suite::EgressClosed,
+                                       Suite::HostIntegrity, Suite::Cleanup,       Suite::Exec};
 
 /// "FILES_OUT", "EXEC", … (the upstream labels).
 std::string_view suite_label(Suite suite) noexcept;

@@ -17,6 +17,8 @@
 /// | HOST_INTEGRITY | exec + a promised boundary             | HI-1/2/4 when the guest has   |
 /// |                |                                        | nothing to attack there; HI-5 |
 /// |                |                                        | when no seccomp is claimed    |
+/// | CLEANUP        | reclaim or snapshot (verifies by exec) | RC-n without reclaim, RS-n    |
+/// |                |                                        | without snapshot              |
 ///
 /// A gate that is not met raises SuiteRefused *before* anything is planted. Every probe
 /// runs even after failures. Planting errors propagate raw (they are harness errors).
@@ -67,6 +69,9 @@ inline std::vector<ProbeResult> run_host_integrity(ConformanceSubject& s) { retu
 inline std::vector<ProbeResult> check_host_integrity(ConformanceSubject& s) {
   return check_suite(Suite::HostIntegrity, s);
 }
+
+inline std::vector<ProbeResult> run_cleanup(ConformanceSubject& s) { return run_suite(Suite::Cleanup, s); }
+inline std::vector<ProbeResult> check_cleanup(ConformanceSubject& s) { return check_suite(Suite::Cleanup, s); }
 
 /// The HOST_INTEGRITY probes a guest sharing *this host's* kernel finds nothing to attack
 /// with (so they skip, with their reason): "HI-2" on a kernel without /proc/sysrq-trigger.

@@ -87,17 +87,21 @@ private:
     bool resolved = false;
   };
   boost::asio::awaitable<void> recover_paused(const std::string& container);
-  boost::asio::awaitable<void> ensure_running(const std::string& container, const SandboxSpec& spec,
+  /// True when the container was created by this call (not restarted, not adopted).
+  boost::asio::awaitable<bool> ensure_running(const std::string& container, const SandboxSpec& spec,
                                               const std::string& image, const SandboxKey& key);
-  boost::asio::awaitable<void> create_container(const std::string& container, const SandboxSpec& spec,
+  boost::asio::awaitable<bool> create_container(const std::string& container, const SandboxSpec& spec,
                                                 const std::string& image, const SandboxKey& key);
   boost::asio::awaitable<void> check_os_family(const SandboxSpec& spec);
+  /// `fresh_image`: the image ID of a container this acquire created, else empty — what a
+  /// fresh container of that image passed counts for this one.
   boost::asio::awaitable<void> run_probes(const std::string& container, const std::string& id,
-                                          const SandboxSpec& spec, const std::string& image);
+                                          const std::string& fresh_image, const SandboxSpec& spec,
+                                          const std::string& image);
   boost::asio::awaitable<Identity> resolve_identity(const std::string& container, const std::string& id,
-                                                    const SandboxSpec& spec);
-  boost::asio::awaitable<void> prepare_work_dir(const std::string& container, const std::string& base,
-                                                const Identity& identity);
+                                                    const std::string& fresh_image, const SandboxSpec& spec);
+  boost::asio::awaitable<void> prepare_work_dir(const std::string& container, const std::string& id,
+                                                const std::string& base, const Identity& identity);
   boost::asio::awaitable<std::optional<std::string>> read_account_file(const std::string& container,
                                                                        const std::string& path);
   /// D-27: the drained proxy, then the workload, then the network. `caller` may stand in
@@ -115,8 +119,9 @@ private:
 
   std::mutex state_mutex_;
   std::map<std::string, std::shared_ptr<void>> identity_locks_;  ///< per container name
-  std::set<std::pair<std::string, std::string>> probes_passed_;  ///< (container id, probe)
-  std::map<std::string, Identity> identities_;                   ///< container id -> identity
+  /// (container id, probe), and ("image:" + image id, probe) for what fresh containers passed
+  std::set<std::pair<std::string, std::string>> probes_passed_;
+  std::map<std::string, Identity> identities_;  ///< container id, or "image:" + image id -> identity
   std::map<std::string, std::set<std::string>> registry_;        ///< to_string(key) -> names
 };
 

@@ -35,6 +35,10 @@ struct ContainerState {
   std::string status;  ///< "running", "paused", "exited", "created", ...
   bool running = false;
   bool paused = false;
+  /// The ID of the image the container was created from (`.Image`); empty when the
+  /// transport could not tell. Keys what a fresh container of that image is known to pass
+  /// (acquire's probes and image user, issue 24).
+  std::string image_id;
 };
 
 /// Everything `docker run -d` is given (docker.md §5.1). Built by the backend; a transport
@@ -115,11 +119,13 @@ struct ArchiveGet {
 /// What a stat-only probe of one guest path told (issue 9: the Engine API's
 /// `HEAD /containers/{id}/archive`, which reads no body). `Unsupported` — the transport has
 /// no such probe (the CLI), or the answer was not conclusive — sends the caller to the tar
-/// plane, whose classification is the reference.
+/// plane, whose classification is the reference. `NotFound` — the probe answered 404, which
+/// cannot tell a missing path from a gone container: the caller settles it (a path is
+/// absent only if the container, by its ID, is still there).
 /// A one-pass tar stream for DockerTransport::archive_put_upload (support/tar.hpp).
 using TarUpload = support::TarStream;
 
-enum class PathStatStatus { Unsupported, Ok };
+enum class PathStatStatus { Unsupported, Ok, NotFound };
 
 struct PathStat {
   PathStatStatus status = PathStatStatus::Unsupported;

@@ -100,6 +100,14 @@ struct ProcessBackendConfig {
 /// memory_limit_bytes, test_only_without_host_boundary, test_only_allow_unsafe.
 ProcessBackendConfig process_config_from_json(const nlohmann::json& config);
 
+/// What sandboxes of `config` leave on this host, one line per item: `state:<entry>` for
+/// every entry of `root` (sandbox directories, and the `.staging-`/`.trash-` directories an
+/// interrupted acquire or disposal leaves) and `cgroup:<dir>` for every sandbox cgroup under
+/// this process's `maf-sandbox-process` parents. The engine-side fingerprint of the
+/// conformance suite's NL-1 (assert_nothing_left_behind): equal before and after a call that
+/// acquired and disposed means nothing was left behind. Sorted; never follows a link.
+std::vector<std::string> process_engine_inventory(const ProcessBackendConfig& config);
+
 /// Builds the backend: checks `root` (SandboxStateRootUnusable: cannot be created, not a
 /// directory, not owned by this user, writable by others, or — host root — not searchable
 /// by `host_uid`), establishes the host boundary (SandboxBoundaryUnavailable) and probes the network namespace (a local bwrap run).

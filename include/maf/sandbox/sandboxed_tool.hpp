@@ -1,0 +1,196 @@
+#pragma once
+/// @file sandboxed_tool.hpp
+/// `sandboxed_tool(...)` (core.md §9.1, issue 26 item 2): a tool whose body runs against a
+/// sandbox, with the arguments checked against the input schema before anything runs, call
+/// admission per (key, kind), a private call directory (`guest_call_path`, C-120) and the
+/// cleanup rung after every call (§9.2). docs/tools.md is the guide.
+///
+/// @code
+///   auto tools = sandboxed_tool(
+///       [](SandboxToolSession session, nlohmann::json args) -> boost::asio::awaitable<ToolResult> {
+///         auto sandbox = co_await session.acquire();
+///         if (!sandbox) co_return ToolResult::error(sandbox.refusal());
+///         const std::string dir = session.guest_call_path();     // relative, e.g. "3f2a9c0d1b4e"
+///         auto r = co_await (*sandbox)->exec(args["command"].get<std::string>(), ".");
+///         co_return ToolResult::text(r.stdout_text());
+///       },
+///       router, context, "agent-1", spec, "shell", {.input_schema = schema});
+///   if (!tools.empty()) ToolResult r = co_await tools[0].invoke(call);
+/// @endcode
+///
+/// The session handed to a body is a per-call record (C++ has no task-local context): a copy
+/// kept past the call still refuses `guest_call_path()` with RuntimeError, and its `acquire()`
+/// no longer records into the call (nothing would clean up after it).
+
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "maf/sandbox/call_admission.hpp"
+#include "maf/sandbox/call_defaults.hpp"
+#include "maf/sandbox/caller_context.hpp"
+#include "maf/sandbox/cleanup.hpp"
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/key.hpp"
+#include "maf/sandbox/spec.hpp"
+#include "maf/sandbox/tool.hpp"
+
+namespace maf::sandbox {
+
+class Sandbox;
+class SandboxRouter;
+class OutputSink;
+
+/// The fixed sentences of C-119. A model sees these and nothing else; the detail is logged.
+inline constexpr const char* kRefusalNoBackend = "Error: no sandbox backend is configured — degrading to T0";
+inline constexpr const char* kRefusalSandboxUnavailable =
+    "Error: sandbox unavailable — degrading to T0 (LLM self-check only)";
+/// The no-thread refusal: "Error: no active thread context — <tool> must be called from within
+/// a thread".
+std::string no_thread_refusal(const std::string& tool_name);
+
+/// A value, or the refusal sentence the tool should return instead (C-119).
+template <class T>
+class Refusable {
+public:
+  Refusable(T value) : value_(std::move(value)) {}  // NOLINT: implicit, like std::optional
+  static Refusable refused(std::string sentence) { return Refusable(std::nullopt, std::move(sentence)); }
+
+  bool has_value() const noexcept { return value_.has_value(); }
+  explicit operator bool() const noexcept { return has_value(); }
+  /// The refusal sentence; empty when there is a value.
+  const std::string& refusal() const noexcept { return refusal_; }
+  /// The value, or SandboxToolRefused carrying the sentence (invoke turns it into the
+  /// is_error result).
+  T& value() {
+    if (!value_) throw SandboxToolRefused(refusal_);
+    return *value_;
+  }
+  T& operator*() { return value(); }
+  T* operator->() { return &value(); }
+
+private:
+  Refusable(std::nullopt_t, std::string sentence) : refusal_(std::move(sentence)) {}
+  std::optional<T> value_;
+  std::string refusal_;
+};
+
+namespace detail {
+struct ToolBinding;
+struct ToolCallRecord;
+}  // namespace detail
+
+/// What a tool body is handed, per call: host configuration plus this call's record.
+class SandboxToolSession {
+public:
+  /// A session outside any call: guest_call_path() raises RuntimeError.
+  SandboxToolSession() = default;
+
+  /// The tool's name, as the model sees it.
+  const std::string& name() const;
+  /// The model's call id (for correlation and logs only; never part of a key, C-14).
+  const std::string& call_id() const;
+  const SandboxSpec& spec() const;
+  /// The sink sandboxed_tool checked the spec against (null if none).
+  std::shared_ptr<OutputSink> output_sink() const;
+  /// Set when the host asked the call to stop; pass it on to backends that take one.
+  std::stop_token stop_token() const;
+
+  /// The key of this call, or the no-thread refusal (C-119, C-17). Scope and thread come from
+  /// the host's CallerContext; for IsolationScope::Call, `call_id` is a fresh host-made name
+  /// per call, never the model's id.
+  Refusable<SandboxKey> key() const;
+  /// Admission for (key, kind), then the router's acquire; a failure is one of the C-119
+  /// sentences: no backend; a ValueError shown verbatim; anything else (an unclean key, an
+  /// admission timeout, a provider failure) the fixed "sandbox unavailable" sentence, the
+  /// detail only in logs. The sandbox is recorded into the call for cleanup.
+  boost::asio::awaitable<Refusable<std::shared_ptr<Sandbox>>> acquire(SandboxKey key) const;
+  /// key(), then acquire(key).
+  boost::asio::awaitable<Refusable<std::shared_ptr<Sandbox>>> acquire() const;
+
+  /// C-120 (the later, relative form): this call's directory, relative to the storage base —
+  /// use it with working_directory ".". One random 12-hex-digit name per call, made on first
+  /// use; nothing is created. RuntimeError outside a call or after it returned.
+  std::string guest_call_path() const;
+
+private:
+  friend class SandboxedTool;
+  SandboxToolSession(std::shared_ptr<const detail::ToolBinding> binding, std::shared_ptr<detail::ToolCallRecord> call)
+      : binding_(std::move(binding)), call_(std::move(call)) {}
+  std::shared_ptr<const detail::ToolBinding> binding_;
+  std::shared_ptr<detail::ToolCallRecord> call_;
+};
+
+/// A tool body: the session of this call and the (already validated) arguments.
+using ToolBody = std::function<boost::asio::awaitable<ToolResult>(SandboxToolSession session, nlohmann::json arguments)>;
+
+/// Host and kind configuration of one tool. Every field has the safe default.
+struct SandboxedToolOptions {
+  std::string description{};
+  /// JSON Schema (draft 7) of the arguments; compiled once at attach (ValueError if invalid).
+  nlohmann::json input_schema = nlohmann::json{{"type", "object"}};
+  ToolAnnotations annotations{};
+  /// The host's rung (§9.2). Dispose unless the host explicitly opts into Reset (needs
+  /// SNAPSHOT) or Reclaim (needs the backend's RECLAIM). IsolationScope::Call always disposes.
+  Cleanup cleanup = Cleanup::Dispose;
+  /// The weakest rung the kind tolerates (a kind that leaves processes behind says Reset or
+  /// Dispose); the stronger of this and `cleanup` runs.
+  Cleanup workload_floor = Cleanup::Reclaim;
+  /// The kind asks for one call at a time per (key, kind), cleanup included.
+  bool exclusive = false;
+  /// Bounds each cleanup rung, and separately on_reclaim_failure (C-120); finite, positive.
+  std::chrono::milliseconds reclaim_timeout = kDefaultReclaimTimeout;
+  /// How long a call waits for admission before it is refused ("sandbox unavailable").
+  std::chrono::milliseconds admission_timeout = std::chrono::seconds(60);
+  /// Told of every rung that did not happen for a call that had allocated its directory.
+  std::function<boost::asio::awaitable<void>(ReclaimFailure)> on_reclaim_failure{};
+  FailedReclaimPolicy failed_reclaim = FailedReclaimPolicy::Refuse;
+  /// Where declared outputs land; required when the spec lands artifacts (C-118).
+  std::shared_ptr<OutputSink> output_sink{};
+  /// Explicit labels for the body's unlabelled items (default: untrusted, private). Not
+  /// together with a sink, whose destination decides them (C-118).
+  std::optional<ContentLabels> labels{};
+};
+
+/// One attached tool; a cheap, copyable handle. Safe to invoke concurrently.
+class SandboxedTool {
+public:
+  const ToolDefinition& definition() const;
+  /// The rung that runs after each call (after IsolationScope::Call and the floor).
+  Cleanup cleanup() const;
+
+  /// Validate, run the body, clean up. A bad call (wrong name, arguments failing the schema)
+  /// is an is_error result naming the field, and nothing runs. A body's exception is an
+  /// is_error result with the fixed "sandbox unavailable" sentence (the detail is logged);
+  /// `Cancelled` propagates after a cleanup bounded by min(reclaim_timeout, 2 s).
+  boost::asio::awaitable<ToolResult> invoke(ToolCall call, std::stop_token stop = {}) const;
+  /// invoke() to completion on a per-thread io_context (keep calling from the same thread
+  /// while its sandboxes live: a backend may bind I/O to the executor of first use).
+  ToolResult invoke_blocking(ToolCall call) const;
+
+private:
+  friend std::vector<SandboxedTool> sandboxed_tool(ToolBody, std::shared_ptr<SandboxRouter>, CallerContext,
+                                                   std::string, SandboxSpec, std::string, SandboxedToolOptions);
+  explicit SandboxedTool(std::shared_ptr<const detail::ToolBinding> binding) : binding_(std::move(binding)) {}
+  std::shared_ptr<const detail::ToolBinding> binding_;
+};
+
+/// Attach a tool (C-118, in this order): router null or disabled -> empty list, no error; a
+/// sink and explicit labels together -> ValueError; a spec that lands artifacts without a sink
+/// -> SandboxOutputSinkRequired; outputs declared (or named at call time) without FILES_OUT ->
+/// ValueError; reclaim_timeout not positive -> ValueError; the router's ensure_can_serve; a
+/// work_dir that normalises to "/" -> ValueError; then the rung: RESET without the backend's
+/// SNAPSHOT, or RECLAIM without its RECLAIM, -> SandboxCapabilityNotSupported; an input
+/// schema that is not a valid schema -> ValueError.
+std::vector<SandboxedTool> sandboxed_tool(ToolBody body, std::shared_ptr<SandboxRouter> router, CallerContext context,
+                                          std::string agent_id, SandboxSpec spec, std::string name,
+                                          SandboxedToolOptions options = {});
+
+}  // namespace maf::sandbox

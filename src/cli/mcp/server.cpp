@@ -1,0 +1,235 @@
+#include "server.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <openssl/evp.h>
+
+#include "maf/sandbox/errors.hpp"
+#include <spdlog/spdlog.h>
+
+#include "maf/sandbox/logging.hpp"
+
+namespace maf::sandbox::mcp {
+
+namespace {
+
+std::string base64(const std::string& bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+nlohmann::json labels_meta(const std::optional<ContentLabels>& labels) {
+  const ContentLabels l = labels.value_or(ContentLabels{});
+  return {{"maf-sandbox/labels",
+           {{"integrity", std::string(to_string(l.integrity))},
+            {"confidentiality", std::string(to_string(l.confidentiality))}}}};
+}
+
+nlohmann::json to_mcp_item(const ContentItem& item) {
+  nlohmann::json j;
+  if (const auto* t = std::get_if<TextContent>(&item.value)) {
+    j = {{"type", "text"}, {"text", t->text}};
+  } else if (const auto* b = std::get_if<BytesContent>(&item.value)) {
+    if (starts_with(b->media_type, "image/")) {
+      j = {{"type", "image"}, {"data", base64(b->data)}, {"mimeType", b->media_type}};
+    } else if (starts_with(b->media_type, "audio/")) {
+      j = {{"type", "audio"}, {"data", base64(b->data)}, {"mimeType", b->media_type}};
+    } else {
+      j = {{"type", "resource"},
+           {"resource", {{"uri", "maf-sandbox:bytes"}, {"mimeType", b->media_type}, {"blob", base64(b->data)}}}};
+    }
+  } else {
+    const auto& link = std::get<ArtifactLink>(item.value);
+    // The MCP client is the host that chose --out: the link names the landed file for it.
+    j = {{"type", "resource_link"}, {"name", link.artifact.name}, {"description", link.artifact.display}};
+    j["uri"] = link.artifact.handle ? "file://" + *link.artifact.handle : "maf-sandbox:artifact/" + link.artifact.name;
+    if (link.media_type) j["mimeType"] = *link.media_type;
+  }
+  j["_meta"] = labels_meta(item.labels);
+  return j;
+}
+
+}  // namespace
+
+std::string negotiate_protocol_version(const nlohmann::json& requested) {
+  if (requested.is_string())
+    for (std::string_view v : kProtocolVersions)
+      if (requested.get_ref<const std::string&>() == v) return std::string(v);
+  return std::string(kProtocolVersions.front());
+}
+
+nlohmann::json to_call_tool_result(const ToolResult& result) {
+  nlohmann::json content = nlohmann::json::array();
+  for (const auto& item : result.content) content.push_back(to_mcp_item(item));
+  nlohmann::json j{{"content", std::move(content)}, {"isError", result.is_error}};
+  if (result.structured) j["structuredContent"] = *result.structured;
+  return j;
+}
+
+nlohmann::json to_mcp_tool(const ToolDefinition& d) {
+  nlohmann::json annotations{{"readOnlyHint", d.annotations.read_only_hint},
+                             {"destructiveHint", d.annotations.destructive_hint},
+                             {"idempotentHint", d.annotations.idempotent_hint},
+                             {"openWorldHint", d.annotations.open_world_hint}};
+  if (d.annotations.title) annotations["title"] = *d.annotations.title;
+  return {{"name", d.name}, {"description", d.description}, {"inputSchema", d.input_schema},
+          {"annotations", std::move(annotations)}};
+}
+
+/// One tools/call in flight.
+struct McpSession::Call {
+  nlohmann::json id;
+  std::stop_source stop;
+  nlohmann::json progress_token;  // null: the client asked for none
+  bool cancelled = false;
+  bool done = false;
+};
+
+McpSession::McpSession(boost::asio::any_io_executor executor, std::vector<SandboxedTool> tools,
+                       ServerIdentity identity, Send send)
+    : executor_(std::move(executor)),
+      tools_(std::move(tools)),
+      identity_(std::move(identity)),
+      send_(std::move(send)),
+      alive_(std::make_shared<bool>(true)) {}
+
+McpSession::~McpSession() { *alive_ = false; }
+
+void McpSession::handle(std::string_view text) { dispatch(parse_message(text)); }
+
+void McpSession::refuse_oversize(std::size_t bytes) {
+  send_(make_error(nullptr, kInvalidRequest,
+                   "Invalid Request: a message of " + std::to_string(bytes) + " bytes is over this server's limit"));
+}
+
+void McpSession::dispatch(Message m) {
+  switch (m.kind) {
+    case Message::Kind::Invalid:
+      send_(m.error_response);
+      return;
+    case Message::Kind::Response:
+      return;  // this server sends no requests, so no answer is awaited
+    case Message::Kind::Notification:
+      if (m.method == "notifications/initialized") initialized_ = true;
+      else if (m.method == "notifications/cancelled") cancel(m.params);
+      return;  // unknown notifications are ignored, as JSON-RPC says
+    case Message::Kind::Request:
+      break;
+  }
+  if (m.method == "initialize") {
+    const nlohmann::json requested = m.params.is_object() ? m.params.value("protocolVersion", nlohmann::json()) : nullptr;
+    protocol_version_ = negotiate_protocol_version(requested);
+    nlohmann::json result{{"protocolVersion", protocol_version_},
+                          {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                          {"serverInfo", {{"name", identity_.name}, {"version", identity_.version}}}};
+    if (!identity_.instructions.empty()) result["instructions"] = identity_.instructions;
+    send_(make_result(m.id, std::move(result)));
+  } else if (m.method == "ping") {
+    send_(make_result(m.id, nlohmann::json::object()));
+  } else if (m.method == "tools/list") {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& t : tools_) list.push_back(to_mcp_tool(t.definition()));
+    send_(make_result(m.id, {{"tools", std::move(list)}}));
+  } else if (m.method == "tools/call") {
+    start_call(m.id, m.params);
+  } else {
+    send_(make_error(m.id, kMethodNotFound, "Method not found: '" + m.method + "'"));
+  }
+}
+
+void McpSession::start_call(const nlohmann::json& id, const nlohmann::json& params) {
+  if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
+    send_(make_error(id, kInvalidParams, "Invalid params: tools/call needs a string \"name\""));
+    return;
+  }
+  const std::string name = params["name"].get<std::string>();
+  const SandboxedTool* tool = nullptr;
+  for (const auto& t : tools_)
+    if (t.definition().name == name) tool = &t;
+  if (!tool) {
+    send_(make_error(id, kInvalidParams, "Invalid params: unknown tool '" + name + "'"));
+    return;
+  }
+  nlohmann::json arguments = params.value("arguments", nlohmann::json::object());
+  if (arguments.is_null()) arguments = nlohmann::json::object();
+  const std::string key = id.dump();
+  if (in_flight_.count(key)) {
+    send_(make_error(id, kInvalidRequest, "Invalid Request: id " + key + " is already in use by a running call"));
+    return;
+  }
+  auto call = std::make_shared<Call>();
+  call->id = id;
+  if (params.contains("_meta") && params["_meta"].is_object())
+    call->progress_token = params["_meta"].value("progressToken", nlohmann::json());
+  in_flight_.emplace(key, call);
+  // The model-visible call id is the request id's text: it correlates logs, never a key (C-14).
+  ToolCall tool_call{id.is_string() ? id.get<std::string>() : key, name, std::move(arguments)};
+  boost::asio::co_spawn(executor_, run_call(call, *tool, std::move(tool_call)), boost::asio::detached);
+  if (!call->progress_token.is_null())
+    boost::asio::co_spawn(executor_, report_progress(call), boost::asio::detached);
+}
+
+boost::asio::awaitable<void> McpSession::run_call(std::shared_ptr<Call> call, SandboxedTool tool, ToolCall tool_call) {
+  auto alive = alive_;
+  std::optional<nlohmann::json> answer;
+  try {
+    const ToolResult result = co_await tool.invoke(std::move(tool_call), call->stop.get_token());
+    answer = make_result(call->id, to_call_tool_result(result));
+  } catch (const Cancelled&) {
+    // Cancelled by the client (or by shutdown): the call's cleanup has run; no answer is sent
+    // for a cancelled request.
+  } catch (const std::exception& e) {
+    // A tool that failed is a tool execution error, for the model to see (C-119's fixed
+    // sentence; the detail stays in this log).
+    logger()->error("mcp: tools/call '{}' failed: {}", tool.definition().name, e.what());
+    answer = make_result(call->id, to_call_tool_result(ToolResult::error(kRefusalSandboxUnavailable)));
+  }
+  if (!*alive) co_return;
+  call->done = true;
+  in_flight_.erase(call->id.dump());
+  if (answer && !call->cancelled) send_(*answer);
+}
+
+boost::asio::awaitable<void> McpSession::report_progress(std::shared_ptr<Call> call) {
+  auto alive = alive_;
+  boost::asio::steady_timer timer(executor_);
+  for (int tick = 1;; ++tick) {
+    timer.expires_after(kProgressInterval);
+    co_await timer.async_wait(boost::asio::use_awaitable);
+    if (!*alive || call->done || call->cancelled) co_return;
+    send_(make_notification("notifications/progress",
+                            {{"progressToken", call->progress_token},
+                             {"progress", tick},
+                             {"message", "still running (" + std::to_string(tick) + " s)"}}));
+  }
+}
+
+void McpSession::cancel(const nlohmann::json& params) {
+  if (!params.is_object() || !params.contains("requestId")) return;
+  const auto it = in_flight_.find(params["requestId"].dump());
+  if (it == in_flight_.end()) return;  // finished already, or never ours: ignored, as the spec says
+  it->second->cancelled = true;
+  it->second->stop.request_stop();
+}
+
+boost::asio::awaitable<void> McpSession::drain() {
+  for (auto& [key, call] : in_flight_) {
+    call->cancelled = true;
+    call->stop.request_stop();
+  }
+  boost::asio::steady_timer timer(executor_);
+  while (!in_flight_.empty()) {
+    timer.expires_after(std::chrono::milliseconds(20));
+    co_await timer.async_wait(boost::asio::use_awaitable);
+  }
+}
+
+}  // namespace maf::sandbox::mcp

@@ -1,0 +1,279 @@
+#include <utility>  // Boost 1.74's awaitable.hpp needs it first
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <csignal>
+#include <map>
+#include <random>
+
+#include "maf/sandbox/errors.hpp"
+#include <spdlog/spdlog.h>
+
+#include "maf/sandbox/logging.hpp"
+#include "maf/sandbox/router.hpp"
+#include "transports.hpp"
+
+namespace maf::sandbox::mcp {
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using boost::asio::awaitable;
+
+std::string random_session_id() {
+  std::random_device device;
+  std::string id;
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 32; ++i) id += kHex[device() % 16];
+  return id;
+}
+
+/// "localhost", "127.0.0.1" or "[::1]", with an optional port: the only names a loopback
+/// server answers to. Anything else is a page that resolved its own name to 127.0.0.1.
+bool is_loopback_authority(std::string_view authority) {
+  std::string_view host = authority;
+  if (!host.empty() && host.front() == '[') {
+    const auto close = host.find(']');
+    if (close == std::string_view::npos) return false;
+    const std::string_view rest = host.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') return false;
+    host = host.substr(0, close + 1);
+  } else if (const auto colon = host.find(':'); colon != std::string_view::npos) {
+    host = host.substr(0, colon);
+  }
+  return host == "localhost" || host == "127.0.0.1" || host == "[::1]";
+}
+
+bool is_loopback_origin(std::string_view origin) {
+  for (std::string_view scheme : {"http://", "https://"})
+    if (origin.substr(0, scheme.size()) == scheme) return is_loopback_authority(origin.substr(scheme.size()));
+  return false;
+}
+
+/// One MCP session over HTTP: its own conversation, and the POSTs waiting for an answer.
+struct HttpSession {
+  std::string thread;
+  std::unique_ptr<McpSession> mcp;
+  bool ended = false;
+  struct Waiter {
+    std::optional<nlohmann::json> answer;
+    std::shared_ptr<asio::steady_timer> wake;
+  };
+  std::map<std::string, Waiter> waiting;  // by the request id's JSON text
+};
+
+class HttpServer {
+public:
+  HttpServer(asio::io_context& io, const ServeOptions& options) : io_(io), options_(options) {}
+
+  awaitable<void> listen(tcp::acceptor& acceptor) {
+    for (;;) {
+      boost::system::error_code ec;
+      tcp::socket socket = co_await acceptor.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+      if (ec) co_return;
+      asio::co_spawn(io_, serve(std::move(socket)), asio::detached);
+    }
+  }
+
+  /// Drains every session and disposes its conversation.
+  awaitable<void> close_all() {
+    while (!sessions_.empty()) {
+      auto it = sessions_.begin();
+      auto session = it->second;
+      sessions_.erase(it);
+      co_await end(*session);
+    }
+  }
+
+private:
+  using Request = http::request<http::string_body>;
+  using Response = http::response<http::string_body>;
+
+  static Response reply(const Request& req, http::status status, std::string body,
+                        std::string_view content_type = "application/json") {
+    Response res{status, req.version()};
+    res.set(http::field::server, "maf-sandbox");
+    if (!body.empty()) res.set(http::field::content_type, std::string(content_type));
+    res.keep_alive(req.keep_alive());
+    res.body() = std::move(body);
+    res.prepare_payload();
+    return res;
+  }
+
+  awaitable<void> serve(tcp::socket socket) {
+    beast::tcp_stream stream(std::move(socket));
+    beast::flat_buffer buffer;
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(options_.max_message_bytes);
+      boost::system::error_code ec;
+      co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec == http::error::body_limit) {
+        Request bare;
+        Response res = reply(bare, http::status::payload_too_large,
+                             make_error(nullptr, kInvalidRequest, "Invalid Request: the body is over this server's limit").dump());
+        res.keep_alive(false);
+        co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+        co_return;
+      }
+      if (ec) co_return;
+      Request req = parser.release();
+      Response res = co_await handle(req);
+      co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+      if (ec || !res.keep_alive()) co_return;
+    }
+  }
+
+  awaitable<Response> handle(const Request& req) {
+    if (!is_loopback_authority(std::string_view(req[http::field::host].data(), req[http::field::host].size())))
+      co_return reply(req, http::status::forbidden,
+                      make_error(nullptr, kInvalidRequest, "Forbidden: the Host header is not a loopback name").dump());
+    if (const auto origin = req[http::field::origin]; !origin.empty() &&
+                                                      !is_loopback_origin(std::string_view(origin.data(), origin.size())))
+      co_return reply(req, http::status::forbidden,
+                      make_error(nullptr, kInvalidRequest, "Forbidden: the Origin is not a loopback origin").dump());
+    const std::string_view target(req.target().data(), req.target().size());
+    if (target != "/mcp" && target.substr(0, 5) != "/mcp?")
+      co_return reply(req, http::status::not_found, "", "text/plain");
+
+    const std::string session_id = req["Mcp-Session-Id"].to_string();
+    if (req.method() == http::verb::get) {
+      Response res = reply(req, http::status::method_not_allowed, "");
+      res.set(http::field::allow, "POST, DELETE");
+      co_return res;
+    }
+    if (req.method() == http::verb::delete_) {
+      const auto it = sessions_.find(session_id);
+      if (it == sessions_.end()) co_return reply(req, http::status::not_found, "", "text/plain");
+      auto session = it->second;
+      sessions_.erase(it);
+      co_await end(*session);
+      co_return reply(req, http::status::ok, "");
+    }
+    if (req.method() != http::verb::post) {
+      Response res = reply(req, http::status::method_not_allowed, "");
+      res.set(http::field::allow, "POST, DELETE");
+      co_return res;
+    }
+
+    const Message message = parse_message(req.body());
+    if (message.kind == Message::Kind::Invalid)
+      co_return reply(req, http::status::bad_request, message.error_response.dump());
+
+    std::shared_ptr<HttpSession> session;
+    std::string new_id;
+    if (message.kind == Message::Kind::Request && message.method == "initialize" && session_id.empty()) {
+      new_id = random_session_id();
+      session = open(new_id);
+    } else {
+      if (session_id.empty())
+        co_return reply(req, http::status::bad_request,
+                        make_error(message.kind == Message::Kind::Request ? message.id : nlohmann::json(nullptr),
+                                   kInvalidRequest, "Bad Request: no Mcp-Session-Id; initialize first")
+                            .dump());
+      const auto it = sessions_.find(session_id);
+      if (it == sessions_.end())
+        co_return reply(req, http::status::not_found,
+                        make_error(nullptr, kInvalidRequest, "Not Found: no such session").dump());
+      session = it->second;
+    }
+
+    if (message.kind != Message::Kind::Request) {
+      session->mcp->handle(req.body());
+      co_return reply(req, http::status::accepted, "");
+    }
+    const std::string key = message.id.dump();
+    auto wake = std::make_shared<asio::steady_timer>(io_, asio::steady_timer::time_point::max());
+    session->waiting[key] = HttpSession::Waiter{std::nullopt, wake};
+    session->mcp->handle(req.body());
+    boost::system::error_code ignored;
+    while (!session->waiting[key].answer && !session->ended)
+      co_await wake->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    std::optional<nlohmann::json> answer = std::move(session->waiting[key].answer);
+    session->waiting.erase(key);
+    if (!answer)  // cancelled: the session ended, or the client cancelled the call
+      co_return reply(req, http::status::accepted, "");
+    Response res = reply(req, http::status::ok, answer->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    if (!new_id.empty()) res.set("Mcp-Session-Id", new_id);
+    co_return res;
+  }
+
+  std::shared_ptr<HttpSession> open(const std::string& id) {
+    auto session = std::make_shared<HttpSession>();
+    session->thread = options_.toolset.thread + "-" + std::to_string(++opened_);
+    ToolsetOptions toolset = options_.toolset;
+    toolset.thread = session->thread;
+    std::weak_ptr<HttpSession> weak = session;
+    auto send = [weak](const nlohmann::json& message) {
+      auto s = weak.lock();
+      if (!s || !message.contains("id")) return;  // notifications have no POST to ride on
+      const auto it = s->waiting.find(message["id"].dump());
+      if (it == s->waiting.end()) return;
+      it->second.answer = message;
+      it->second.wake->expires_at(asio::steady_timer::time_point::min());
+    };
+    session->mcp = std::make_unique<McpSession>(io_.get_executor(), make_toolset(options_.router, options_.spec, toolset),
+                                                options_.identity, send);
+    sessions_.emplace(id, session);
+    logger()->info("mcp: HTTP session {} opened (scope '{}' thread '{}')", id, toolset.scope, session->thread);
+    return session;
+  }
+
+  awaitable<void> end(HttpSession& session) {
+    session.ended = true;
+    co_await session.mcp->drain();
+    const ScopePurge purge = co_await options_.router->dispose_scope(options_.toolset.scope, session.thread);
+    logger()->info("mcp: HTTP session of thread '{}' ended; disposed {} sandbox(es)", session.thread, purge.disposed);
+    for (auto& [key, waiter] : session.waiting) waiter.wake->expires_at(asio::steady_timer::time_point::min());
+  }
+
+  asio::io_context& io_;
+  const ServeOptions& options_;
+  std::map<std::string, std::shared_ptr<HttpSession>> sessions_;
+  int opened_ = 0;
+};
+
+}  // namespace
+
+int serve_http(const ServeOptions& options, const std::string& host, unsigned short port,
+               std::function<void(unsigned short)> on_listening) {
+  boost::system::error_code ec;
+  const auto address = asio::ip::make_address(host, ec);
+  if (ec || !address.is_loopback())
+    throw ValueError("--http: '" + host + "' is not a loopback address; the MCP server has no authentication and "
+                     "listens only on 127.0.0.1 or ::1");
+  std::signal(SIGPIPE, SIG_IGN);
+  asio::io_context io;
+  tcp::acceptor acceptor(io, tcp::endpoint(address, port));
+  HttpServer server(io, options);
+  on_listening(acceptor.local_endpoint().port());
+  asio::co_spawn(io, server.listen(acceptor), asio::detached);
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& e, int signo) {
+    if (e) return;
+    logger()->info("mcp: {}; ending every HTTP session", signo == SIGINT ? "SIGINT" : "SIGTERM");
+    acceptor.close();
+    asio::co_spawn(
+        io,
+        [&]() -> awaitable<void> {
+          co_await server.close_all();
+          io.stop();
+        },
+        asio::detached);
+  });
+  io.run();
+  return 0;
+}
+
+}  // namespace maf::sandbox::mcp

@@ -1,0 +1,363 @@
+// sandboxed_tool (core.md §9.1–§9.3, issue 26 items 2–4): attach checks (C-118), the
+// session's refusals (C-119), guest_call_path (C-120) and the cleanup rung after each call.
+// Admission and the owed cleanup are the router's (admit_call / release_call); this file
+// decides which rung a call owes, in one place: finish_call.
+#include "maf/sandbox/sandboxed_tool.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <mutex>
+#include <random>
+
+#include "argument_schema.hpp"
+#include "maf/sandbox/logging.hpp"
+#include "maf/sandbox/paths.hpp"
+#include "maf/sandbox/router.hpp"
+#include "maf/sandbox/sink.hpp"
+#include "maf/sandbox/sync.hpp"
+
+namespace maf::sandbox {
+
+namespace detail {
+
+struct ToolBinding {
+  ToolDefinition definition;
+  ToolBody body;
+  std::shared_ptr<SandboxRouter> router;
+  CallerContext context;
+  std::string agent_id;
+  SandboxSpec spec;
+  SandboxedToolOptions options;
+  Cleanup rung = Cleanup::Dispose;
+  std::unique_ptr<ArgumentSchema> schema;
+};
+
+/// One key the call was admitted for, and what it acquired there (null if acquire refused).
+struct AdmittedKey {
+  SandboxKey key;
+  CallTicket ticket;
+  std::shared_ptr<Sandbox> sandbox;
+};
+
+/// Everything one call did that its end has to undo. Never on the shared binding: concurrent
+/// calls of one tool each have their own.
+struct ToolCallRecord {
+  std::mutex mutex;
+  std::string call_id;
+  std::string key_call_id;            // IsolationScope::Call only: a host-made name
+  std::optional<std::string> name;    // the 12-hex directory name, once asked for
+  std::vector<AdmittedKey> admitted;  // guarded by mutex
+  bool closed = false;                // guarded by mutex
+  std::stop_token stop;
+};
+
+}  // namespace detail
+
+namespace {
+
+constexpr std::chrono::milliseconds kCancelledCallGrace{2000};
+
+/// Guest output is untrusted data; the library's validation message may quote names the
+/// model chose, so it is public but not trusted.
+constexpr ContentLabels kValidationLabels{Integrity::Untrusted, Confidentiality::Public};
+
+std::string random_hex(std::size_t digits) {
+  thread_local std::mt19937_64 engine{std::random_device{}()};
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(digits);
+  while (out.size() < digits) {
+    std::uint64_t v = engine();
+    for (int i = 0; i < 16 && out.size() < digits; ++i, v >>= 4) out += kHex[v & 15];
+  }
+  return out;
+}
+
+const detail::ToolBinding& bound(const std::shared_ptr<const detail::ToolBinding>& binding) {
+  if (!binding) throw RuntimeError("SandboxToolSession: this session belongs to no tool call");
+  return *binding;
+}
+
+/// Runs the host's callback bounded by `timeout` (C-120: separately from the removal). A late
+/// callback keeps running detached; its failure is logged, never raised into the call.
+boost::asio::awaitable<void> report_bounded(const std::function<boost::asio::awaitable<void>(ReclaimFailure)>& callback,
+                                            ReclaimFailure failure, std::chrono::milliseconds timeout) {
+  auto executor = co_await boost::asio::this_coro::executor;
+  struct State {
+    boost::asio::steady_timer timer;
+    bool done = false;
+  };
+  auto state = std::make_shared<State>(State{boost::asio::steady_timer(executor, timeout)});
+  const std::string tool = failure.tool;
+  boost::asio::co_spawn(
+      executor, [callback, failure = std::move(failure)]() -> boost::asio::awaitable<void> { co_await callback(failure); },
+      [state, tool](std::exception_ptr e) {
+        state->done = true;
+        if (e) {
+          try {
+            std::rethrow_exception(e);
+          } catch (const std::exception& ex) {
+            logger()->warn("tool '{}': on_reclaim_failure raised: {}", tool, ex.what());
+          }
+        }
+        state->timer.cancel();
+      });
+  boost::system::error_code ec;
+  co_await state->timer.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  if (!state->done) logger()->warn("tool '{}': on_reclaim_failure did not finish within {} ms", tool, timeout.count());
+}
+
+/// The end of every call (result, refusal, exception, cancellation): close the record, then
+/// for every key it was admitted for, release with the rung owed — RECLAIM removes the call's
+/// directory now; RESET and DISPOSE remove it with everything else when the pair drains — and
+/// report what did not happen.
+boost::asio::awaitable<void> finish_call(const detail::ToolBinding& b, detail::ToolCallRecord& call,
+                                         std::chrono::milliseconds timeout) {
+  std::vector<detail::AdmittedKey> admitted;
+  std::optional<std::string> name;
+  {
+    std::lock_guard guard(call.mutex);
+    call.closed = true;  // from here guest_call_path() raises and acquire() records nothing
+    admitted = std::move(call.admitted);
+    name = call.name;
+  }
+  for (auto& entry : admitted) {
+    std::vector<OwedCleanup> owed;
+    std::string path;
+    if (entry.sandbox) {
+      // The backend's declaration decided the rung at attach; an instance whose reset is
+      // refused anyway (NotImplementedError) is escalated to a disposal by release_call.
+      const Cleanup rung = b.rung;
+      if (name) path = join_guest_path(entry.sandbox->storage_base(), *name);
+      // RECLAIM with no name allocated: nothing was named, so nothing is there to remove.
+      if (rung != Cleanup::Reclaim || name)
+        owed.push_back({rung, entry.sandbox, path, b.options.failed_reclaim});
+    }
+    const auto failures = co_await b.router->release_call(std::move(entry.ticket), std::move(owed), timeout);
+    for (const auto& failure : failures) {
+      logger()->warn("tool '{}': {} of {} ({} '{}') did not happen: {}", b.definition.name, to_string(failure.rung),
+                     to_string(failure.key), failure.backend, failure.instance_id, failure.reason);
+      // C-120: reported only when a name was allocated (else the call wrote nothing).
+      if (!name || !b.options.on_reclaim_failure) continue;
+      // Named first: GCC 12 miscompiles a braced temporary inside a co_await's arguments.
+      ReclaimFailure report{b.definition.name, entry.key, path, failure.reason};
+      co_await report_bounded(b.options.on_reclaim_failure, std::move(report), timeout);
+    }
+  }
+}
+
+}  // namespace
+
+std::string no_thread_refusal(const std::string& tool_name) {
+  return "Error: no active thread context — " + tool_name + " must be called from within a thread";
+}
+
+// --- SandboxToolSession ---
+
+const std::string& SandboxToolSession::name() const { return bound(binding_).definition.name; }
+const SandboxSpec& SandboxToolSession::spec() const { return bound(binding_).spec; }
+std::shared_ptr<OutputSink> SandboxToolSession::output_sink() const { return bound(binding_).options.output_sink; }
+
+const std::string& SandboxToolSession::call_id() const {
+  static const std::string kNone;
+  return call_ ? call_->call_id : kNone;
+}
+
+std::stop_token SandboxToolSession::stop_token() const { return call_ ? call_->stop : std::stop_token{}; }
+
+Refusable<SandboxKey> SandboxToolSession::key() const {
+  const auto& b = bound(binding_);
+  std::optional<std::string> thread;
+  if (b.context.current_thread_id) thread = b.context.current_thread_id();
+  if (!thread) return Refusable<SandboxKey>::refused(no_thread_refusal(b.definition.name));  // C-17
+  SandboxKey key{b.context.current_scope ? b.context.current_scope() : std::string{}, std::move(*thread), b.agent_id, {}};
+  if (b.spec.isolation_scope() == IsolationScope::Call && call_) key.call_id = call_->key_call_id;
+  return key;
+}
+
+boost::asio::awaitable<Refusable<std::shared_ptr<Sandbox>>> SandboxToolSession::acquire() const {
+  auto key = this->key();
+  if (!key) co_return Refusable<std::shared_ptr<Sandbox>>::refused(key.refusal());
+  co_return co_await acquire(std::move(*key));
+}
+
+boost::asio::awaitable<Refusable<std::shared_ptr<Sandbox>>> SandboxToolSession::acquire(SandboxKey key) const {
+  using Result = Refusable<std::shared_ptr<Sandbox>>;
+  const auto& b = bound(binding_);
+  const std::string& tool = b.definition.name;
+  auto open = [this] {
+    std::lock_guard guard(call_->mutex);
+    return !call_->closed;
+  };
+  if (!call_ || !open()) {
+    // Nothing would admit or clean up after it: a task outliving its call needs its own.
+    logger()->warn("tool '{}': acquire() outside a running call refused", tool);
+    co_return Result::refused(kRefusalSandboxUnavailable);
+  }
+  bool admitted = false;
+  {
+    std::lock_guard guard(call_->mutex);
+    for (const auto& entry : call_->admitted) admitted = admitted || entry.key == key;
+  }
+  if (!admitted) {
+    const AdmitOptions admit{b.options.exclusive, b.options.admission_timeout};
+    CallTicket ticket;
+    try {
+      ticket = co_await b.router->admit_call(key, b.spec.kind(), admit);
+    } catch (const std::exception& e) {
+      logger()->warn("tool '{}': sandbox unavailable: {}", tool, e.what());
+      co_return Result::refused(kRefusalSandboxUnavailable);
+    }
+    std::lock_guard guard(call_->mutex);
+    call_->admitted.push_back({key, std::move(ticket), nullptr});
+  }
+  std::shared_ptr<Sandbox> sandbox;
+  try {
+    sandbox = co_await b.router->acquire(key, b.spec);
+  } catch (const NoSandboxBackend& e) {
+    logger()->warn("tool '{}': {}", tool, e.what());
+    co_return Result::refused(kRefusalNoBackend);
+  } catch (const ValueError& e) {
+    // A message this library authored (configuration, image resolution): safe and actionable.
+    logger()->warn("tool '{}': {}", tool, e.what());
+    co_return Result::refused(std::string("Error: ") + e.what());
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const std::exception& e) {
+    // A provider or transport failure (or an unclean key): its text can carry endpoints and
+    // account ids, so it goes to the log and the model gets the fixed sentence.
+    logger()->warn("tool '{}': sandbox unavailable: {}", tool, e.what());
+    co_return Result::refused(kRefusalSandboxUnavailable);
+  }
+  {
+    std::lock_guard guard(call_->mutex);
+    for (auto& entry : call_->admitted)
+      if (entry.key == key && !entry.sandbox) entry.sandbox = sandbox;
+  }
+  co_return sandbox;
+}
+
+std::string SandboxToolSession::guest_call_path() const {
+  if (!call_)
+    throw RuntimeError("guest_call_path() was called outside a tool call, so nothing would reclaim what it names; "
+                       "call it from the tool body");
+  std::lock_guard guard(call_->mutex);
+  if (call_->closed)
+    throw RuntimeError("guest_call_path() was called after its tool call returned; that path is already reclaimed "
+                       "and anything written to it now would stay in the sandbox");
+  if (!call_->name) call_->name = random_hex(12);
+  return *call_->name;
+}
+
+// --- SandboxedTool ---
+
+const ToolDefinition& SandboxedTool::definition() const { return binding_->definition; }
+Cleanup SandboxedTool::cleanup() const { return binding_->rung; }
+
+boost::asio::awaitable<ToolResult> SandboxedTool::invoke(ToolCall call, std::stop_token stop) const {
+  const auto& b = *binding_;
+  if (call.name != b.definition.name)
+    co_return ToolResult::error("Error: tool '" + b.definition.name + "' cannot serve a call to '" + call.name + "'",
+                                kValidationLabels);
+  if (auto problem = b.schema->problem(call.arguments))
+    co_return ToolResult::error("Error: invalid arguments for tool '" + b.definition.name + "': " + *problem,
+                                kValidationLabels);
+
+  auto record = std::make_shared<detail::ToolCallRecord>();
+  record->call_id = call.id;
+  record->stop = stop;
+  if (b.spec.isolation_scope() == IsolationScope::Call) record->key_call_id = "call-" + random_hex(16);
+  SandboxToolSession session(binding_, record);
+
+  ToolResult result;
+  std::exception_ptr raised;
+  bool cancelled = false;
+  try {
+    result = co_await b.body(session, std::move(call.arguments));
+  } catch (const SandboxToolRefused& refusal) {
+    result = ToolResult::error(refusal.what());
+  } catch (const Cancelled&) {
+    cancelled = true;
+    raised = std::current_exception();
+  } catch (...) {
+    raised = std::current_exception();
+  }
+  // A cancelled caller is owed promptness, not nothing: a grace rather than a skip (C-120).
+  const auto timeout = cancelled ? std::min(b.options.reclaim_timeout, kCancelledCallGrace) : b.options.reclaim_timeout;
+  co_await finish_call(b, *record, timeout);
+  if (raised) std::rethrow_exception(raised);
+  const ContentLabels stamp = b.options.labels.value_or(ContentLabels{});
+  for (auto& item : result.content)
+    if (!item.labels) item.labels = stamp;
+  co_return result;
+}
+
+ToolResult SandboxedTool::invoke_blocking(ToolCall call) const {
+  thread_local BlockingRunner runner;
+  return runner([&] { return invoke(std::move(call)); });
+}
+
+// --- attach (C-118) ---
+
+std::vector<SandboxedTool> sandboxed_tool(ToolBody body, std::shared_ptr<SandboxRouter> router, CallerContext context,
+                                          std::string agent_id, SandboxSpec spec, std::string name,
+                                          SandboxedToolOptions options) {
+  if (!router || !router->enabled()) return {};  // no tool, no error
+  if (name.empty()) throw ValueError("sandboxed_tool: the tool name is empty");
+  if (!body) throw ValueError("sandboxed_tool '" + name + "': the body is empty");
+  if (options.output_sink && options.labels)
+    throw ValueError("sandboxed_tool '" + name +
+                     "': an output sink and explicit labels were both given; the sink decides what lands, so give one");
+  const auto& outputs = spec.declared_outputs();
+  const bool lands = spec.outputs_named_at_call_time() ||
+                     std::any_of(outputs.begin(), outputs.end(),
+                                 [](const DeclaredOutput& o) { return o.disposition == OutputDisposition::Land; });
+  if (lands && !options.output_sink)
+    throw SandboxOutputSinkRequired("sandboxed_tool '" + name + "': workload kind '" + spec.kind() +
+                                    "' lands artifacts, so it needs an output sink");
+  if ((!outputs.empty() || spec.outputs_named_at_call_time()) &&
+      !spec.requires_capabilities().contains(Capability::FilesOut))
+    throw ValueError("sandboxed_tool '" + name + "': workload kind '" + spec.kind() +
+                     "' declares outputs but does not require files_out");
+  if (options.reclaim_timeout.count() <= 0)
+    throw ValueError("sandboxed_tool '" + name + "': reclaim_timeout must be finite and positive, got " +
+                     std::to_string(options.reclaim_timeout.count()) + " ms");
+  router->ensure_can_serve(spec);
+  if (spec.work_dir() && normalize_guest_path(*spec.work_dir()) == "/")
+    throw ValueError("sandboxed_tool '" + name + "': work_dir '" + *spec.work_dir() +
+                     "' normalises to '/', and a call directory under the root would be reclaimed from it");
+  if (options.admission_timeout.count() <= 0)
+    throw ValueError("sandboxed_tool '" + name + "': admission_timeout must be positive, got " +
+                     std::to_string(options.admission_timeout.count()) + " ms");
+
+  // §9.2: IsolationScope::Call always disposes; otherwise the stronger of the host's rung and
+  // the kind's floor, and a rung the backend does not declare is refused, never downgraded.
+  Cleanup rung = spec.isolation_scope() == IsolationScope::Call ? Cleanup::Dispose
+                                                                : stronger(options.cleanup, options.workload_floor);
+  if (rung != Cleanup::Dispose) {
+    const auto backend = router->select(spec);
+    const Capability needed = rung == Cleanup::Reclaim ? Capability::Reclaim : Capability::Snapshot;
+    if (!backend->declarations().capabilities.contains(needed))
+      throw SandboxCapabilityNotSupported("sandboxed_tool '" + name + "': cleanup '" + std::string(to_string(rung)) +
+                                          "' needs backend '" + backend->name() + "' to declare capability '" +
+                                          std::string(to_string(needed)) + "', which it does not (workload kind '" +
+                                          spec.kind() + "')");
+  }
+  auto schema = std::make_unique<detail::ArgumentSchema>(options.input_schema, name);
+
+  auto binding = std::make_shared<detail::ToolBinding>(detail::ToolBinding{
+      ToolDefinition{name, options.description, options.input_schema, options.annotations}, std::move(body),
+      std::move(router), std::move(context), std::move(agent_id), std::move(spec), std::move(options), rung,
+      std::move(schema)});
+  std::vector<SandboxedTool> tools;
+  tools.push_back(SandboxedTool(std::move(binding)));
+  return tools;
+}
+
+}  // namespace maf::sandbox
