@@ -18,6 +18,14 @@ if(TARGET maf-sandbox-conformance)
           LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
           INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
 endif()
+# The OTLP exporter (docs/observability.md): its own library in the same export set, so a
+# host that exports links `maf::sandbox-otel` and one that does not links no HTTP client.
+# libcurl is private to the shared library: a consumer needs no find_dependency for it.
+if(TARGET maf-sandbox-otel)
+  install(TARGETS maf-sandbox-otel EXPORT maf-sandbox-targets
+          LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
+          INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+endif()
 # Installed commands find libmaf-sandbox.so beside their bin/, so an extracted package or a
 # relocated prefix runs without LD_LIBRARY_PATH (the CLI sets this itself).
 if(TARGET maf-sandbox-conformance-tool)

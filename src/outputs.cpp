@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <functional>
 #include <map>
 
 #include "maf/sandbox/errors.hpp"
@@ -74,9 +75,22 @@ std::string cap_message(const SandboxSpec& spec, const std::string& path, const 
 /// C-90 / C-91: one file's size against the per-file cap, then the count, then the total.
 class Tally {
 public:
-  explicit Tally(const SandboxSpec& spec) : spec_(spec), limits_(spec.files_out()) {}
+  using Refused = std::function<void(const std::string& path, std::int64_t size)>;
+  Tally(const SandboxSpec& spec, const Refused& refused) : spec_(spec), limits_(spec.files_out()), refused_(refused) {}
 
+  /// Counts `size`; a cap refusal is reported to the observers, then thrown.
   void add(const std::string& path, std::int64_t size) {
+    try {
+      count(path, size);
+    } catch (const SandboxTransferCapExceeded&) {
+      if (refused_) refused_(path, size);
+      throw;
+    }
+  }
+  std::int64_t total() const noexcept { return total_; }
+
+private:
+  void count(const std::string& path, std::int64_t size) {
     if (size > limits_.max_bytes_per_file())
       throw SandboxTransferCapExceeded(cap_message(spec_, path, "is " + std::to_string(size) + " bytes",
                                                    "max_bytes_per_file", limits_.max_bytes_per_file()));
@@ -88,11 +102,10 @@ public:
       throw SandboxTransferCapExceeded(cap_message(spec_, path, "brings the total to " + std::to_string(total_) + " bytes",
                                                    "max_total_bytes", limits_.max_total_bytes()));
   }
-  std::int64_t total() const noexcept { return total_; }
 
-private:
   const SandboxSpec& spec_;
   TransferLimits limits_;
+  const Refused& refused_;
   std::int64_t files_ = 0;
   std::int64_t total_ = 0;
 };
@@ -206,7 +219,25 @@ SandboxOutputSinkRequired missing_sink_refusal(const SandboxSpec& spec, const st
 
 boost::asio::awaitable<std::vector<LandedArtifact>> collect_outputs(Sandbox& sandbox, SandboxSpec spec,
                                                                     std::shared_ptr<OutputSink> sink,
-                                                                    std::vector<DeclaredOutput> outputs) {
+                                                                    std::vector<DeclaredOutput> outputs,
+                                                                    std::shared_ptr<const ObserverSet> observers) {
+  if (!observers) observers = sandbox.observers();
+  Tally::Refused refused;
+  if (observers && !observers->empty())
+    refused = [&](const std::string& path, std::int64_t size) {
+      TransferEvent e;
+      e.context.key = sandbox.observed_key();
+      e.context.call_id = e.context.key.call_id;
+      e.context.backend = sandbox.backend_name();
+      e.context.kind = sandbox.kind();
+      e.context.instance_id = sandbox.instance_id();
+      e.direction = TransferDirection::Out;
+      e.guest_path = path;
+      e.bytes = static_cast<std::uint64_t>(std::max<std::int64_t>(size, 0));
+      e.refused_by_cap = true;
+      e.error_type = "SandboxTransferCapExceeded";
+      emit(observers.get(), std::move(e));
+    };
   // --- Phase A: the declaration alone (C-84…C-87) ---
   if (!outputs.empty() && !spec.outputs_named_at_call_time())
     throw ValueError("workload kind '" + spec.kind() + "' was given " + std::to_string(outputs.size()) +
@@ -259,7 +290,7 @@ boost::asio::awaitable<std::vector<LandedArtifact>> collect_outputs(Sandbox& san
     in_bracket = true;
     artifacts.clear();
     // --- Phase B: stat and cap every declared output, CONSUME included (C-88…C-90) ---
-    Tally stat_tally(spec);
+    Tally stat_tally(spec, refused);
     std::vector<Landing> forward;
     for (const auto& o : all) {
       const auto entry = co_await translated(spec, o.path, "stat", [&] {
@@ -282,7 +313,7 @@ boost::asio::awaitable<std::vector<LandedArtifact>> collect_outputs(Sandbox& san
     }
 
     // --- Phase C: read every landing output under a fresh tally (C-91, C-92) ---
-    Tally read_tally(spec);
+    Tally read_tally(spec, refused);
     for (const auto& l : forward) {
       const std::int64_t left = std::max<std::int64_t>(spec.files_out().max_total_bytes() - read_tally.total(), 0);
       const std::int64_t bound = std::min(l.stat_size, left);

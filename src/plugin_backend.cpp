@@ -43,6 +43,9 @@ public:
 
   bool supports_reap() const noexcept override { return inner_->supports_reap(); }
   std::vector<std::pair<std::string, std::string>> facts() const override { return inner_->facts(); }
+  void attach_observers(const std::shared_ptr<const ObserverSet>& observers) override {
+    inner_->attach_observers(observers);
+  }
 
   boost::asio::awaitable<ScopePurge> reap(std::chrono::seconds older_than,
                                           std::optional<std::string> scope) override {

@@ -39,12 +39,14 @@ Isolation parse_backend_rung(const SandboxBackend& backend) {
 
 }  // namespace
 
-SandboxRouter::SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backends, RouterOptions options)
+SandboxRouter::SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backends, RouterOptions options,
+                             std::vector<std::shared_ptr<SandboxObserver>> observers)
     : backends_(std::move(backends)),
       options_(std::move(options)),
       calls_(std::make_shared<detail::CallAdmission>()) {
   for (const auto& b : backends_)
     if (!b) throw ValueError("SandboxRouter: a registered backend is null");
+  attach_observers(std::move(observers));
   if (backends_.empty()) return;  // C-61: disabled, nothing raises
   if (options_.selection == Selection::PerSpec) {
     // [gap] C-63: refuse unknown rungs of any registered backend at construction.
@@ -197,6 +199,7 @@ void SandboxRouter::refuse(Refusal refusal, const SandboxBackend& backend, Isola
 }
 
 boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxRouter::acquire(SandboxKey key, SandboxSpec spec) {
+  if (observers_) co_return co_await observed_acquire(std::move(key), std::move(spec));
   auto backend = select(spec);  // C-69: same code path as ensure_can_serve
   calls_->refuse_if_unclean(key);  // §9.2: until a disposal lands
   co_return co_await backend->acquire(std::move(key), std::move(spec));
@@ -320,6 +323,7 @@ boost::asio::awaitable<bool> SandboxRouter::dispose_kind(SandboxKey key, std::st
                                                          std::optional<std::string> instance_id,
                                                          std::chrono::milliseconds timeout) {
   auto executor = co_await boost::asio::this_coro::executor;
+  const auto started = std::chrono::steady_clock::now();
   bool confirmed = true;
   for (const auto& b : backends_) {
     // Each backend is bounded by `timeout`; a late answer counts as unconfirmed (the
@@ -360,6 +364,7 @@ boost::asio::awaitable<bool> SandboxRouter::dispose_kind(SandboxKey key, std::st
     }
   }
   if (confirmed) calls_->clear_unclean(key, kind, instance_id);  // §9.2: a disposal landed
+  observe_disposal(key, kind, instance_id, confirmed, std::chrono::steady_clock::now() - started);
   co_return confirmed;
 }
 

@@ -4,9 +4,75 @@
 
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/paths.hpp"
+#include "maf/sandbox/support/labels.hpp"
 #include "maf/sandbox/support/shell.hpp"
 
 namespace maf::sandbox {
+
+namespace {
+
+/// Times one observed NVI operation and keeps what ended it, so its event is built once,
+/// after the operation, and the failure is rethrown unchanged (OBS-3).
+struct Observed {
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::exception_ptr failure;
+
+  std::chrono::nanoseconds elapsed() const { return std::chrono::steady_clock::now() - started; }
+  std::string error_type() const { return error_type_name(failure); }
+  template <class E>
+  bool failed_with() const {
+    if (!failure) return false;
+    try {
+      std::rethrow_exception(failure);
+    } catch (const E&) {
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+  void rethrow() const {
+    if (failure) std::rethrow_exception(failure);
+  }
+};
+
+ExecEvent exec_event(const Observed& o, const std::string& digested, const ExecResult& result, bool run_code) {
+  ExecEvent e;
+  e.run_code = run_code;
+  e.argv_digest = support::sha256_hex(digested);
+  e.duration = o.elapsed();
+  if (o.failure) {
+    e.error_type = o.error_type();
+    e.timed_out = o.failed_with<TimeoutError>();
+  } else {
+    e.exit_code = result.exit_code;
+    e.stdout_bytes = result.stdout_bytes.size();
+    e.stderr_bytes = result.stderr_bytes.size();
+  }
+  return e;
+}
+
+TransferEvent transfer_event(const Observed& o, TransferDirection direction, const std::string& path,
+                             std::size_t bytes) {
+  TransferEvent e;
+  e.direction = direction;
+  e.guest_path = path;
+  e.bytes = o.failure ? 0 : bytes;
+  e.duration = o.elapsed();
+  e.error_type = o.error_type();
+  e.refused_by_cap = o.failed_with<SandboxTransferCapExceeded>();
+  return e;
+}
+
+CleanupEvent cleanup_event(const Observed& o, std::string rung) {
+  CleanupEvent e;
+  e.rung = std::move(rung);
+  e.duration = o.elapsed();
+  e.outcome = o.failure ? "failed" : "done";
+  if (o.failure) e.detail = o.error_type();
+  return e;
+}
+
+}  // namespace
 
 Sandbox::Sandbox(Identity identity) : identity_(std::move(identity)) {
   identity_.storage_base = normalize_guest_path(identity_.storage_base);
@@ -29,7 +95,18 @@ boost::asio::awaitable<ExecResult> Sandbox::exec(Command command, std::string wo
     throw ValueError("exec timeout must be positive, got " + std::to_string(timeout.count()) + " ms");
   ExecRequest request{command, command.shell_line(),
                       resolve_working_directory(working_directory, identity_.storage_base), timeout, deadline};
-  co_return co_await do_exec(request);
+  const auto observed = observation();
+  if (!observed) co_return co_await do_exec(request);
+  Observed o;
+  ExecResult result;
+  try {
+    result = co_await do_exec(request);
+  } catch (...) {
+    o.failure = std::current_exception();
+  }
+  deliver(*observed, exec_event(o, request.shell_line, result, false));
+  o.rethrow();
+  co_return result;
 }
 
 boost::asio::awaitable<ExecResult> Sandbox::run_code(std::string code, std::chrono::milliseconds timeout) {
@@ -37,7 +114,18 @@ boost::asio::awaitable<ExecResult> Sandbox::run_code(std::string code, std::chro
   require_capability(Capability::RunCode, "run_code");
   if (timeout.count() <= 0)
     throw ValueError("run_code timeout must be positive, got " + std::to_string(timeout.count()) + " ms");
-  co_return co_await do_run_code(code, timeout, deadline);
+  const auto observed = observation();
+  if (!observed) co_return co_await do_run_code(code, timeout, deadline);
+  Observed o;
+  ExecResult result;
+  try {
+    result = co_await do_run_code(code, timeout, deadline);
+  } catch (...) {
+    o.failure = std::current_exception();
+  }
+  deliver(*observed, exec_event(o, code, result, true));
+  o.rethrow();
+  co_return result;
 }
 
 boost::asio::awaitable<ExecResult> Sandbox::do_run_code(const std::string&, std::chrono::milliseconds,
@@ -72,10 +160,20 @@ boost::asio::awaitable<void> Sandbox::write_file(std::string path, std::string c
     auto s = co_await do_lstat(p);
     co_return s ? std::optional<EntryKind>(s->kind) : std::nullopt;
   };
-  co_await do_file_operation(FileOperation::Write, [&]() -> boost::asio::awaitable<void> {
+  auto body = [&]() -> boost::asio::awaitable<void> {
     const std::string resolved = co_await confine_resolve_guest_write_path(stat, path, wd);
     co_await do_write_file(resolved, content);
-  });
+  };
+  const auto observed = observation();
+  if (!observed) co_return co_await do_file_operation(FileOperation::Write, body);
+  Observed o;
+  try {
+    co_await do_file_operation(FileOperation::Write, body);
+  } catch (...) {
+    o.failure = std::current_exception();
+  }
+  deliver(*observed, transfer_event(o, TransferDirection::In, path, content.size()));
+  o.rethrow();
 }
 
 boost::asio::awaitable<std::optional<SandboxEntry>> Sandbox::stat_file(std::string path,
@@ -112,6 +210,22 @@ boost::asio::awaitable<std::string> Sandbox::read_file(std::string path, std::st
 boost::asio::awaitable<std::string> Sandbox::read_file_in(bool batched, std::string path,
                                                           std::string working_directory, std::int64_t max_bytes) {
   require_capability(Capability::FilesOut, "read_file");
+  const auto observed = observation();
+  if (!observed) co_return co_await read_confined(batched, std::move(path), std::move(working_directory), max_bytes);
+  Observed o;
+  std::string content;
+  try {
+    content = co_await read_confined(batched, path, std::move(working_directory), max_bytes);
+  } catch (...) {
+    o.failure = std::current_exception();
+  }
+  deliver(*observed, transfer_event(o, TransferDirection::Out, path, content.size()));
+  o.rethrow();
+  co_return content;
+}
+
+boost::asio::awaitable<std::string> Sandbox::read_confined(bool batched, std::string path,
+                                                           std::string working_directory, std::int64_t max_bytes) {
   if (max_bytes < 0) throw ValueError("read_file max_bytes must not be negative, got " + std::to_string(max_bytes));
   const std::string wd = resolve_working_directory(working_directory, identity_.storage_base);
   const std::string resolved = confine_resolve_guest_path(path, wd);
@@ -209,7 +323,16 @@ boost::asio::awaitable<void> Sandbox::reclaim(std::string directory, std::string
     throw ValueError("reclaim refuses '" + directory + "': fewer than two path components is too close to the root");
   const std::string wd = resolve_working_directory(working_directory, identity_.storage_base);
   if (target == wd) throw ValueError("reclaim refuses '" + directory + "': it is the working directory itself");
-  co_await do_reclaim(target, timeout, deadline);
+  const auto observed = observation();
+  if (!observed) co_return co_await do_reclaim(target, timeout, deadline);
+  Observed o;
+  try {
+    co_await do_reclaim(target, timeout, deadline);
+  } catch (...) {
+    o.failure = std::current_exception();
+  }
+  deliver(*observed, cleanup_event(o, "reclaim"));
+  o.rethrow();
 }
 
 namespace {
@@ -270,7 +393,16 @@ boost::asio::awaitable<void> Sandbox::reset(std::chrono::milliseconds timeout) {
   require_capability(Capability::Snapshot, "reset");
   if (timeout.count() <= 0)
     throw ValueError("reset timeout must be positive, got " + std::to_string(timeout.count()) + " ms");
-  co_await do_reset(timeout, deadline);
+  const auto observed = observation();
+  if (!observed) co_return co_await do_reset(timeout, deadline);
+  Observed o;
+  try {
+    co_await do_reset(timeout, deadline);
+  } catch (...) {
+    o.failure = std::current_exception();
+  }
+  deliver(*observed, cleanup_event(o, "reset"));
+  o.rethrow();
 }
 
 boost::asio::awaitable<void> Sandbox::do_reset(std::chrono::milliseconds, std::chrono::steady_clock::time_point) {

@@ -6,7 +6,9 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "events_file.hpp"
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/otel.hpp"
 #include "maf/sandbox/outputs.hpp"
 #include "maf/sandbox/router.hpp"
 #include "maf/sandbox/sink.hpp"
@@ -91,6 +93,21 @@ void validate_output_names(const SandboxSpec& spec) {
   }
 }
 
+/// The CleanupEvent of run's own disposal (it asks the backend directly, for the detail).
+CleanupEvent disposal_event(const SandboxKey& key, const std::string& kind, const std::string& backend,
+                            const std::optional<DisposalFailure>& failure, std::chrono::nanoseconds duration) {
+  CleanupEvent e;
+  e.context.key = key;
+  e.context.call_id = key.call_id;
+  e.context.kind = kind;
+  e.context.backend = backend;
+  e.rung = "dispose";
+  e.outcome = failure ? "unconfirmed" : "done";
+  if (failure) e.detail = failure->to_string();
+  e.duration = duration;
+  return e;
+}
+
 }  // namespace
 
 int cmd_run(Session& session) {
@@ -110,10 +127,16 @@ int cmd_run(Session& session) {
     throw UsageError("kind '" + spec.kind() + "' declares outputs that land; give --out DIR");
   const bool keep = args.flag("keep");
   const nlohmann::json config = backend_config(args);
+  // Observers before any sandbox exists, so a bad --events path or OTEL_* variable is
+  // refused up front (docs/observability.md).
+  std::vector<std::shared_ptr<SandboxObserver>> observers;
+  if (const auto events = args.get("events")) observers.push_back(events_file(*events));
+  const auto exporter = otel::exporter_from_environment();
+  if (exporter) observers.push_back(exporter);
 
   auto backend = create_backend(session, config);
   session.phase = Phase::Policy;
-  SandboxRouter router({backend}, RouterOptions::lowered_floor(floor, LowerIsolationFloor{}));
+  SandboxRouter router({backend}, RouterOptions::lowered_floor(floor, LowerIsolationFloor{}), std::move(observers));
   router.ensure_can_serve(spec);
 
   session.phase = Phase::Work;
@@ -147,8 +170,19 @@ int cmd_run(Session& session) {
   std::optional<DisposalFailure> disposal;
   if (!keep) {
     session.reporter.progress("disposing the sandbox");
+    const auto started = std::chrono::steady_clock::now();
     disposal = session.run([&] { return backend->dispose(key, spec.kind(), std::nullopt); });
+    emit(router.observers().get(), disposal_event(key, spec.kind(), backend->name(), disposal,
+                                                  std::chrono::steady_clock::now() - started));
   }
+  // Spans reach the collector before the process ends; a collector that does not answer
+  // costs at most this bound, and what it lost is said (never the run's result).
+  if (exporter && !exporter->flush(std::chrono::seconds(5)))
+    fmt::print(stderr, "maf-sandbox: the OTLP collector at {} did not take every span in 5 s\n",
+               exporter->options().endpoint);
+  if (exporter && exporter->stats().spans_lost + exporter->stats().events_dropped > 0)
+    fmt::print(stderr, "maf-sandbox: OTLP export lost {} span(s), dropped {} event(s)\n",
+               exporter->stats().spans_lost, exporter->stats().events_dropped);
   if (failure && !ran) std::rethrow_exception(failure);
   if (failure) return report_after_run(session, result, classify(failure, Phase::Work));
 

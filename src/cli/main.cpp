@@ -20,10 +20,12 @@ constexpr const char* kUsage = R"(usage: maf-sandbox SUBCOMMAND [options] [--jso
       would the router let B serve the spec? prints what matched or the refusal
   run --backend B [--config F] [--spec S.json] [--image I] [--put LOCAL=GUEST]...
       [--output PATH]... [--out DIR] [--keep] [--min-isolation R] [--timeout T]
-      [--scope S] [--thread T] [--agent A] [--call C] -- ARGV...
+      [--scope S] [--thread T] [--agent A] [--call C] [--events FILE] -- ARGV...
       acquire, write inputs, run ARGV, collect outputs into DIR, dispose unless --keep
       (also when a step failed); without --spec: kind `cli` requiring exec, files_in
-      and files_out; --image sets the image, or overrides the spec's for this run
+      and files_out; --image sets the image, or overrides the spec's for this run;
+      --events appends every observer event to FILE as a JSON line; spans are exported
+      over OTLP/HTTP JSON when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set
   dispose-scope --backend B [--config F] --scope S --thread T
       dispose every sandbox of one conversation
   reap --backend B [--config F] --older-than DURATION [--scope S]
@@ -52,7 +54,7 @@ std::map<std::string, CommandSpec> command_specs() {
       {"check", {{json, backend, config, {"spec"}, {"min-isolation"}}}},
       {"run",
        {{json, backend, config, {"spec"}, {"image"}, {"put", true, true}, {"output", true, true}, {"out"},
-         {"keep", false}, {"min-isolation"}, {"timeout"}, {"scope"}, {"thread"}, {"agent"}, {"call"}},
+         {"keep", false}, {"min-isolation"}, {"timeout"}, {"scope"}, {"thread"}, {"agent"}, {"call"}, {"events"}},
         true}},
       {"dispose-scope", {{json, backend, config, {"scope"}, {"thread"}}}},
       {"reap", {{json, backend, config, {"older-than"}, {"scope"}}}},

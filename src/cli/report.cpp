@@ -1,41 +1,16 @@
 #include "report.hpp"
 
-#include <cxxabi.h>
 #include <fmt/core.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <typeinfo>
 
 #include "args.hpp"
 #include "maf/sandbox/errors.hpp"
 
 namespace maf::sandbox::cli {
-
-std::string error_type_name(const std::exception& error) {
-  const char* mangled = typeid(error).name();
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> demangled(abi::__cxa_demangle(mangled, nullptr, nullptr, &status),
-                                                   std::free);
-  return class_name_of(status == 0 && demangled ? demangled.get() : mangled);
-}
-
-std::string class_name_of(std::string_view demangled) {
-  // std::throw_with_nested throws std::_Nested_exception<E>, which derives from E: the
-  // error the caller threw is E.
-  constexpr std::string_view kNested = "std::_Nested_exception<";
-  while (demangled.substr(0, kNested.size()) == kNested && demangled.back() == '>') {
-    demangled = demangled.substr(kNested.size(), demangled.size() - kNested.size() - 1);
-    while (!demangled.empty() && demangled.back() == ' ') demangled.remove_suffix(1);  // "> >"
-  }
-  // Any other template: its own name without arguments (whose "::" must not be cut at).
-  if (const auto angle = demangled.find('<'); angle != std::string_view::npos) demangled = demangled.substr(0, angle);
-  // Callers see the class name, not where it lives.
-  if (const auto colons = demangled.rfind("::"); colons != std::string_view::npos) demangled.remove_prefix(colons + 2);
-  return std::string(demangled);
-}
 
 namespace {
 

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "maf/sandbox/observer.hpp"
+
 namespace maf::sandbox::cli {
 
 /// Exit codes (docs/cli.md). Stable: scripts branch on them.
@@ -36,12 +38,10 @@ struct Failure {
 
 /// "SandboxEgressNotEnforced" for maf::sandbox::SandboxEgressNotEnforced.
 /// The JSON error `type` is a contract: it is the class name for every type, also when the
-/// error was thrown nested (std::throw_with_nested) or is a template specialization.
-std::string error_type_name(const std::exception& error);
-
-/// The class name in a demangled type name: namespaces, template arguments and the
-/// std::_Nested_exception wrapper removed.
-std::string class_name_of(std::string_view demangled);
+/// error was thrown nested (std::throw_with_nested) or is a template specialization. The
+/// core owns the rule (observer.hpp), so an observer's `error_type` and the CLI's agree.
+using maf::sandbox::class_name_of;
+using maf::sandbox::error_type_name;
 
 /// Type, message and exit code for the exception in flight during `phase`.
 Failure classify(std::exception_ptr error, Phase phase);

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <nlohmann/json.hpp>
 
+#include "otel/otlp_receiver.hpp"
+
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
 using nlohmann::json;
@@ -315,6 +317,59 @@ TEST_CASE("cli: run with neither --spec nor --image runs the minimal `cli` spec 
   REQUIRE(o.exit_code == 0);
   CHECK(o.parsed()["stdout"] == "hi\n");
   CHECK(o.parsed()["kind"] == "cli");
+}
+
+TEST_CASE("cli: OBS-9: run --events writes the observer's events as JSON lines; OTEL variables export spans") {
+  Scratch s;
+  maf::sandbox::test::OtlpReceiver receiver;
+  ::setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.url().c_str(), 1);
+  ::setenv("OTEL_SERVICE_NAME", "cli-under-test", 1);
+  const auto config = s.write("process.json", json{{"root", (s.dir / "root").string()}}.dump());
+  const auto input = s.write("in.txt", "payload-bytes");
+  const fs::path events = s.dir / "events.jsonl";
+  const Outcome o = cli({"run", "--backend", "process", "--config", config.string(), "--min-isolation", "os_process",
+                         "--put", input.string() + "=in.txt", "--events", events.string(), "--json", "--",
+                         "cat", "in.txt"},
+                        MAF_TEST_PROCESS_PLUGIN_DIR);
+  ::unsetenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
+  ::unsetenv("OTEL_SERVICE_NAME");
+  REQUIRE(o.exit_code == 0);
+  CHECK(o.parsed()["stdout"] == "payload-bytes");
+
+  std::ifstream in(events);
+  std::vector<json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
+  std::vector<std::string> types;
+  for (const auto& l : lines) types.push_back(l["event"]);
+  CHECK(types == std::vector<std::string>{"acquisition", "transfer", "exec", "cleanup"});
+  for (const auto& l : lines) {
+    CHECK(l["key"]["scope"] == "cli");
+    CHECK(l["backend"] == "process");
+  }
+  CHECK(lines[1]["bytes"] == 13);
+  CHECK(lines[2]["exit_code"] == 0);
+  CHECK(lines[3]["rung"] == "dispose");
+  // Sizes and digests, never the bytes themselves.
+  std::ifstream raw(events);
+  std::stringstream all;
+  all << raw.rdbuf();
+  CHECK(all.str().find("payload-bytes") == std::string::npos);
+
+  // The run flushed before exiting: every span is at the receiver.
+  const auto spans = receiver.spans();
+  REQUIRE(spans.size() == 4);
+  for (const auto& span : spans) {
+    CHECK(span["_service"] == "cli-under-test");
+    CHECK(span["traceId"] == spans[0]["traceId"]);  // one run, one trace
+  }
+}
+
+TEST_CASE("cli: OBS-9: an --events path that cannot be opened is bad input before any sandbox exists") {
+  const Outcome o = cli({"run", "--backend", "test-good", "--events", "/nonexistent-dir/events.jsonl", "--json", "--",
+                         "echo", "hi"});
+  CHECK(o.exit_code == 2);
+  CHECK(o.parsed()["error"]["type"] == "ValueError");
+  CHECK_THAT(o.parsed()["error"]["message"].get<std::string>(), Contains("/nonexistent-dir/events.jsonl"));
 }
 
 TEST_CASE("cli: C-43: a guest that swaps its work directory for a link to / gets the error type "

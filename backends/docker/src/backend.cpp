@@ -10,6 +10,7 @@
 
 #include "maf/sandbox/support/async_mutex.hpp"
 #include "docker_sandbox.hpp"
+#include "egress_observers.hpp"
 #include "freeze.hpp"
 #include "maf/sandbox/docker/api_transport.hpp"
 #include "maf/sandbox/docker/cli_transport.hpp"
@@ -113,6 +114,8 @@ DockerSandboxBackend::DockerSandboxBackend(DockerConfig config, std::shared_ptr<
   // docker.md §1: ALLOWLIST iff a proxy image is configured — and the transport can build
   // the topology (both shipped transports can; a test double may not).
   if (config_.egress_proxy_image && transport_->has_egress_plane()) declarations_.egress_modes.insert(Egress::Allowlist);
+  // The proxy's decisions reach the router's observers too (docs/observability.md).
+  config_.egress_observer = detail::with_core_observers(std::move(config_.egress_observer), observer_hub());
 }
 
 std::vector<std::pair<std::string, std::string>> DockerSandboxBackend::facts() const {

@@ -19,6 +19,7 @@
 #include "maf/sandbox/declarations.hpp"
 #include "maf/sandbox/disposal.hpp"
 #include "maf/sandbox/key.hpp"
+#include "maf/sandbox/observer.hpp"
 #include "maf/sandbox/sandbox.hpp"
 #include "maf/sandbox/spec.hpp"
 
@@ -60,6 +61,19 @@ public:
   /// show — e.g. the transport the Docker backend bound and why. Not policy: the router
   /// never reads them. Default: none.
   virtual std::vector<std::pair<std::string, std::string>> facts() const { return {}; }
+
+  /// Observers for what the backend sees outside any one sandbox operation — e.g. an egress
+  /// proxy's decisions drained at teardown (docs/observability.md). The router attaches its
+  /// own at construction; held weakly. Override only to forward (a wrapper backend).
+  virtual void attach_observers(const std::shared_ptr<const ObserverSet>& observers) { hub_->attach(observers); }
+
+protected:
+  /// Where a backend delivers those events: `observer_hub()->notify(event)`. Shared, so a
+  /// callback that outlives a call (a drain's publisher) can hold it.
+  const std::shared_ptr<ObserverHub>& observer_hub() const noexcept { return hub_; }
+
+private:
+  std::shared_ptr<ObserverHub> hub_ = std::make_shared<ObserverHub>();
 };
 
 }  // namespace maf::sandbox

@@ -52,8 +52,13 @@ SandboxOutputSinkRequired missing_sink_refusal(const SandboxSpec& spec, const st
 ///
 /// The spec is taken by value because the coroutine starts lazily: a reference to a
 /// temporary spec would dangle by the time the awaitable runs. `sandbox` must outlive it.
+///
+/// `observers` (null = the sandbox's own, attached by the router) receive a TransferEvent
+/// (out, refused_by_cap) for each output the spec's files_out caps refuse; the reads
+/// themselves are reported by the sandbox (docs/observability.md).
 boost::asio::awaitable<std::vector<LandedArtifact>> collect_outputs(Sandbox& sandbox, SandboxSpec spec,
                                                                     std::shared_ptr<OutputSink> sink = nullptr,
-                                                                    std::vector<DeclaredOutput> outputs = {});
+                                                                    std::vector<DeclaredOutput> outputs = {},
+                                                                    std::shared_ptr<const ObserverSet> observers = nullptr);
 
 }  // namespace maf::sandbox

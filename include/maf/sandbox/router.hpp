@@ -34,7 +34,14 @@ public:
   /// (NoSandboxBackend) and its rung must parse and meet the floor
   /// (SandboxBackendNotPermitted); under PER_SPEC, every backend's rung must parse. No
   /// backends = a disabled router (C-61).
-  explicit SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backends, RouterOptions options = {});
+  ///
+  /// `observers` see what the router and the sandboxes it hands out do
+  /// (docs/observability.md): acquisitions, exec, transfers, cleanup and the backends'
+  /// network decisions, in this order, synchronously; one that throws is logged and skipped.
+  /// A constructor argument rather than a RouterOptions field so the light entry's
+  /// RouterOptions stays free of <memory>.
+  explicit SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backends, RouterOptions options = {},
+                         std::vector<std::shared_ptr<SandboxObserver>> observers = {});
 
   /// A backend exists (C-76). A host attaches no tools when false.
   bool enabled() const noexcept { return !backends_.empty(); }
@@ -42,6 +49,10 @@ public:
   std::shared_ptr<SandboxBackend> backend() const noexcept { return fixed_; }
   const RouterOptions& options() const noexcept { return options_; }
   const std::vector<std::shared_ptr<SandboxBackend>>& backends() const noexcept { return backends_; }
+  /// The fan-out over the constructor's observers, shared with every sandbox this router hands out
+  /// and attached to every backend; null when there are none. The tool layer emits its
+  /// tool-call and cleanup events here (emit(router.observers().get(), …)).
+  const std::shared_ptr<const ObserverSet>& observers() const noexcept { return observers_; }
 
   /// Every check of C-65/C-68 in order; the first failure throws its typed error. Returns
   /// silently when disabled. Never logs.
@@ -101,6 +112,14 @@ private:
   /// The first check `backend` fails for `spec`, or none. Allocates nothing.
   std::optional<Refusal> first_refusal(const SandboxBackend& backend, Isolation rung,
                                        const SandboxSpec& spec) const;
+  /// acquire with an AcquisitionEvent, and the router's observers attached to the sandbox
+  /// (src/router_observation.cpp).
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> observed_acquire(SandboxKey key, SandboxSpec spec);
+  /// Builds observers_ and attaches it to every backend.
+  void attach_observers(std::vector<std::shared_ptr<SandboxObserver>> observers);
+  /// The CleanupEvent (rung dispose) of one dispose_kind.
+  void observe_disposal(const SandboxKey& key, const std::string& kind, const std::optional<std::string>& instance_id,
+                        bool confirmed, std::chrono::nanoseconds duration) const;
   [[noreturn]] void refuse(Refusal refusal, const SandboxBackend& backend, Isolation rung,
                            const SandboxSpec& spec) const;
 
@@ -119,6 +138,7 @@ private:
   /// FIXED: the selection's rung only; PER_SPEC: one per backend, in registration order.
   Isolation fixed_rung_ = Isolation::None;
   std::vector<Isolation> rungs_;
+  std::shared_ptr<const ObserverSet> observers_;
 };
 
 /// C-75: delegates to dispose_scope and logs at info when something was disposed.

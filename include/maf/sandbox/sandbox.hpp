@@ -19,6 +19,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +30,8 @@
 #include "maf/sandbox/command.hpp"
 #include "maf/sandbox/entry.hpp"
 #include "maf/sandbox/exec_result.hpp"
+#include "maf/sandbox/key.hpp"
+#include "maf/sandbox/observer.hpp"
 
 namespace maf::sandbox {
 
@@ -118,7 +122,22 @@ public:
   /// (SNAPSHOT, the RESET cleanup rung of §9.2). NotImplementedError without SNAPSHOT.
   boost::asio::awaitable<void> reset(std::chrono::milliseconds timeout = kDefaultReclaimTimeout);
 
+  /// Attach the observers that see this sandbox's exec, run_code, transfers, reclaim and
+  /// reset, and the key their events carry (docs/observability.md, OBS-5). The router does
+  /// this each time it hands the sandbox out, so every operation of the NVI is observed with
+  /// no backend involved. Returns true when the same observer set was attached already —
+  /// this sandbox was handed out before (a reuse). Thread-safe.
+  bool attach_observers(std::shared_ptr<const ObserverSet> observers, const SandboxKey& key);
+  /// The attached observers, or null.
+  std::shared_ptr<const ObserverSet> observers() const;
+  /// The key attached with them (empty when unobserved); what this sandbox's events carry.
+  SandboxKey observed_key() const;
+
 protected:
+  /// Deliver a backend's own event (e.g. an egress decision) to the attached observers, its
+  /// context filled with this sandbox's key, backend, kind and instance. No-op unobserved.
+  void notify(SandboxEvent event) const noexcept;
+
   struct Identity {
     std::string backend_name;
     std::string kind;
@@ -182,8 +201,19 @@ private:
                                                    std::int64_t max_bytes);
   boost::asio::awaitable<void> bracketed(bool batched, FileOperation operation,
                                          std::function<boost::asio::awaitable<void>()> body);
+  struct Observation {
+    std::shared_ptr<const ObserverSet> observers;
+    SandboxKey key;
+  };
+  std::shared_ptr<const Observation> observation() const;
+  /// read_file after the capability gate: confinement, the walk, the cap and the hook.
+  boost::asio::awaitable<std::string> read_confined(bool batched, std::string path, std::string working_directory,
+                                                    std::int64_t max_bytes);
+  void deliver(const Observation& observation, SandboxEvent event) const noexcept;
 
   Identity identity_;
+  mutable std::mutex observation_mutex_;
+  std::shared_ptr<const Observation> observation_;
 };
 
 }  // namespace maf::sandbox

@@ -3,12 +3,11 @@
 /// Egress events (docker.md §8.1, §11.3, D-27): what an ALLOWLIST sandbox's proxy decided,
 /// published when the proxy is torn down.
 ///
-/// The core has no observer seam yet (core.md §9.4 `SandboxObserver` is phase 2), so this
-/// backend offers the smallest one: `DockerConfig::egress_observer`, a callback set by a
-/// host that builds the backend itself. A host that loads the plugin by name (JSON config,
-/// which cannot carry a callback) names a file instead: `"egress_event_log"` appends one JSON
-/// line per event (egress_event_log(), below). When the core gains its observer, these events
-/// map onto its "network decisions".
+/// Each decision reaches the core's observers as a NetworkDecisionEvent (observer.hpp; the
+/// router attaches them to the backend). Besides, `DockerConfig::egress_observer` is a
+/// callback set by a host that builds the backend itself; a host that loads the plugin by
+/// name (JSON config, which cannot carry a callback) names a file instead:
+/// `"egress_event_log"` appends one JSON line per event (egress_event_log(), below).
 ///
 /// When: every proxy teardown — dispose, dispose_scope, reap, and the replacement of a
 /// warm sandbox's proxy at re-acquire — stops the proxy, reads the tail of its log

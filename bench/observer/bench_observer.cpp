@@ -1,0 +1,124 @@
+// bench_observer [events]: the calling thread's cost of one event, emitted the way the
+// router and the NVI emit it (emit() over an ObserverSet), against
+//   - a no-op observer (the fan-out's own cost: the floor),
+//   - the OTLP exporter with room in its queue (the copy into the queue),
+//   - the exporter with a full queue (the drop path a dead collector leaves us on),
+// interleaved in rounds so load hits all alike; then the growth of peak RSS while 100 000
+// events go to an exporter whose collector is down (the queue bound holds memory flat),
+// measured first, while the process is small.
+// Results: bench/RESULTS.md "observer". No assertion here: numbers are recorded, not judged.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "maf/sandbox/observer.hpp"
+#include "maf/sandbox/otel.hpp"
+
+using namespace maf::sandbox;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+class NoOp final : public SandboxObserver {
+public:
+  void on_event(const SandboxEvent&) override {}
+};
+
+/// An exec event as the NVI builds it: key, backend, kind, instance, digest.
+ExecEvent sample_event() {
+  ExecEvent e;
+  e.context.key = SandboxKey{"tenant-a", "conversation-42", "agent-1", ""};
+  e.context.backend = "process";
+  e.context.kind = "script";
+  e.context.instance_id = "maf-sandbox-process-0123456789ab";
+  e.context.time = std::chrono::system_clock::now();
+  e.argv_digest = std::string(64, 'a');
+  e.exit_code = 0;
+  e.stdout_bytes = 120;
+  e.duration = std::chrono::milliseconds(12);
+  return e;
+}
+
+/// A collector that is not there: a loopback port nothing listens on.
+otel::OtlpOptions down_collector(std::size_t queue) {
+  otel::OtlpOptions o;
+  o.endpoint = "http://127.0.0.1:9/v1/traces";
+  o.timeout = std::chrono::milliseconds(200);
+  o.max_queue = queue;
+  return o;
+}
+
+double ns_per_event(const ObserverSet& set, int events) {
+  const ExecEvent event = sample_event();
+  const auto start = clock_type::now();
+  for (int i = 0; i < events; ++i) emit(&set, event);  // emit copies, as the NVI's by-value hand-off does
+  return std::chrono::duration<double, std::nano>(clock_type::now() - start).count() / events;
+}
+
+long peak_rss_kib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int events = argc > 1 ? std::atoi(argv[1]) : 100000;
+  if (events <= 0) {
+    std::fprintf(stderr, "usage: bench_observer [events > 0]\n");
+    return 2;
+  }
+  // RSS first, while the process is small: the default queue (2048) in front of a collector
+  // that is down, 100 000 events.
+  const long before = peak_rss_kib();
+  otel::OtlpStats stats;
+  {
+    auto exporter = std::make_shared<otel::OtlpExporter>(down_collector(2048));
+    ObserverSet set({exporter});
+    const ExecEvent event = sample_event();
+    for (int i = 0; i < 100000; ++i) emit(&set, event);
+    stats = exporter->stats();
+  }
+  const long after = peak_rss_kib();
+
+  constexpr int kRounds = 5;
+  std::vector<double> noop, room, full;
+  for (int round = 0; round < kRounds; ++round) {
+    ObserverSet noop_set({std::make_shared<NoOp>()});
+    noop.push_back(ns_per_event(noop_set, events));
+    {
+      // Room for every event: each one is copied into the queue.
+      auto exporter = std::make_shared<otel::OtlpExporter>(down_collector(static_cast<std::size_t>(events) + 1));
+      ObserverSet set({std::make_shared<NoOp>(), exporter});
+      room.push_back(ns_per_event(set, events));
+    }
+    {
+      // A queue of one, held by a thread stuck on a dead collector: nearly all dropped.
+      auto exporter = std::make_shared<otel::OtlpExporter>(down_collector(1));
+      ObserverSet set({std::make_shared<NoOp>(), exporter});
+      full.push_back(ns_per_event(set, events));
+    }
+  }
+  std::printf("| metric | value |\n|---|---|\n");
+  std::printf("| events per measurement | %d (median of %d rounds) |\n", events, kRounds);
+  std::printf("| no-op observer, per event | %.1f ns |\n", median(noop));
+  std::printf("| exporter (queue has room) + no-op, per event | %.1f ns |\n", median(room));
+  std::printf("| exporter (queue full: dropped) + no-op, per event | %.1f ns |\n", median(full));
+  std::printf("| collector down, 100 000 events: accepted / dropped | %llu / %llu |\n",
+              static_cast<unsigned long long>(stats.events_accepted),
+              static_cast<unsigned long long>(stats.events_dropped));
+  std::printf("| peak RSS before / after | %ld KiB / %ld KiB (+%ld KiB) |\n", before, after, after - before);
+
+  return 0;
+}

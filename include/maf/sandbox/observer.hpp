@@ -1,0 +1,207 @@
+#pragma once
+/// @file observer.hpp
+/// SandboxObserver (core.md §9.4, docs/observability.md): typed events for what sandboxes
+/// did — acquisitions, tool calls, exec, transfers, network decisions, cleanup and host-tool
+/// dispatch — delivered to every observer a host registered.
+///
+/// Delivery rules (OBS-1…OBS-4 in docs/observability.md): callbacks are synchronous, on the
+/// thread of the operation they describe (any thread); several observers are called in
+/// registration order; an observer that throws is logged and skipped, and never changes the
+/// operation's result; delivery is not a durable audit trail. Events carry configuration and
+/// sizes, never payloads — except a tool call's arguments and result, and only when the tool
+/// layer was told to attach them (the host's opt-in).
+///
+/// Light: the standard library and key.hpp only, so sandbox.hpp and router_options.hpp can
+/// name it without pulling in Asio or JSON.
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "maf/sandbox/key.hpp"
+
+namespace maf::sandbox {
+
+/// What every event carries: whose sandbox, which tool call, where, and when it completed.
+struct EventContext {
+  SandboxKey key{};
+  /// The tool call the event belongs to: the key's call_id (CALL scope), or the id the tool
+  /// layer named; empty when no tool call is known (docs/observability.md, OBS-5).
+  std::string call_id{};
+  std::string backend{};
+  std::string kind{};
+  std::string instance_id{};
+  /// When the operation ended (or, for a queued/admitted tool call, when it happened).
+  std::chrono::system_clock::time_point time{};
+};
+
+enum class AcquisitionOutcome {
+  Started,  ///< the backend handed out a sandbox this router had not handed out before
+  Reused,   ///< a sandbox this router already handed out (a warm conversation sandbox)
+  Refused,  ///< the policy said no (a SandboxPolicyRefusal); `reason` is its message
+  Failed,   ///< any other failure; `reason` is its message
+};
+
+struct AcquisitionEvent {
+  EventContext context;
+  AcquisitionOutcome outcome = AcquisitionOutcome::Started;
+  std::string isolation{};  ///< the serving backend's rung (empty when none was selected)
+  std::string egress{};     ///< the spec's egress mode
+  std::string error_type{};  ///< class name of the refusal or failure; empty on success
+  std::string reason{};      ///< the refusal's or failure's message
+  std::chrono::nanoseconds duration{};
+};
+
+enum class ToolCallPhase {
+  Queued,    ///< waiting for admission (core.md §9.3)
+  Admitted,  ///< the call runs
+  Released,  ///< the call returned, was refused or threw
+};
+
+struct ToolCallEvent {
+  EventContext context;
+  ToolCallPhase phase = ToolCallPhase::Admitted;
+  std::string tool{};
+  /// Released: class name of what ended the call unsuccessfully (a refusal string counts as
+  /// "refused"); empty on success.
+  std::string error_type{};
+  /// Admitted: the host's W3C `traceparent` for this call, if it has one; empty otherwise.
+  std::string traceparent{};
+  /// The call's arguments / result as the tool saw them; filled only when the host opted in.
+  std::optional<std::string> arguments{};
+  std::optional<std::string> result{};
+};
+
+struct ExecEvent {
+  EventContext context;
+  bool run_code = false;      ///< run_code rather than exec
+  std::string argv_digest{};  ///< hex SHA-256 of the shell line (or code); never the argv itself
+  std::optional<int> exit_code{};  ///< absent when the program did not return one
+  bool timed_out = false;
+  std::uint64_t stdout_bytes = 0;
+  std::uint64_t stderr_bytes = 0;
+  std::string error_type{};  ///< class name when exec threw; empty otherwise
+  std::chrono::nanoseconds duration{};
+};
+
+enum class TransferDirection { In, Out };
+
+struct TransferEvent {
+  EventContext context;
+  TransferDirection direction = TransferDirection::In;
+  std::string guest_path{};  ///< as the caller named it
+  std::uint64_t bytes = 0;   ///< moved; for a cap refusal, the size that was refused when known
+  bool refused_by_cap = false;
+  std::string error_type{};
+  std::chrono::nanoseconds duration{};
+};
+
+/// One decision of an ALLOWLIST sandbox's egress proxy.
+struct NetworkDecisionEvent {
+  EventContext context;
+  std::string decision{};  ///< ALLOW, DENY, DENY-NONGLOBAL or UNREACHABLE
+  std::string host{};
+  int port = 0;
+  std::string proxy{};     ///< the proxy that decided
+  bool truncated = false;  ///< the proxy's log lost earlier decisions
+};
+
+struct CleanupEvent {
+  EventContext context;
+  std::string rung{};     ///< "reclaim", "reset" or "dispose" (core.md §9.2)
+  std::string outcome{};  ///< "done", "failed" or "unconfirmed"
+  std::string detail{};   ///< why it failed or is unconfirmed
+  std::chrono::nanoseconds duration{};
+};
+
+/// A host tool dispatched from a sandbox (core.md §9.5); the host-tool registry emits it.
+struct HostToolDispatchEvent {
+  EventContext context;
+  std::string tool{};
+  std::string identity{};  ///< "app" or "user"
+  std::string outcome{};   ///< "ok", "refused" or "failed"
+  std::string error_type{};
+  std::chrono::nanoseconds duration{};
+};
+
+using SandboxEvent = std::variant<AcquisitionEvent, ToolCallEvent, ExecEvent, TransferEvent, NetworkDecisionEvent,
+                                  CleanupEvent, HostToolDispatchEvent>;
+
+/// "acquisition", "tool_call", "exec", "transfer", "network_decision", "cleanup",
+/// "host_tool_dispatch".
+std::string_view event_type(const SandboxEvent& event) noexcept;
+const EventContext& context_of(const SandboxEvent& event) noexcept;
+EventContext& context_of(SandboxEvent& event) noexcept;
+
+std::string_view to_string(AcquisitionOutcome outcome) noexcept;
+std::string_view to_string(ToolCallPhase phase) noexcept;
+std::string_view to_string(TransferDirection direction) noexcept;
+
+/// One JSON object on one line (no newline): `{"event": <event_type>, "time": <unix ns>,
+/// "key": {…}, "call_id", "backend", "kind", "instance_id", …the event's own fields}`.
+/// The shape of `maf-sandbox run --events FILE` (docs/observability.md).
+std::string event_to_json(const SandboxEvent& event);
+
+/// The class name of an error without namespaces, template arguments or the
+/// std::_Nested_exception wrapper — "SandboxEgressNotEnforced".
+std::string error_type_name(const std::exception& error);
+/// The same for whatever `error` holds ("unknown" for a non-std exception).
+std::string error_type_name(const std::exception_ptr& error);
+/// The class name in a demangled type name.
+std::string class_name_of(std::string_view demangled);
+
+/// Receives events. Keep on_event short (hand off to a queue): it runs on the caller's
+/// thread, inside the operation it describes, and may be called from several threads at once.
+class SandboxObserver {
+public:
+  virtual ~SandboxObserver();
+  virtual void on_event(const SandboxEvent& event) = 0;
+};
+
+/// An immutable fan-out over observers, shared by the router and every sandbox it hands out.
+/// notify() calls each observer in order, logs and swallows whatever one throws.
+class ObserverSet {
+public:
+  ObserverSet() = default;
+  explicit ObserverSet(std::vector<std::shared_ptr<SandboxObserver>> observers);
+
+  bool empty() const noexcept { return observers_.empty(); }
+  std::size_t size() const noexcept { return observers_.size(); }
+  void notify(const SandboxEvent& event) const noexcept;
+
+private:
+  std::vector<std::shared_ptr<SandboxObserver>> observers_;
+};
+
+/// The observer sets attached to a backend, for what it sees outside any one sandbox's
+/// operations (an egress proxy's decisions, drained at teardown). Held weakly: a router that
+/// goes takes its observers with it. Thread-safe.
+class ObserverHub {
+public:
+  /// Adds `observers` unless already attached; null or empty is ignored.
+  void attach(const std::shared_ptr<const ObserverSet>& observers);
+  /// Delivers to every live attached set; stamps `time` if unset.
+  void notify(SandboxEvent event) const noexcept;
+  bool empty() const;
+
+private:
+  mutable std::mutex mutex_;
+  std::vector<std::weak_ptr<const ObserverSet>> sets_;
+};
+
+/// An observer over a callable, for hosts and tests that want a lambda.
+std::shared_ptr<SandboxObserver> make_observer(std::function<void(const SandboxEvent&)> callback);
+
+/// The emit helper of the tool layer: stamps `time` (now) if unset and notifies.
+/// Null or empty `observers` costs one branch.
+void emit(const ObserverSet* observers, SandboxEvent event) noexcept;
+
+}  // namespace maf::sandbox
