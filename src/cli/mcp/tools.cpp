@@ -29,9 +29,10 @@ constexpr int kMaxTimeoutSeconds = 3600;
 /// Awaits `op`, or throws Cancelled as soon as `stop` is requested. Sandbox::exec takes no
 /// stop token (Boost 1.74 has no per-operation cancellation), so a stopped call returns at
 /// once and the program it started is ended by the call's cleanup rung (DISPOSE kills it) or
-/// by its own deadline.
+/// by its own deadline. `sandbox` is kept alive until `op` has finished: the operation runs
+/// on inside it after the call has returned.
 template <class T>
-awaitable<T> until_stopped(std::stop_token stop, awaitable<T> op) {
+awaitable<T> until_stopped(std::stop_token stop, std::shared_ptr<Sandbox> sandbox, awaitable<T> op) {
   auto executor = co_await boost::asio::this_coro::executor;
   struct State {
     explicit State(boost::asio::any_io_executor ex) : wake(ex, boost::asio::steady_timer::time_point::max()) {}
@@ -45,7 +46,7 @@ awaitable<T> until_stopped(std::stop_token stop, awaitable<T> op) {
   auto wake = [state] { state->wake.expires_at(boost::asio::steady_timer::time_point::min()); };
   boost::asio::co_spawn(
       executor,
-      [state, wake, op = std::move(op)]() mutable -> awaitable<void> {
+      [state, wake, sandbox, op = std::move(op)]() mutable -> awaitable<void> {
         try {
           state->value.emplace(co_await std::move(op));
         } catch (...) {
@@ -181,7 +182,7 @@ std::vector<SandboxedTool> make_toolset(std::shared_ptr<SandboxRouter> router, c
                                                            : Command(args["command"].get<std::string>());
                    const std::string wd = args.value("working_directory", std::string("."));
                    const auto timeout = timeout_of(args);
-                   auto result = co_await until_stopped(session.stop_token(),
+                   auto result = co_await until_stopped(session.stop_token(), *sandbox,
                                                         (*sandbox)->exec(std::move(command), wd, timeout));
                    co_return exec_result(result);
                  });
@@ -279,7 +280,8 @@ std::vector<SandboxedTool> make_toolset(std::shared_ptr<SandboxRouter> router, c
                    auto sandbox = co_await session.acquire();
                    if (!sandbox) co_return ToolResult::error(sandbox.refusal());
                    auto result = co_await until_stopped(
-                       session.stop_token(), (*sandbox)->run_code(args["code"].get<std::string>(), timeout_of(args)));
+                       session.stop_token(), *sandbox,
+                       (*sandbox)->run_code(args["code"].get<std::string>(), timeout_of(args)));
                    co_return exec_result(result);
                  });
                },
