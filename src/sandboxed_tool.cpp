@@ -16,6 +16,7 @@
 #include <random>
 
 #include "argument_schema.hpp"
+#include "random_name.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/paths.hpp"
 #include "maf/sandbox/router.hpp"
@@ -67,17 +68,7 @@ constexpr std::chrono::milliseconds kCancelledCallGrace{2000};
 /// model chose, so it is public but not trusted.
 constexpr ContentLabels kValidationLabels{Integrity::Untrusted, Confidentiality::Public};
 
-std::string random_hex(std::size_t digits) {
-  thread_local std::mt19937_64 engine{std::random_device{}()};
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(digits);
-  while (out.size() < digits) {
-    std::uint64_t v = engine();
-    for (int i = 0; i < 16 && out.size() < digits; ++i, v >>= 4) out += kHex[v & 15];
-  }
-  return out;
-}
+using detail::random_hex;
 
 const detail::ToolBinding& bound(const std::shared_ptr<const detail::ToolBinding>& binding) {
   if (!binding) throw RuntimeError("SandboxToolSession: this session belongs to no tool call");

@@ -21,6 +21,9 @@ SandboxSpec::SandboxSpec(Fields fields) : f_(std::move(fields)) {
   f_.egress_allow = canonicalize_egress_allow(std::move(f_.egress_allow));
   for (const auto& e : f_.egress_allow)
     if (std::holds_alternative<EgressRule>(e)) f_.requires_capabilities.insert(Capability::EgressMethods);
+  // HT-R5: the aggregate of a host-tool registry means the workload calls host tools, so it
+  // requires HOST_TOOLS — added like EGRESS_METHODS (C-9): a requirement only strengthens.
+  if (f_.host_tools) f_.requires_capabilities.insert(Capability::HostTools);
   if (f_.work_dir && f_.work_dir->empty())
     throw ValueError("SandboxSpec for kind '" + f_.kind + "': work_dir is empty; omit it to let the backend choose");
 }

@@ -87,7 +87,7 @@ public:
     // Reclaim and Snapshot: proven by the CLEANUP suite on this backend (docs/backends/process.md).
     declarations_.capabilities = {Capability::Exec,        Capability::FilesIn, Capability::FilesOut,
                                   Capability::FilesList,   Capability::FilesDelete, Capability::Reclaim,
-                                  Capability::Snapshot};
+                                  Capability::Snapshot,    Capability::HostTools};
     if (!config_->run_code_interpreter.empty()) declarations_.capabilities.insert(Capability::RunCode);
     declarations_.os_families = {OsFamily::Posix};
     declarations_.isolation_scopes = {IsolationScope::Conversation, IsolationScope::Call};

@@ -13,6 +13,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace maf::sandbox {
 
@@ -55,7 +56,11 @@ protected:
 /// A value was refused: an unknown enum string, an invalid spec, a path that escapes its
 /// working directory (a *confinement refusal*).
 MAF_SANDBOX_DEFINE_ERROR(ValueError, Error);
+/// A host tool without a declaration, registered where the registry requires one
+/// (docs/host-tools.md, HT-R2).
 MAF_SANDBOX_DEFINE_ERROR(HostToolNotDeclared, ValueError);
+/// A host tool whose identity the registry does not allow, or a USER tool without the
+/// host's mint callback (docs/host-tools.md, HT-R3).
 MAF_SANDBOX_DEFINE_ERROR(HostToolIdentityNotAllowed, ValueError);
 
 /// Something looked up by name is not there.
@@ -116,7 +121,41 @@ MAF_SANDBOX_DEFINE_REFUSAL(SandboxEgressNotEnforced, PermissionError);
 MAF_SANDBOX_DEFINE_ERROR(TimeoutError, OSError);
 /// run_code's deadline passed before the program started (C-41).
 MAF_SANDBOX_DEFINE_ERROR(SandboxQueuedTimeout, TimeoutError);
-MAF_SANDBOX_DEFINE_ERROR(SandboxProgramTimeout, TimeoutError);
+/// A program overran its own deadline (a host-tools run, docs/host-tools.md "Deadlines";
+/// WSLC's exec). Beside the message it carries what the program printed before it was
+/// stopped, whether a stop was delivered, and what it reached — so a host can tell "nothing
+/// ever started" (signal Absent) from "the program was started and then stopped".
+class SandboxProgramTimeout : public TimeoutError {
+public:
+  /// Sent: the stop was delivered; Refused: it was attempted and failed; Absent: no program
+  /// was recorded as started (the only value that proves nothing ran); Unrecorded: the
+  /// program's start record could not be read; Unknown: the transport cannot tell.
+  enum class Signal { Sent, Refused, Absent, Unrecorded, Unknown };
+  /// Group: the program and everything it started; Program: the program alone; Nothing.
+  enum class Reach { Group, Program, Nothing };
+
+  explicit SandboxProgramTimeout(const std::string& message, std::string output = {},
+                                 Signal signal = Signal::Unknown, Reach reach = Reach::Nothing)
+      : TimeoutError(message), output_(std::move(output)), signal_(signal), reach_(reach) {}
+  const std::string& output() const noexcept { return output_; }
+  Signal signal() const noexcept { return signal_; }
+  Reach reach() const noexcept { return reach_; }
+
+private:
+  std::string output_;
+  Signal signal_;
+  Reach reach_;
+};
+/// "sent", "refused", "absent", "unrecorded", "unknown".
+constexpr const char* to_string(SandboxProgramTimeout::Signal signal) noexcept {
+  constexpr const char* names[] = {"sent", "refused", "absent", "unrecorded", "unknown"};
+  return names[static_cast<int>(signal)];
+}
+/// "group", "program", "nothing".
+constexpr const char* to_string(SandboxProgramTimeout::Reach reach) noexcept {
+  constexpr const char* names[] = {"group", "program", "nothing"};
+  return names[static_cast<int>(reach)];
+}
 
 #undef MAF_SANDBOX_DEFINE_REFUSAL
 #undef MAF_SANDBOX_DEFINE_ERROR

@@ -21,6 +21,7 @@
 #include "maf/sandbox/capability.hpp"
 #include "maf/sandbox/declared_output.hpp"
 #include "maf/sandbox/egress.hpp"
+#include "maf/sandbox/host_tool_aggregate.hpp"
 #include "maf/sandbox/isolation.hpp"
 #include "maf/sandbox/limits.hpp"
 #include "maf/sandbox/os_family.hpp"
@@ -50,12 +51,15 @@ public:
     Egress egress = Egress::Closed;
     std::optional<OsFamily> requires_os_family{};
     IsolationScope isolation_scope = IsolationScope::Conversation;
+    /// The sealed aggregate of the registry the workload's guest code may call
+    /// (HostToolRegistry::aggregate, docs/host-tools.md HT-R5). Requires HOST_TOOLS.
+    std::optional<HostToolAggregate> host_tools{};
   };
 
   /// Validates in the order of C-18 and throws ValueError naming the offending value:
   /// an empty kind; an egress_allow entry that is not a host (egress_host_problem, naming
   /// the entry); egress_allow without ALLOWLIST (naming the hosts and the mode);
-  /// conflicting or malformed egress rules (C-8). Adds EGRESS_METHODS to the requirements
+  /// conflicting or malformed egress rules (C-8); host_tools without HOST_TOOLS (HT-R5). Adds EGRESS_METHODS to the requirements
   /// when any rule is method-scoped (C-9).
   explicit SandboxSpec(Fields fields);
 
@@ -77,8 +81,10 @@ public:
   Egress egress() const noexcept { return f_.egress; }
   std::optional<OsFamily> requires_os_family() const noexcept { return f_.requires_os_family; }
   IsolationScope isolation_scope() const noexcept { return f_.isolation_scope; }
-  /// Derived from host tools; empty until host tools land (phase 2).
-  IdentitySet identities() const noexcept { return {}; }
+  const std::optional<HostToolAggregate>& host_tools() const noexcept { return f_.host_tools; }
+  /// Whose authority the workload's host tools exercise (HT-R5): what the router's
+  /// `denied_identities` checks (C-65 #2). Empty without host tools.
+  IdentitySet identities() const noexcept { return f_.host_tools ? f_.host_tools->identities : IdentitySet{}; }
 
   /// The validated fields, e.g. to derive a modified spec (which is validated again).
   const Fields& fields() const noexcept { return f_; }

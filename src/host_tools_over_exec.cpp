@@ -1,0 +1,371 @@
+// The exec transport for host tools (docs/host-tools.md "The exec transport", HT-T1…T6).
+//
+// Why the program runs *attached* (inside the one exec the supervisor awaits) rather than
+// detached as in the Python reference: our Sandbox serves file operations while an exec of
+// the same sandbox runs, so the supervisor can answer requests without the program outliving
+// its exec — and then the program's deadline is that exec's timeout, which every backend
+// already enforces host-side (C-40) by stopping everything the exec started. Detaching would
+// need a backend whose separate execs share a process namespace (the process backend's do
+// not) and a second, guest-visible way to stop the program.
+#include "maf/sandbox/host_tools_over_exec.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <spdlog/spdlog.h>
+
+#include <memory>
+
+#include "host_tool_request.hpp"
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/host_tools.hpp"
+#include "maf/sandbox/logging.hpp"
+#include "maf/sandbox/paths.hpp"
+#include "maf/sandbox/sandbox.hpp"
+#include "maf/sandbox/support/shell.hpp"
+#include "random_name.hpp"
+
+namespace maf::sandbox {
+namespace {
+
+using boost::asio::awaitable;
+using support::shell_quote;
+
+/// The launcher exits with this (and a "maf-host-tools:" line on its stderr) when it could
+/// not start the program; any other status is the program's own.
+constexpr int kLauncherFailed = 125;
+/// "ok\n" or "refused\n" precede the payload in a response file; the longer one is counted.
+constexpr std::int64_t kFramingBytes = 8;
+
+// The POSIX sh client (busybox-compatible). A number is claimed with noclobber's exclusive
+// create, so concurrent callers — threads, forks, other processes — never share one; the
+// request is staged and renamed so the host never reads half of it; the host's ".done"
+// marker follows its response, so the client never reads half of that.
+constexpr const char* kShellClient = R"SH(#!/bin/sh
+# maf-host-tool NAME [ARGUMENTS]: call the host tool NAME with ARGUMENTS, a JSON object
+# (default {}). Prints the value's JSON on stdout and exits 0, or the host's refusal on
+# stderr and exits 1; 2 is this client's own failure. Written by maf-sandbox for this run:
+# editing it changes nothing the host enforces.
+calls=${MAF_HOST_TOOLS_CALLS:?maf-host-tool: not inside a host-tools run}
+name=$1
+arguments=$2
+[ -n "$arguments" ] || arguments='{}'
+case $name in
+  ''|*[!A-Za-z0-9_.-]*) echo "maf-host-tool: a tool name is letters, digits, '_', '.' or '-'" >&2; exit 2 ;;
+esac
+n=1
+while :; do
+  id=$(printf '%04d' "$n")
+  if (set -C; : > "$calls/$id.claim") 2>/dev/null; then break; fi
+  n=$((n + 1))
+  [ "$n" -le 99999 ] || { echo "maf-host-tool: no request number left" >&2; exit 2; }
+done
+if ! { printf '{"id":"%s","name":"%s","arguments":%s}' "$id" "$name" "$arguments" > "$calls/$id.part" &&
+       mv "$calls/$id.part" "$calls/$id.request.json"; }; then
+  printf '{"id":"%s","abandoned":true}' "$id" > "$calls/$id.request.json" 2>/dev/null
+  echo "maf-host-tool: could not publish request $id" >&2
+  exit 2
+fi
+polls=$(( ${MAF_HOST_TOOLS_TIMEOUT:-300} * 50 ))
+while [ ! -e "$calls/$id.done" ]; do
+  polls=$((polls - 1))
+  [ "$polls" -gt 0 ] || { echo "maf-host-tool: the host did not answer request $id" >&2; exit 2; }
+  sleep 0.02 2>/dev/null || sleep 1
+done
+status=$(head -n 1 "$calls/$id.response")
+if [ "$status" = ok ]; then
+  tail -n +2 "$calls/$id.response"; echo
+  exit 0
+fi
+tail -n +2 "$calls/$id.response" >&2; echo >&2
+exit 1
+)SH";
+
+// The Python client: the same protocol, for guests that have Python.
+constexpr const char* kPythonClient = R"PY("""maf_host_tools: call the host's tools from a host-tools run.
+
+    import maf_host_tools
+    value = maf_host_tools.call("lookup", id=7)
+
+Written by maf-sandbox for this run; editing it changes nothing the host enforces: every
+gate is host-side.
+"""
+import json
+import os
+import time
+
+
+class HostToolError(RuntimeError):
+    """The host refused the call, or never answered; the message is its sentence."""
+
+
+def _calls():
+    calls = os.environ.get("MAF_HOST_TOOLS_CALLS")
+    if not calls:
+        raise HostToolError("not inside a host-tools run (MAF_HOST_TOOLS_CALLS is unset)")
+    return calls
+
+
+def _claim(calls):
+    number = 1
+    while True:
+        ident = "%04d" % number
+        try:
+            os.close(os.open(os.path.join(calls, ident + ".claim"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            return ident
+        except FileExistsError:
+            number += 1
+
+
+def call(name, **arguments):
+    """Call the host tool `name` with keyword `arguments`; return its value."""
+    calls = _calls()
+    ident = _claim(calls)
+    request = os.path.join(calls, ident + ".request.json")
+    staged = os.path.join(calls, ident + ".part")
+    try:
+        with open(staged, "w", encoding="utf-8") as handle:
+            json.dump({"id": ident, "name": name, "arguments": arguments}, handle)
+        os.replace(staged, request)
+    except BaseException:
+        try:
+            with open(request, "w", encoding="utf-8") as handle:
+                json.dump({"id": ident, "abandoned": True}, handle)
+        except OSError:
+            pass
+        raise
+    done = os.path.join(calls, ident + ".done")
+    deadline = time.monotonic() + float(os.environ.get("MAF_HOST_TOOLS_TIMEOUT", "300"))
+    while not os.path.exists(done):
+        if time.monotonic() > deadline:
+            raise HostToolError("the host did not answer request %s" % ident)
+        time.sleep(0.02)
+    with open(os.path.join(calls, ident + ".response"), encoding="utf-8") as handle:
+        status, _, payload = handle.read().partition("\n")
+    if status == "ok":
+        return json.loads(payload)
+    raise HostToolError(payload)
+)PY";
+
+struct Layout {
+  std::string wd;        ///< the program's working directory, absolute
+  std::string run;       ///< the run directory, absolute
+  std::string run_rel;   ///< the same, relative to wd (what file operations take)
+  std::string calls_rel;
+};
+
+std::string launcher(const Layout& l, const Command& command) {
+  const std::string run = shell_quote(l.run);
+  // The program's output goes to a file so that it survives a timeout; the launcher's own
+  // stdout/stderr stay the exec's, which nothing the program prints can reach.
+  return "#!/bin/sh\n"
+         "run=" + run + "\n"
+         "fail() { echo \"maf-host-tools: $*\" >&2; exit " + std::to_string(kLauncherFailed) + "; }\n"
+         "mkdir -p \"$run/calls\" \"$run/bin\" || fail \"cannot create $run/calls\"\n"
+         "[ -w \"$run/calls\" ] || fail \"$run/calls is not writable by the program\"\n"
+         // A copy the guest owns, so it can be made executable whoever wrote the original.
+         "cat \"$run/client.sh\" > \"$run/bin/maf-host-tool\" && chmod 0755 \"$run/bin/maf-host-tool\" || "
+         "fail \"cannot install maf-host-tool\"\n"
+         "PATH=\"$run/bin:$PATH\"\n"
+         "PYTHONPATH=\"$run/python${PYTHONPATH:+:$PYTHONPATH}\"\n"
+         "MAF_HOST_TOOLS_CALLS=\"$run/calls\"\n"
+         "export PATH PYTHONPATH MAF_HOST_TOOLS_CALLS\n"
+         "( " + command.shell_line() + "\n) > \"$run/output\" 2>&1 < /dev/null &\n"
+         "pid=$!\n"
+         "printf %s \"$pid\" > \"$run/pid.part\" && mv \"$run/pid.part\" \"$run/pid\"\n"
+         "wait \"$pid\"\n"
+         "exit $?\n";
+}
+
+/// The exec that holds the program, run beside the supervisor.
+struct ExecState {
+  explicit ExecState(boost::asio::any_io_executor ex) : wake(std::move(ex)) {}
+  boost::asio::steady_timer wake;
+  bool done = false;
+  std::optional<ExecResult> result;
+  std::exception_ptr error;
+};
+
+awaitable<void> wait_a_little(ExecState& st, std::chrono::milliseconds interval) {
+  if (st.done) co_return;
+  st.wake.expires_after(interval);
+  boost::system::error_code ec;
+  co_await st.wake.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+}
+
+/// Serves request `id` if it is there; false when there is nothing to serve yet.
+awaitable<bool> serve(Sandbox& sandbox, HostToolRun& run, const Layout& l, const std::string& id) {
+  const std::string base = l.calls_rel + "/" + id;
+  const auto entry = co_await sandbox.stat_file(base + ".request.json", l.wd);
+  if (!entry) co_return false;
+  std::string status = "refused";
+  std::string payload;
+  std::optional<std::string> bytes;
+  const std::int64_t request_cap = run.registry().options().response_limits.max_bytes_per_file();
+  if (entry->kind != EntryKind::File) {
+    payload = "Error: this host-tool request is not a regular file";
+  } else {
+    try {
+      bytes = co_await sandbox.read_file(base + ".request.json", l.wd, request_cap);
+    } catch (const SandboxTransferCapExceeded&) {
+      payload = "Error: this host-tool request is over the request cap of " + std::to_string(request_cap) + " bytes";
+    }
+  }
+  if (bytes) {
+    auto parsed = detail::parse_host_tool_request(*bytes, id);
+    if (std::holds_alternative<detail::AbandonedRequest>(parsed)) co_return true;  // stepped over, unanswered
+    if (const auto* bad = std::get_if<detail::MalformedRequest>(&parsed)) {
+      payload = bad->sentence;
+    } else {
+      const auto& request = std::get<detail::HostToolRequest>(parsed);
+      auto answer = run.dispatch(request.name, request.arguments, kFramingBytes);
+      if (answer.ok()) {
+        status = "ok";
+        payload = std::move(*answer.value_json);
+      } else {
+        payload = std::move(*answer.refusal);
+      }
+    }
+  }
+  co_await sandbox.write_file(base + ".response", status + "\n" + payload, l.wd);
+  co_await sandbox.write_file(base + ".done", "", l.wd);
+  co_return true;
+}
+
+}  // namespace
+
+awaitable<HostToolProgramResult> run_with_host_tools(Sandbox& sandbox, HostToolRun& run, HostToolProgram program) {
+  if (program.deadline.count() <= 0)
+    throw ValueError("run_with_host_tools: deadline must be positive, got " + std::to_string(program.deadline.count()) +
+                     " ms");
+  if (program.poll_interval.count() <= 0)
+    throw ValueError("run_with_host_tools: poll_interval must be positive, got " +
+                     std::to_string(program.poll_interval.count()) + " ms");
+  if (program.max_output_bytes < 0)
+    throw ValueError("run_with_host_tools: max_output_bytes must not be negative, got " +
+                     std::to_string(program.max_output_bytes));
+  const CapabilitySet needed{Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::HostTools};
+  if (const auto missing = needed.difference(sandbox.capabilities()); !missing.empty())
+    throw NotImplementedError("backend '" + sandbox.backend_name() + "' (kind '" + sandbox.kind() +
+                              "') cannot serve host tools over exec: it does not declare " + missing.to_string());
+
+  Layout l;
+  l.wd = resolve_working_directory(program.working_directory, sandbox.storage_base());
+  l.run_rel = ".maf-host-tools-" + detail::random_hex(12);
+  l.run = join_guest_path(l.wd, l.run_rel);
+  l.calls_rel = l.run_rel + "/calls";
+
+  auto executor = co_await boost::asio::this_coro::executor;
+  auto st = std::make_shared<ExecState>(executor);
+  HostToolProgramResult result;
+  std::exception_ptr supervisor_error;
+  bool pid_seen = false;
+  bool launched = false;
+  try {
+    co_await sandbox.write_file(l.run_rel + "/client.sh", kShellClient, l.wd);
+    co_await sandbox.write_file(l.run_rel + "/python/maf_host_tools.py", kPythonClient, l.wd);
+    co_await sandbox.write_file(l.run_rel + "/launch.sh", launcher(l, program.command), l.wd);
+    boost::asio::co_spawn(executor, sandbox.exec(Command({"sh", l.run + "/launch.sh"}), l.wd, program.deadline),
+                          [st](std::exception_ptr e, ExecResult r) {
+                            st->done = true;
+                            if (e) st->error = e;
+                            else st->result = std::move(r);
+                            st->wake.cancel();
+                          });
+    launched = true;
+    int next = 1;
+    while (!st->done) {
+      if (!pid_seen) pid_seen = (co_await sandbox.stat_file(l.run_rel + "/pid", l.wd)).has_value();
+      if (co_await serve(sandbox, run, l, detail::request_id(next))) {
+        ++next;
+        ++result.requests;
+        continue;  // a program that calls in a burst is answered without a poll between
+      }
+      co_await wait_a_little(*st, program.poll_interval);
+    }
+  } catch (...) {
+    supervisor_error = std::current_exception();
+  }
+  // The exec is bounded by its own timeout, so this wait is too; the program must be over
+  // before the run directory goes.
+  while (launched && !st->done) co_await wait_a_little(*st, program.poll_interval);
+
+  std::optional<std::exception_ptr> outcome_error;
+  std::optional<SandboxProgramTimeout> timeout;
+  std::optional<std::string> expired;  // the exec's TimeoutError: the program overran its deadline
+  if (st->error) {
+    try {
+      std::rethrow_exception(st->error);
+    } catch (const TimeoutError& e) {
+      expired = e.what();
+    } catch (...) {
+      outcome_error = std::current_exception();
+    }
+  }
+  if (expired) {
+    // HT-T4: did a program start? Only a missing start record proves nothing did.
+    auto signal = SandboxProgramTimeout::Signal::Sent;
+    if (!pid_seen) {
+      try {
+        signal = (co_await sandbox.stat_file(l.run_rel + "/pid", l.wd)) ? SandboxProgramTimeout::Signal::Sent
+                                                                       : SandboxProgramTimeout::Signal::Absent;
+      } catch (const std::exception&) {
+        signal = SandboxProgramTimeout::Signal::Unknown;
+      }
+    }
+    std::string output;
+    std::string note;
+    try {
+      output = co_await sandbox.read_file(l.run_rel + "/output", l.wd, program.max_output_bytes);
+    } catch (const std::exception& read_error) {
+      note = "; its output could not be read back (" + std::string(read_error.what()) + ")";
+    }
+    const auto reach = signal == SandboxProgramTimeout::Signal::Sent ? SandboxProgramTimeout::Reach::Group
+                                                                      : SandboxProgramTimeout::Reach::Nothing;
+    timeout.emplace("host-tools program in backend '" + sandbox.backend_name() + "' (kind '" + sandbox.kind() +
+                        "') overran its deadline of " + std::to_string(program.deadline.count()) + " ms after " +
+                        std::to_string(result.requests) + " request(s); " +
+                        (signal == SandboxProgramTimeout::Signal::Absent
+                             ? std::string("no program had been recorded as started")
+                             : std::string("the exec holding it was stopped with everything it started")) +
+                        note + " (" + *expired + ")",
+                    std::move(output), signal, reach);
+  }
+  if (!timeout && !outcome_error && supervisor_error) outcome_error = supervisor_error;
+  if (!timeout && !outcome_error) {
+    const auto& r = *st->result;
+    if (r.exit_code == kLauncherFailed && r.stderr_bytes.rfind("maf-host-tools:", 0) == 0) {
+      try {
+        throw OSError("host-tools launcher in backend '" + sandbox.backend_name() + "' (kind '" + sandbox.kind() +
+                      "') could not start the program: " + r.stderr_bytes.substr(0, 400));
+      } catch (...) {
+        outcome_error = std::current_exception();
+      }
+    } else {
+      result.exit_code = r.exit_code;
+      try {
+        result.output = co_await sandbox.read_file(l.run_rel + "/output", l.wd, program.max_output_bytes);
+      } catch (...) {
+        outcome_error = std::current_exception();
+      }
+    }
+  }
+
+  // HT-T5: the run directory goes on every path, removed as the guest.
+  std::optional<std::string> reclaim_failure;
+  try {
+    co_await sandbox.reclaim(l.run, l.wd, program.reclaim_timeout);
+  } catch (const std::exception& e) {
+    reclaim_failure = e.what();
+    logger()->warn("host-tools run directory '{}' was not removed: {}", l.run, e.what());
+  }
+  if (timeout) throw *timeout;
+  if (outcome_error) std::rethrow_exception(*outcome_error);
+  result.reclaim_failure = std::move(reclaim_failure);
+  co_return result;
+}
+
+}  // namespace maf::sandbox
