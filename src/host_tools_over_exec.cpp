@@ -17,6 +17,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "host_tool_request.hpp"
@@ -39,6 +40,8 @@ using support::shell_quote;
 constexpr int kLauncherFailed = 125;
 /// "ok\n" or "refused\n" precede the payload in a response file; the longer one is counted.
 constexpr std::int64_t kFramingBytes = 8;
+/// Bound on one look for the program's start record.
+constexpr std::chrono::milliseconds kStartProbeTimeout{30000};
 
 // The POSIX sh client (busybox-compatible). A number is claimed with noclobber's exclusive
 // create, so concurrent callers — threads, forks, other processes — never share one; the
@@ -264,11 +267,15 @@ awaitable<HostToolProgramResult> run_with_host_tools(Sandbox& sandbox, HostToolR
   std::exception_ptr supervisor_error;
   bool pid_seen = false;
   bool launched = false;
+  // The output is read once shortly before the deadline (a tenth of it, at most a second).
+  const auto snapshot_at = std::chrono::steady_clock::now() + program.deadline -
+                           std::min<std::chrono::milliseconds>(program.deadline / 10, std::chrono::seconds(1));
+  std::optional<std::string> snapshot;
   try {
     co_await sandbox.write_file(l.run_rel + "/client.sh", kShellClient, l.wd);
     co_await sandbox.write_file(l.run_rel + "/python/maf_host_tools.py", kPythonClient, l.wd);
     co_await sandbox.write_file(l.run_rel + "/launch.sh", launcher(l, program.command), l.wd);
-    boost::asio::co_spawn(executor, sandbox.exec(Command({"sh", l.run + "/launch.sh"}), l.wd, program.deadline),
+    boost::asio::co_spawn(executor, sandbox.exec(Command(std::vector<std::string>{"sh", l.run + "/launch.sh"}), l.wd, program.deadline),
                           [st](std::exception_ptr e, ExecResult r) {
                             st->done = true;
                             if (e) st->error = e;
@@ -276,9 +283,25 @@ awaitable<HostToolProgramResult> run_with_host_tools(Sandbox& sandbox, HostToolR
                             st->wake.cancel();
                           });
     launched = true;
+    // Until the program has started, look for its start record with exec, not with a file
+    // operation: a backend may freeze the guest around file operations (Docker's tar
+    // plane), and an exec the engine is asked to start while the guest is frozen is
+    // refused — the launcher's own. Once the launcher runs, a freeze only pauses it.
+    while (!st->done && !pid_seen) {
+      // A named local, not a temporary in the co_await: GCC 12 miscompiles the latter.
+      std::vector<std::string> probe_argv{"test", "-e", l.run + "/pid"};
+      const auto probe = co_await sandbox.exec(Command(std::move(probe_argv)), l.wd, kStartProbeTimeout);
+      pid_seen = probe.exit_code == 0;
+      if (!pid_seen) co_await wait_a_little(*st, program.poll_interval);
+    }
     int next = 1;
     while (!st->done) {
-      if (!pid_seen) pid_seen = (co_await sandbox.stat_file(l.run_rel + "/pid", l.wd)).has_value();
+      if (!snapshot && std::chrono::steady_clock::now() >= snapshot_at) {
+        // HT-T4: what the program printed so far, taken while it still runs — a backend may
+        // take the guest's files with the exec it stops (Docker removes the container).
+        snapshot = co_await sandbox.read_file(l.run_rel + "/output", l.wd, program.max_output_bytes);
+        continue;
+      }
       if (co_await serve(sandbox, run, l, detail::request_id(next))) {
         ++next;
         ++result.requests;
@@ -321,7 +344,12 @@ awaitable<HostToolProgramResult> run_with_host_tools(Sandbox& sandbox, HostToolR
     try {
       output = co_await sandbox.read_file(l.run_rel + "/output", l.wd, program.max_output_bytes);
     } catch (const std::exception& read_error) {
-      note = "; its output could not be read back (" + std::string(read_error.what()) + ")";
+      if (snapshot) {
+        output = std::move(*snapshot);
+        note = "; its output is as read shortly before the deadline (afterwards: " + std::string(read_error.what()) + ")";
+      } else {
+        note = "; its output could not be read back (" + std::string(read_error.what()) + ")";
+      }
     }
     const auto reach = signal == SandboxProgramTimeout::Signal::Sent ? SandboxProgramTimeout::Reach::Group
                                                                       : SandboxProgramTimeout::Reach::Nothing;
@@ -346,10 +374,25 @@ awaitable<HostToolProgramResult> run_with_host_tools(Sandbox& sandbox, HostToolR
       }
     } else {
       result.exit_code = r.exit_code;
+      std::optional<std::string> missing;
       try {
         result.output = co_await sandbox.read_file(l.run_rel + "/output", l.wd, program.max_output_bytes);
+      } catch (const FileNotFoundError& e) {
+        missing = e.what();
       } catch (...) {
         outcome_error = std::current_exception();
+      }
+      if (missing) {
+        // The launcher records output before it starts the program, so a missing file is a
+        // launcher that never ran or a program that removed its own run directory.
+        try {
+          throw FileNotFoundError("host-tools program in backend '" + sandbox.backend_name() + "' (kind '" +
+                                  sandbox.kind() + "') left no output file (exit " + std::to_string(r.exit_code) +
+                                  (r.stderr_bytes.empty() ? std::string() : ", stderr: " + r.stderr_bytes.substr(0, 400)) +
+                                  "): " + *missing);
+        } catch (...) {
+          outcome_error = std::current_exception();
+        }
       }
     }
   }
