@@ -11,7 +11,7 @@ struct SuiteNames {
   std::string_view label;
   std::string_view option;
 };
-constexpr std::array<SuiteNames, 9> kSuiteNames{{
+constexpr std::array<SuiteNames, 10> kSuiteNames{{
     {Suite::FilesOut, "FILES_OUT", "files_out"},
     {Suite::FilesIn, "FILES_IN", "files_in"},
     {Suite::Exec, "EXEC", "exec"},
@@ -21,6 +21,7 @@ constexpr std::array<SuiteNames, 9> kSuiteNames{{
     {Suite::ReadCap, "READ_CAP", "read_cap"},
     {Suite::HostIntegrity, "HOST_INTEGRITY", "host_integrity"},
     {Suite::Cleanup, "CLEANUP", "cleanup"},
+    {Suite::HostTools, "HOST_TOOLS", "host_tools"},
 }};
 
 std::string render_failure(Suite suite, const std::vector<ProbeResult>& results) {

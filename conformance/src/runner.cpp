@@ -126,15 +126,34 @@ RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, Subje
     }
   };
 
-  try {
-    std::unique_ptr<ConformanceSubject> subject =
-        make_subject ? make_subject(run, sandbox, declared, enforced, o.exec_timeout)
-                     : std::make_unique<PosixGuestSubject>(run, sandbox, declared, enforced);
-    if (auto* posix = dynamic_cast<PosixGuestSubject*>(subject.get())) {
+  auto subject_for = [&](std::shared_ptr<Sandbox> of) {
+    std::unique_ptr<ConformanceSubject> made =
+        make_subject ? make_subject(run, of, declared, enforced, o.exec_timeout)
+                     : std::make_unique<PosixGuestSubject>(run, of, declared, enforced);
+    if (auto* posix = dynamic_cast<PosixGuestSubject*>(made.get())) {
       posix->set_exec_timeout(o.exec_timeout);
       if (!o.raw_frame_tool.empty()) posix->set_raw_frame_tool(o.raw_frame_tool);
       posix->set_host_boundary(o.host_boundary ? *o.host_boundary : default_host_boundary_claims(backend.isolation()));
     }
+    return made;
+  };
+  // HOST_TOOLS's deadline probe may take its sandbox with it (Docker removes the container
+  // whose exec overran), so that suite runs on a sandbox of its own, disposed after it.
+  const SandboxKey own_key{"conformance", random_hex(16), "agent-host-tools", ""};
+  bool own_acquired = false;
+  auto dispose_own = [&] {
+    if (!own_acquired) return;
+    own_acquired = false;
+    try {
+      if (auto failure = run([&] { return backend.dispose(own_key, std::nullopt, std::nullopt); }))
+        report.disposal_failure = failure->to_string();
+    } catch (const std::exception& e) {
+      report.disposal_failure = std::string("dispose raised: ") + e.what();
+    }
+  };
+
+  try {
+    std::unique_ptr<ConformanceSubject> subject = subject_for(sandbox);
     report.work_dir = subject->working_directory();
 
     for (Suite suite : kAllSuites) {
@@ -146,6 +165,11 @@ RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, Subje
         if (suite == Suite::Egress && !o.egress) {
           sr.status = asked ? SuiteStatus::Refused : SuiteStatus::NotRequested;
           sr.reason = "EGRESS needs --allowed-url and --denied-url (endpoints known to answer 2xx)";
+        } else if (suite == Suite::HostTools) {
+          own_acquired = true;
+          auto own = subject_for(run([&] { return backend.acquire(own_key, spec); }));
+          sr.results = run_suite(suite, *own, nullptr);
+          dispose_own();
         } else {
           sr.results = run_suite(suite, *subject, o.egress ? &*o.egress : nullptr);
         }
@@ -161,9 +185,11 @@ RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, Subje
       report.suites.push_back(std::move(sr));
     }
   } catch (...) {
+    dispose_own();
     dispose();
     throw;
   }
+  dispose_own();
   dispose();
   return report;
 }

@@ -27,6 +27,7 @@ Capability gate_capability(Suite suite) {
     case Suite::EgressClosed:
     case Suite::HostIntegrity: return Capability::Exec;
     case Suite::Cleanup: return Capability::Reclaim;  // or Snapshot: require_gate takes either
+    case Suite::HostTools: return Capability::HostTools;
   }
   return Capability::Exec;
 }
@@ -82,6 +83,7 @@ void plant_for(Suite suite, ConformanceSubject& subject, const ConformancePaths&
     case Suite::EgressClosed:
     case Suite::HostIntegrity:
     case Suite::Cleanup:
+    case Suite::HostTools:
       // R10: nothing guarantees the working directory exists; a marker creates it.
       subject.plant_file(paths.in_work(".probe-cwd"), "");
       break;
@@ -101,6 +103,7 @@ std::span<const Probe> probes(Suite suite) {
     case Suite::EgressClosed: return detail::egress_closed_probes();
     case Suite::HostIntegrity: return detail::host_integrity_probes();
     case Suite::Cleanup: return detail::cleanup_probes();
+    case Suite::HostTools: return detail::host_tools_probes();
   }
   return {};
 }

@@ -28,14 +28,17 @@ enum class Suite {
   ReadCap,       ///< READ_CAP, probes CAP-1, CAP-2 (our own)
   HostIntegrity,  ///< HOST_INTEGRITY, probes HI-1…HI-6 (our own): the guest cannot reach host root
   Cleanup,        ///< CLEANUP, probes RC-1…RC-8 (RECLAIM), RS-1…RS-4 (RESET); NL-1 (DISPOSE) beside it
+  HostTools,      ///< HOST_TOOLS, probes HT-1…HT-4: the host-tools exec transport (docs/host-tools.md)
 };
 
 /// Every suite, in the order a runner should run them: EXEC last because its timeout probe
 /// may cost the sandbox (conformance.md R9); CLEANUP just before it, because RESET puts the
 /// sandbox back to its acquire-time tree (what earlier suites planted goes with it).
-inline constexpr Suite kAllSuites[] = {Suite::FilesOut,      Suite::ReadCap,       Suite::FilesIn,
-                                       Suite::FilesDelete,   Suite::Egress,        Suite::EgressClosed,
-                                       Suite::HostIntegrity, Suite::Cleanup,       Suite::Exec};
+/// HOST_TOOLS's deadline probe may cost its sandbox too, so run_conformance gives that suite
+/// a sandbox of its own.
+inline constexpr Suite kAllSuites[] = {Suite::FilesOut,      Suite::ReadCap,  Suite::FilesIn,   Suite::FilesDelete,
+                                       Suite::Egress,        Suite::EgressClosed, Suite::HostIntegrity,
+                                       Suite::Cleanup,       Suite::HostTools, Suite::Exec};
 
 /// "FILES_OUT", "EXEC", … (the upstream labels).
 std::string_view suite_label(Suite suite) noexcept;

@@ -73,6 +73,9 @@ inline std::vector<ProbeResult> check_host_integrity(ConformanceSubject& s) {
 inline std::vector<ProbeResult> run_cleanup(ConformanceSubject& s) { return run_suite(Suite::Cleanup, s); }
 inline std::vector<ProbeResult> check_cleanup(ConformanceSubject& s) { return check_suite(Suite::Cleanup, s); }
 
+inline std::vector<ProbeResult> run_host_tools(ConformanceSubject& s) { return run_suite(Suite::HostTools, s); }
+inline std::vector<ProbeResult> check_host_tools(ConformanceSubject& s) { return check_suite(Suite::HostTools, s); }
+
 /// The HOST_INTEGRITY probes a guest sharing *this host's* kernel finds nothing to attack
 /// with (so they skip, with their reason): "HI-2" on a kernel without /proc/sysrq-trigger.
 /// For tests of shared-kernel backends, which must assert their skips exactly.
