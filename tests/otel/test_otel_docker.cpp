@@ -20,10 +20,12 @@ using namespace maf::sandbox;
 using namespace docker_test;
 using namespace std::chrono_literals;
 using maf::sandbox::test::check_children;
+using maf::sandbox::test::copy_text_body;
 using maf::sandbox::test::find_span;
 using maf::sandbox::test::OtlpReceiver;
 using maf::sandbox::test::span_attribute;
 using maf::sandbox::test::string_attribute;
+using maf::sandbox::test::text_schema;
 
 namespace {
 
@@ -51,6 +53,13 @@ std::vector<nlohmann::json> named(const std::vector<nlohmann::json>& spans, cons
   return out;
 }
 
+std::shared_ptr<otel::OtlpExporter> exporter_for(const OtlpReceiver& receiver) {
+  otel::OtlpOptions o;
+  o.endpoint = receiver.url();
+  o.flush_interval = 50ms;
+  return std::make_shared<otel::OtlpExporter>(o);
+}
+
 /// Nothing labelled with this test's scope is left on the engine.
 void assert_scope_gone(const std::string& scope) {
   const auto digest = support::label_value(scope);
@@ -62,10 +71,7 @@ void assert_scope_gone(const std::string& scope) {
 
 TEST_CASE("OTEL-1: a tool call on Docker exports execute_tool with acquire, transfers, exec and cleanup") {
   OtlpReceiver receiver;
-  otel::OtlpOptions o;
-  o.endpoint = receiver.url();
-  o.flush_interval = 50ms;
-  auto exporter = std::make_shared<otel::OtlpExporter>(o);
+  auto exporter = exporter_for(receiver);
   std::string scope_name;
   {
     Scope scope;
@@ -104,10 +110,7 @@ TEST_CASE("OTEL-1: a tool call on Docker exports execute_tool with acquire, tran
 
 TEST_CASE("OBS-7 OTEL-1: the proxy's DENY reaches the observers as a network decision under the call") {
   OtlpReceiver receiver;
-  otel::OtlpOptions o;
-  o.endpoint = receiver.url();
-  o.flush_interval = 50ms;
-  auto exporter = std::make_shared<otel::OtlpExporter>(o);
+  auto exporter = exporter_for(receiver);
   std::vector<NetworkDecisionEvent> decisions;
   std::mutex mutex;
   auto recorder = make_observer([&](const SandboxEvent& e) {
@@ -175,10 +178,7 @@ TEST_CASE("OBS-7 OTEL-1: the proxy's DENY reaches the observers as a network dec
 
 TEST_CASE("OTEL-1, OTEL-2: a SandboxedTool call on Docker exports its span tree; a refused one an errored execute_tool") {
   OtlpReceiver receiver;
-  otel::OtlpOptions o;
-  o.endpoint = receiver.url();
-  o.flush_interval = 50ms;
-  auto exporter = std::make_shared<otel::OtlpExporter>(o);
+  auto exporter = exporter_for(receiver);
   std::string scope_name;
   {
     Scope scope;
@@ -189,20 +189,10 @@ TEST_CASE("OTEL-1, OTEL-2: a SandboxedTool call on Docker exports its span tree;
     CallerContext context;
     context.current_scope = [&] { return scope.scope; };
     context.current_thread_id = [&] { return std::optional<std::string>(scope.thread); };
-    ToolBody body = [](SandboxToolSession session, nlohmann::json args) -> boost::asio::awaitable<ToolResult> {
-      auto acquired = co_await session.acquire();
-      std::shared_ptr<Sandbox> sandbox = acquired.value();
-      co_await sandbox->write_file("in.txt", args["text"].get<std::string>());
-      const ExecResult r = co_await sandbox->exec(Command("cat in.txt > out.txt"));
-      if (r.exit_code != 0) co_return ToolResult::error("cat failed");
-      co_return ToolResult::text(co_await sandbox->read_file("out.txt"));
-    };
     SandboxedToolOptions options;
-    options.input_schema = {{"type", "object"},
-                            {"properties", {{"text", {{"type", "string"}}}}},
-                            {"required", nlohmann::json::array({"text"})}};
-    auto tools = sandboxed_tool(body, router, context, "agent-1", spec_for(kImage, kAllCaps, "shell"), "copy_text",
-                                options);
+    options.input_schema = text_schema();
+    auto tools = sandboxed_tool(copy_text_body(), router, context, "agent-1", spec_for(kImage, kAllCaps, "shell"),
+                                "copy_text", options);
     REQUIRE(tools.size() == 1);
     const ToolResult ok = scope.run([&] { return tools[0].invoke({"model-d2", "copy_text", {{"text", "abc"}}}); });
     REQUIRE_FALSE(ok.is_error);

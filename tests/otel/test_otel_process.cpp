@@ -21,10 +21,12 @@
 using namespace maf::sandbox;
 using namespace std::chrono_literals;
 using maf::sandbox::test::check_children;
+using maf::sandbox::test::copy_text_body;
 using maf::sandbox::test::find_span;
 using maf::sandbox::test::OtlpReceiver;
 using maf::sandbox::test::span_attribute;
 using maf::sandbox::test::string_attribute;
+using maf::sandbox::test::text_schema;
 namespace fs = std::filesystem;
 
 namespace {
@@ -259,24 +261,6 @@ CallerContext caller() {
   return c;
 }
 
-nlohmann::json command_schema() {
-  return {{"type", "object"},
-          {"properties", {{"text", {{"type", "string"}}}}},
-          {"required", nlohmann::json::array({"text"})}};
-}
-
-/// Writes the argument into the sandbox, copies it there with exec, reads the copy back.
-ToolBody copy_body() {
-  return [](SandboxToolSession session, nlohmann::json args) -> boost::asio::awaitable<ToolResult> {
-    auto acquired = co_await session.acquire();
-    std::shared_ptr<Sandbox> sandbox = acquired.value();  // a refusal throws SandboxToolRefused
-    co_await sandbox->write_file("in.txt", args["text"].get<std::string>());
-    const ExecResult r = co_await sandbox->exec(Command("cat in.txt > out.txt"));
-    if (r.exit_code != 0) co_return ToolResult::error("cat failed");
-    co_return ToolResult::text(co_await sandbox->read_file("out.txt"));
-  };
-}
-
 std::shared_ptr<SandboxRouter> shared_router(const ProcessFixture& f, std::vector<std::shared_ptr<SandboxObserver>> observers) {
   return std::make_shared<SandboxRouter>(std::vector<std::shared_ptr<SandboxBackend>>{f.backend},
                                          RouterOptions::lowered_floor(Isolation::OsProcess, LowerIsolationFloor{}),
@@ -295,9 +279,9 @@ TEST_CASE("OTEL-1, OTEL-3: a SandboxedTool call (CALL scope) exports execute_too
                     .requires_capabilities = {Capability::Exec, Capability::FilesIn, Capability::FilesOut},
                     .isolation_scope = IsolationScope::Call});
   SandboxedToolOptions o;
-  o.input_schema = command_schema();
+  o.input_schema = text_schema();
   o.current_traceparent = [] { return std::string("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"); };
-  auto tools = sandboxed_tool(copy_body(), router, caller(), "agent", spec, "copy_text", o);
+  auto tools = sandboxed_tool(copy_text_body(), router, caller(), "agent", spec, "copy_text", o);
   REQUIRE(tools.size() == 1);
 
   const ToolResult result = f.run([&] { return tools[0].invoke({"model-call-7", "copy_text", {{"text", "hello"}}}); });
@@ -357,10 +341,10 @@ TEST_CASE("OTEL-2, C-119: a SandboxedTool call refused at admission is an errore
   Recorder recorder;
   auto router = shared_router(f, {exporter, recorder.observer()});
   SandboxedToolOptions o;
-  o.input_schema = command_schema();
+  o.input_schema = text_schema();
   o.exclusive = true;
   o.admission_timeout = 300ms;
-  auto tools = sandboxed_tool(copy_body(), router, caller(), "agent", script_spec(), "copy_text", o);
+  auto tools = sandboxed_tool(copy_text_body(), router, caller(), "agent", script_spec(), "copy_text", o);
   REQUIRE(tools.size() == 1);
 
   // Another exclusive call holds the (key, kind): this one waits, then is refused.
@@ -405,7 +389,7 @@ TEST_CASE("OTEL-2, OTEL-6: a call with invalid arguments is one errored execute_
     co_return ToolResult::text("ran");
   };
   SandboxedToolOptions o;
-  o.input_schema = command_schema();
+  o.input_schema = text_schema();
   o.observe_payloads = true;
   auto tools = sandboxed_tool(body, router, caller(), "agent", script_spec(), "copy_text", o);
   REQUIRE(tools.size() == 1);
