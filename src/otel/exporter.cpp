@@ -149,6 +149,11 @@ OtlpExporter::OtlpExporter(OtlpOptions options) {
     throw ValueError("OtlpExporter: timeout must be positive, got " + std::to_string(options.timeout.count()) + " ms");
   global_curl_init();
   impl_ = std::make_unique<Impl>(std::move(options));
+  // Slots reserved up front (bounded, for a huge max_queue), so the callers' first fills
+  // do not also pay the vector's regrowth.
+  const std::size_t reserve = std::min<std::size_t>(impl_->options.max_queue, 4096);
+  impl_->filling.reserve(reserve);
+  impl_->draining.reserve(reserve);
   impl_->worker = std::thread([impl = impl_.get()] { impl->run(); });
 }
 
