@@ -118,9 +118,9 @@ std::string result_text(const ToolResult& result) {
   return text;
 }
 
-/// What ended a call, as ToolCallEvent::error_type: empty on success.
-/// "refused" for an is_error result after a refused acquire (the C-119 idiom returns the
-/// sentence) or a thrown SandboxToolRefused; "tool_error" for the body's own error result.
+/// What ended a call, as ToolCallEvent::error_type: empty on success; "refused" for an
+/// is_error result after a refused acquire (the C-119 idiom returns the sentence) or a
+/// thrown SandboxToolRefused; "tool_error" for the body's own error result.
 std::string call_error_type(const ToolResult& result, const std::exception_ptr& raised, bool refused) {
   if (raised) return error_type_name(raised);
   if (!result.is_error) return "";
@@ -322,11 +322,11 @@ Cleanup SandboxedTool::cleanup() const { return binding_->rung; }
 boost::asio::awaitable<ToolResult> SandboxedTool::invoke(ToolCall call, std::stop_token stop) const {
   const auto& b = *binding_;
   std::optional<std::string> arguments;
-  if (b.options.observe_payloads) arguments = call.arguments.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (b.options.observe_payloads)
+    arguments = call.arguments.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   // A bad call runs nothing, so it is one released event: an errored execute_tool of its own.
   auto invalid = [&](std::string text) {
-    observe_call(b, ToolCallPhase::Released, call.id, std::nullopt, "invalid_arguments", {},
-                 arguments);
+    observe_call(b, ToolCallPhase::Released, call.id, std::nullopt, "invalid_arguments", {}, arguments);
     return ToolResult::error(std::move(text), kValidationLabels);
   };
   if (call.name != b.definition.name)
@@ -339,17 +339,18 @@ boost::asio::awaitable<ToolResult> SandboxedTool::invoke(ToolCall call, std::sto
   record->stop = stop;
   if (b.spec.isolation_scope() == IsolationScope::Call) record->key_call_id = "call-" + random_hex(16);
   SandboxToolSession session(binding_, record);
-  // Read once: the key names the holder whose sandbox events belong to this call.
+  // Read once, and only when observed: the key names the holder whose sandbox events belong
+  // to this call. A host callback that throws here costs the event its key or parent, never
+  // the call (the body meets the same callback itself).
   std::optional<SandboxKey> key;
-  if (b.router->observers())
-    if (auto k = session.key()) key = std::move(*k);
   std::string traceparent;
-  if (b.router->observers() && b.options.current_traceparent) {
+  if (b.router->observers()) {
     try {
-      traceparent = b.options.current_traceparent();
-    } catch (const std::exception& e) {
-      logger()->warn("tool '{}': current_traceparent raised, the call goes untraced by the host: {}",
-                     b.definition.name, e.what());
+      if (auto k = session.key()) key = std::move(*k);
+      if (b.options.current_traceparent) traceparent = b.options.current_traceparent();
+    } catch (...) {
+      logger()->warn("tool '{}': a host callback raised while observing the call; its event goes without it",
+                     b.definition.name);
     }
   }
   observe_call(b, ToolCallPhase::Admitted, record->call_id, key, {}, std::move(traceparent), arguments);

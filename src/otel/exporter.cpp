@@ -94,7 +94,7 @@ bool OtlpExporter::Impl::post(const std::string& body) {
 
 void OtlpExporter::Impl::run() {
   std::vector<nlohmann::json> spans;
-  // Posts what `spans` holds; true unless a POST failed. Counts exported or lost spans.
+  // Posts what `spans` holds and counts it, exported or lost.
   auto post_spans = [&] {
     const std::size_t n = spans.size();
     if (n == 0) return;

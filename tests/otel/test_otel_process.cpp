@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <mutex>
 
@@ -420,4 +421,26 @@ TEST_CASE("OTEL-2, OTEL-6: a call with invalid arguments is one errored execute_
   CHECK(string_attribute(*served, "gen_ai.tool.call.id") == "model-call-10");
   CHECK(string_attribute(*served, "gen_ai.tool.call.arguments") == R"({"text":"ok"})");
   CHECK(string_attribute(*served, "gen_ai.tool.call.result") == "ran");
+}
+
+TEST_CASE("OBS-3: an observer that throws on every tool-call event changes no SandboxedTool result") {
+  ProcessFixture f;
+  std::atomic<int> seen{0};
+  auto thrower = make_observer([&seen](const SandboxEvent&) {
+    ++seen;
+    throw std::runtime_error("observer failure");
+  });
+  auto router = shared_router(f, {thrower});
+  SandboxedToolOptions o;
+  o.input_schema = text_schema();
+  auto tools = sandboxed_tool(copy_text_body(), router, caller(), "agent", script_spec(), "copy_text", o);
+  REQUIRE(tools.size() == 1);
+  const ToolResult served = f.run([&] { return tools[0].invoke({"model-call-11", "copy_text", {{"text", "same"}}}); });
+  REQUIRE_FALSE(served.is_error);
+  CHECK(std::get<TextContent>(served.content.at(0).value).text == "same");
+  const ToolResult bad = f.run([&] { return tools[0].invoke({"model-call-12", "copy_text", {}}); });
+  CHECK(bad.is_error);
+  CHECK_THAT(std::get<TextContent>(bad.content.at(0).value).text, Catch::Contains("invalid arguments"));
+  // admitted, acquire, two transfers, exec, cleanup, released; then the bad call's released.
+  CHECK(seen >= 8);
 }
