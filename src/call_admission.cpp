@@ -101,7 +101,8 @@ void CallAdmission::forget_if_idle_locked(const std::shared_ptr<AdmissionGate>& 
   if (it != gates_.end() && it->second == gate) gates_.erase(it);
 }
 
-boost::asio::awaitable<CallTicket> CallAdmission::admit(SandboxKey key, std::string kind, AdmitOptions options) {
+boost::asio::awaitable<CallTicket> CallAdmission::admit(SandboxKey key, std::string kind, AdmitOptions options,
+                                                        std::function<void()> on_wait) {
   if (options.timeout.count() <= 0)
     throw ValueError("admit_call timeout must be positive, got " + std::to_string(options.timeout.count()) + " ms");
   auto executor = co_await boost::asio::this_coro::executor;
@@ -120,6 +121,7 @@ boost::asio::awaitable<CallTicket> CallAdmission::admit(SandboxKey key, std::str
     }
   }
   if (!waiter) co_return CallTicket(self, gate, std::move(key), std::move(kind), options.exclusive);
+  if (on_wait) on_wait();  // the router's queued event; it swallows what an observer throws
 
   // Lives in this frame: if the frame is destroyed while parked (its io_context stopped), a
   // waiter still queued leaves the queue and one already admitted gives its place back.

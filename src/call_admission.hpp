@@ -9,6 +9,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,7 +52,9 @@ struct ReleaseOutcome {
 
 class CallAdmission : public std::enable_shared_from_this<CallAdmission> {
 public:
-  boost::asio::awaitable<CallTicket> admit(SandboxKey key, std::string kind, AdmitOptions options);
+  /// `on_wait` runs (outside the lock, on the caller's thread) when the call has to wait.
+  boost::asio::awaitable<CallTicket> admit(SandboxKey key, std::string kind, AdmitOptions options,
+                                           std::function<void()> on_wait = {});
   /// Consumes the ticket; `owed` holds RESET/DISPOSE records only.
   ReleaseOutcome release(CallTicket& ticket, std::vector<OwedCleanup> owed);
   /// The last call out ran the records: serve again and admit the waiters.

@@ -206,7 +206,12 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxRouter::acquire(SandboxK
 }
 
 boost::asio::awaitable<CallTicket> SandboxRouter::admit_call(SandboxKey key, std::string kind, AdmitOptions options) {
-  co_return co_await calls_->admit(std::move(key), std::move(kind), options);
+  // Only the admission knows that a call waits, so the queued event is the router's; the
+  // tool layer reports admitted and released (docs/observability.md).
+  std::function<void()> on_wait;
+  if (observers_ && !options.call_id.empty())
+    on_wait = [this, &key, &kind, &options] { observe_queued(key, kind, options); };
+  co_return co_await calls_->admit(key, kind, options, std::move(on_wait));
 }
 
 std::vector<UncleanTarget> SandboxRouter::unclean() const { return calls_->unclean(); }

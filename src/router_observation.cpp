@@ -83,4 +83,19 @@ void SandboxRouter::observe_disposal(const SandboxKey& key, const std::string& k
   emit(observers_.get(), std::move(event));
 }
 
+void SandboxRouter::observe_queued(const SandboxKey& key, const std::string& kind,
+                                   const AdmitOptions& options) const noexcept {
+  try {
+    ToolCallEvent event;
+    event.context.key = key;
+    event.context.call_id = options.call_id;
+    event.context.kind = kind;
+    event.phase = ToolCallPhase::Queued;
+    event.tool = options.tool;
+    emit(observers_.get(), std::move(event));
+  } catch (...) {
+    // Only the event's allocation can throw here; observation never fails an admission.
+  }
+}
+
 }  // namespace maf::sandbox

@@ -1,7 +1,10 @@
 // sandboxed_tool (core.md §9.1–§9.3, issue 26 items 2–4): attach checks (C-118), the
 // session's refusals (C-119), guest_call_path (C-120) and the cleanup rung after each call.
 // Admission and the owed cleanup are the router's (admit_call / release_call); this file
-// decides which rung a call owes, in one place: finish_call.
+// decides which rung a call owes, in one place: finish_call. It also reports each call to
+// the router's observers (docs/observability.md "Where the tool layer emits"): admitted when
+// the body starts, released after finish_call — so the cleanup's events fall inside the
+// call's span — and the admission's queued event through AdmitOptions.
 #include "maf/sandbox/sandboxed_tool.hpp"
 
 #include <boost/asio/co_spawn.hpp>
@@ -37,6 +40,7 @@ struct ToolBinding {
   SandboxedToolOptions options;
   Cleanup rung = Cleanup::Dispose;
   std::unique_ptr<ArgumentSchema> schema;
+  std::string backend;  // the serving backend's name at attach, for the events (may be empty)
 };
 
 /// One key the call was admitted for, and what it acquired there (null if acquire refused).
@@ -55,6 +59,7 @@ struct ToolCallRecord {
   std::optional<std::string> name;    // the 12-hex directory name, once asked for
   std::vector<AdmittedKey> admitted;  // guarded by mutex
   bool closed = false;                // guarded by mutex
+  bool refused = false;               // an acquire() of this call was refused; guarded by mutex
   std::stop_token stop;
 };
 
@@ -69,6 +74,49 @@ constexpr std::chrono::milliseconds kCancelledCallGrace{2000};
 constexpr ContentLabels kValidationLabels{Integrity::Untrusted, Confidentiality::Public};
 
 using detail::random_hex;
+
+/// One ToolCallEvent of the tool layer to the router's observers. The key is the call's
+/// (under CALL scope its call_id is the host-made name the sandbox's own events carry, which
+/// is how the exporter links those to this call); call_id is the model's id.
+void observe_call(const detail::ToolBinding& b, ToolCallPhase phase, const std::string& call_id,
+                  const std::optional<SandboxKey>& key, std::string error_type = {}, std::string traceparent = {},
+                  std::optional<std::string> arguments = {}, std::optional<std::string> result = {}) noexcept {
+  const auto& observers = b.router->observers();
+  if (!observers) return;
+  try {
+    ToolCallEvent event;
+    if (key) event.context.key = *key;
+    event.context.call_id = call_id;
+    event.context.backend = b.backend;
+    event.context.kind = b.spec.kind();
+    event.phase = phase;
+    event.tool = b.definition.name;
+    event.error_type = std::move(error_type);
+    event.traceparent = std::move(traceparent);
+    event.arguments = std::move(arguments);
+    event.result = std::move(result);
+    emit(observers.get(), std::move(event));
+  } catch (...) {
+    // Only building the event can throw (allocation); observation never changes the result.
+  }
+}
+
+/// The text items of a result, for a host that opted into payloads.
+std::string result_text(const ToolResult& result) {
+  std::string text;
+  for (const auto& item : result.content)
+    if (const auto* t = std::get_if<TextContent>(&item.value)) text += t->text;
+  return text;
+}
+
+/// What ended a call, as ToolCallEvent::error_type: empty on success; "refused" for an
+/// is_error result after a refused acquire (the C-119 idiom returns the sentence) or a
+/// thrown SandboxToolRefused; "tool_error" for the body's own error result.
+std::string call_error_type(const ToolResult& result, const std::exception_ptr& raised, bool refused) {
+  if (raised) return error_type_name(raised);
+  if (!result.is_error) return "";
+  return refused ? "refused" : "tool_error";
+}
 
 const detail::ToolBinding& bound(const std::shared_ptr<const detail::ToolBinding>& binding) {
   if (!binding) throw RuntimeError("SandboxToolSession: this session belongs to no tool call");
@@ -174,7 +222,13 @@ Refusable<SandboxKey> SandboxToolSession::key() const {
 
 boost::asio::awaitable<Refusable<std::shared_ptr<Sandbox>>> SandboxToolSession::acquire() const {
   auto key = this->key();
-  if (!key) co_return Refusable<std::shared_ptr<Sandbox>>::refused(key.refusal());
+  if (!key) {
+    if (call_) {
+      std::lock_guard guard(call_->mutex);
+      call_->refused = true;
+    }
+    co_return Refusable<std::shared_ptr<Sandbox>>::refused(key.refusal());
+  }
   co_return co_await acquire(std::move(*key));
 }
 
@@ -196,14 +250,19 @@ boost::asio::awaitable<Refusable<std::shared_ptr<Sandbox>>> SandboxToolSession::
     std::lock_guard guard(call_->mutex);
     for (const auto& entry : call_->admitted) admitted = admitted || entry.key == key;
   }
+  auto refuse = [this](std::string sentence) {
+    std::lock_guard guard(call_->mutex);
+    call_->refused = true;  // the call's released event says "refused" (docs/observability.md)
+    return Result::refused(std::move(sentence));
+  };
   if (!admitted) {
-    const AdmitOptions admit{b.options.exclusive, b.options.admission_timeout};
+    const AdmitOptions admit{b.options.exclusive, b.options.admission_timeout, tool, call_->call_id};
     CallTicket ticket;
     try {
       ticket = co_await b.router->admit_call(key, b.spec.kind(), admit);
     } catch (const std::exception& e) {
       logger()->warn("tool '{}': sandbox unavailable: {}", tool, e.what());
-      co_return Result::refused(kRefusalSandboxUnavailable);
+      co_return refuse(kRefusalSandboxUnavailable);
     }
     std::lock_guard guard(call_->mutex);
     call_->admitted.push_back({key, std::move(ticket), nullptr});
@@ -213,18 +272,18 @@ boost::asio::awaitable<Refusable<std::shared_ptr<Sandbox>>> SandboxToolSession::
     sandbox = co_await b.router->acquire(key, b.spec);
   } catch (const NoSandboxBackend& e) {
     logger()->warn("tool '{}': {}", tool, e.what());
-    co_return Result::refused(kRefusalNoBackend);
+    co_return refuse(kRefusalNoBackend);
   } catch (const ValueError& e) {
     // A message this library authored (configuration, image resolution): safe and actionable.
     logger()->warn("tool '{}': {}", tool, e.what());
-    co_return Result::refused(std::string("Error: ") + e.what());
+    co_return refuse(std::string("Error: ") + e.what());
   } catch (const Cancelled&) {
     throw;
   } catch (const std::exception& e) {
     // A provider or transport failure (or an unclean key): its text can carry endpoints and
     // account ids, so it goes to the log and the model gets the fixed sentence.
     logger()->warn("tool '{}': sandbox unavailable: {}", tool, e.what());
-    co_return Result::refused(kRefusalSandboxUnavailable);
+    co_return refuse(kRefusalSandboxUnavailable);
   }
   {
     std::lock_guard guard(call_->mutex);
@@ -253,25 +312,48 @@ Cleanup SandboxedTool::cleanup() const { return binding_->rung; }
 
 boost::asio::awaitable<ToolResult> SandboxedTool::invoke(ToolCall call, std::stop_token stop) const {
   const auto& b = *binding_;
+  std::optional<std::string> arguments;
+  if (b.options.observe_payloads)
+    arguments = call.arguments.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // A bad call runs nothing, so it is one released event: an errored execute_tool of its own.
+  auto invalid = [&](std::string text) {
+    observe_call(b, ToolCallPhase::Released, call.id, std::nullopt, "invalid_arguments", {}, arguments);
+    return ToolResult::error(std::move(text), kValidationLabels);
+  };
   if (call.name != b.definition.name)
-    co_return ToolResult::error("Error: tool '" + b.definition.name + "' cannot serve a call to '" + call.name + "'",
-                                kValidationLabels);
+    co_return invalid("Error: tool '" + b.definition.name + "' cannot serve a call to '" + call.name + "'");
   if (auto problem = b.schema->problem(call.arguments))
-    co_return ToolResult::error("Error: invalid arguments for tool '" + b.definition.name + "': " + *problem,
-                                kValidationLabels);
+    co_return invalid("Error: invalid arguments for tool '" + b.definition.name + "': " + *problem);
 
   auto record = std::make_shared<detail::ToolCallRecord>();
   record->call_id = call.id;
   record->stop = stop;
   if (b.spec.isolation_scope() == IsolationScope::Call) record->key_call_id = "call-" + random_hex(16);
   SandboxToolSession session(binding_, record);
+  // Read once, and only when observed: the key names the holder whose sandbox events belong
+  // to this call. A host callback that throws here costs the event its key or parent, never
+  // the call (the body meets the same callback itself).
+  std::optional<SandboxKey> key;
+  std::string traceparent;
+  if (b.router->observers()) {
+    try {
+      if (auto k = session.key()) key = std::move(*k);
+      if (b.options.current_traceparent) traceparent = b.options.current_traceparent();
+    } catch (...) {
+      logger()->warn("tool '{}': a host callback raised while observing the call; its event goes without it",
+                     b.definition.name);
+    }
+  }
+  observe_call(b, ToolCallPhase::Admitted, record->call_id, key, {}, std::move(traceparent), arguments);
 
   ToolResult result;
   std::exception_ptr raised;
   bool cancelled = false;
+  bool thrown_refusal = false;
   try {
     result = co_await b.body(session, std::move(call.arguments));
   } catch (const SandboxToolRefused& refusal) {
+    thrown_refusal = true;
     result = ToolResult::error(refusal.what());
   } catch (const Cancelled&) {
     cancelled = true;
@@ -282,6 +364,15 @@ boost::asio::awaitable<ToolResult> SandboxedTool::invoke(ToolCall call, std::sto
   // A cancelled caller is owed promptness, not nothing: a grace rather than a skip (C-120).
   const auto timeout = cancelled ? std::min(b.options.reclaim_timeout, kCancelledCallGrace) : b.options.reclaim_timeout;
   co_await finish_call(b, *record, timeout);
+  std::optional<std::string> result_payload;
+  if (b.options.observe_payloads && !raised) result_payload = result_text(result);
+  bool refused = thrown_refusal;
+  {
+    std::lock_guard guard(record->mutex);
+    refused = refused || record->refused;
+  }
+  observe_call(b, ToolCallPhase::Released, record->call_id, key, call_error_type(result, raised, refused), {},
+               std::move(arguments), std::move(result_payload));
   if (raised) std::rethrow_exception(raised);
   const ContentLabels stamp = b.options.labels.value_or(ContentLabels{});
   for (auto& item : result.content)
@@ -341,11 +432,13 @@ std::vector<SandboxedTool> sandboxed_tool(ToolBody body, std::shared_ptr<Sandbox
                                           spec.kind() + "')");
   }
   auto schema = std::make_unique<detail::ArgumentSchema>(options.input_schema, name);
+  std::string backend_name;
+  if (router->observers()) backend_name = router->select(spec)->name();  // ensure_can_serve passed
 
   auto binding = std::make_shared<detail::ToolBinding>(detail::ToolBinding{
       ToolDefinition{name, options.description, options.input_schema, options.annotations}, std::move(body),
       std::move(router), std::move(context), std::move(agent_id), std::move(spec), std::move(options), rung,
-      std::move(schema)});
+      std::move(schema), std::move(backend_name)});
   std::vector<SandboxedTool> tools;
   tools.push_back(SandboxedTool(std::move(binding)));
   return tools;

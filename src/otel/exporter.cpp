@@ -1,12 +1,18 @@
 // OtlpExporter (otel.hpp): a bounded queue filled on the callers' threads, drained by one
 // thread of its own that builds spans and POSTs them over libcurl. The caller's side takes
-// one mutex and copies the event; nothing it does waits on the network.
+// one mutex and copy-assigns the event into a slot; nothing it does waits on the network.
+//
+// Why two slot buffers rather than a deque (bench/RESULTS.md "observer"): a deque entry was
+// a fresh deep copy per event — an allocation per long string plus a node — that the
+// exporter's thread then freed on the other core. Here the callers fill `filling` and the
+// worker swaps it for `draining` whole, builds its spans without the lock and leaves the
+// slots as they are, so the next copy into a slot reuses the strings' buffers: in the steady
+// state the calling thread allocates nothing.
 #include <curl/curl.h>
 
 #include <atomic>
 #include <condition_variable>
 #include <algorithm>
-#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -39,9 +45,14 @@ struct OtlpExporter::Impl {
   mutable std::mutex mutex;
   std::condition_variable wake;      // the worker: events, or stop
   std::condition_variable drained;   // flush(): the worker finished what was accepted
-  std::deque<SandboxEvent> queue;
+  // The callers' side (guarded by mutex): slots [0, filled) hold events; the slots past it
+  // keep their old contents for their buffers' sake.
+  std::vector<SandboxEvent> filling;
+  std::size_t filled = 0;
+  // The worker's alone between swaps.
+  std::vector<SandboxEvent> draining;
   bool stopping = false;
-  std::uint64_t accepted = 0;   // events taken into the queue
+  std::uint64_t accepted = 0;   // events taken into a slot
   std::uint64_t finished = 0;   // of those, posted or lost
   std::uint64_t flush_target = 0;  // flush(): wake until `finished` reaches it
   OtlpStats stats;
@@ -83,40 +94,49 @@ bool OtlpExporter::Impl::post(const std::string& body) {
 
 void OtlpExporter::Impl::run() {
   std::vector<nlohmann::json> spans;
+  // Posts what `spans` holds and counts it, exported or lost.
+  auto post_spans = [&] {
+    const std::size_t n = spans.size();
+    if (n == 0) return;
+    const bool ok = post(detail::SpanBuilder::document(options.service_name, std::move(spans))
+                             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    spans.clear();
+    std::lock_guard lock(mutex);
+    if (ok) {
+      stats.spans_exported += n;
+    } else {
+      stats.spans_lost += n;
+      ++stats.posts_failed;
+    }
+  };
   while (true) {
-    std::deque<SandboxEvent> taken;
+    std::size_t taken = 0;
     bool stop = false;
     {
       std::unique_lock lock(mutex);
       // Callers do not wake us per event (a futex wake per event would be most of its
       // cost): a full batch, a flush, the destructor or the interval does.
-      wake.wait_for(lock, options.flush_interval, [&] {
-        return stopping || queue.size() >= options.max_batch || finished < flush_target;
-      });
-      // At most a batch at a time, so memory stays bounded by the queue and one batch.
-      while (!queue.empty() && taken.size() < options.max_batch) {
-        taken.push_back(std::move(queue.front()));
-        queue.pop_front();
-      }
-      stop = stopping && queue.empty();
+      wake.wait_for(lock, options.flush_interval,
+                    [&] { return stopping || filled >= options.max_batch || finished < flush_target; });
+      // Everything filled so far, in one swap: memory stays bounded by the two buffers
+      // (max_queue each) and one batch of spans.
+      std::swap(filling, draining);
+      taken = filled;
+      filled = 0;
+      stop = stopping;
     }
-    for (const auto& e : taken) builder.add(e, spans);
-    const std::size_t n = spans.size();
-    bool ok = true;
-    if (n > 0)
-      ok = post(detail::SpanBuilder::document(options.service_name, std::move(spans))
-                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    spans.clear();
+    for (std::size_t i = 0; i < taken; ++i) {
+      builder.add(draining[i], spans);
+      if (spans.size() >= options.max_batch) post_spans();
+    }
+    post_spans();
     {
       std::lock_guard lock(mutex);
-      if (n > 0 && ok) stats.spans_exported += n;
-      if (n > 0 && !ok) {
-        stats.spans_lost += n;
-        ++stats.posts_failed;
-      }
-      finished += taken.size();
+      finished += taken;
     }
     drained.notify_all();
+    // on_event refuses once stopping is set, and stopping was read with the swap: nothing
+    // can have been filled since.
     if (stop) return;
   }
 }
@@ -129,6 +149,11 @@ OtlpExporter::OtlpExporter(OtlpOptions options) {
     throw ValueError("OtlpExporter: timeout must be positive, got " + std::to_string(options.timeout.count()) + " ms");
   global_curl_init();
   impl_ = std::make_unique<Impl>(std::move(options));
+  // Slots reserved up front (bounded, for a huge max_queue), so the callers' first fills
+  // do not also pay the vector's regrowth.
+  const std::size_t reserve = std::min<std::size_t>(impl_->options.max_queue, 4096);
+  impl_->filling.reserve(reserve);
+  impl_->draining.reserve(reserve);
   impl_->worker = std::thread([impl = impl_.get()] { impl->run(); });
 }
 
@@ -144,14 +169,21 @@ OtlpExporter::~OtlpExporter() {
 void OtlpExporter::on_event(const SandboxEvent& event) {
   {
     std::lock_guard lock(impl_->mutex);
-    if (impl_->queue.size() >= impl_->options.max_queue || impl_->stopping) {
-      ++impl_->stats.events_dropped;
+    Impl& q = *impl_;
+    if (q.filled >= q.options.max_queue || q.stopping) {
+      ++q.stats.events_dropped;
       return;
     }
-    impl_->queue.push_back(event);
-    ++impl_->accepted;
-    ++impl_->stats.events_accepted;
-    if (impl_->queue.size() != impl_->options.max_batch) return;
+    // Copy-assigning into a slot that held an event of the same type reuses its strings'
+    // buffers: no allocation once the slots are warm.
+    if (q.filled < q.filling.size())
+      q.filling[q.filled] = event;
+    else
+      q.filling.push_back(event);
+    ++q.filled;
+    ++q.accepted;
+    ++q.stats.events_accepted;
+    if (q.filled != q.options.max_batch) return;
   }
   impl_->wake.notify_one();  // a full batch is waiting
 }

@@ -68,7 +68,10 @@ SpanBuilder::Parent SpanBuilder::parent_for(const EventContext& context) const {
   // OBS-5: the event's tool call; for a conversation sandbox (no call id on the event), the
   // one call in flight for the same scope/thread/agent, when there is exactly one.
   if (!context.call_id.empty()) {
-    if (auto it = calls_.find(context.call_id); it != calls_.end()) return {it->second.trace_id, it->second.span_id};
+    auto it = calls_.find(context.call_id);
+    if (it == calls_.end())
+      if (auto alias = by_key_call_.find(context.call_id); alias != by_key_call_.end()) it = calls_.find(alias->second);
+    if (it != calls_.end()) return {it->second.trace_id, it->second.span_id};
   } else {
     const Call* only = nullptr;
     for (const auto& [id, call] : calls_) {
@@ -87,7 +90,7 @@ void SpanBuilder::open(const ToolCallEvent& event) {
   if (calls_.size() >= kMaxCallsInFlight) {
     auto oldest = std::min_element(calls_.begin(), calls_.end(),
                                    [](const auto& a, const auto& b) { return a.second.order < b.second.order; });
-    calls_.erase(oldest);
+    forget(oldest);
   }
   Call call;
   call.start = event.context.time;
@@ -109,7 +112,16 @@ void SpanBuilder::open(const ToolCallEvent& event) {
     call.trace_id = session_.trace_id;
     call.parent_span_id = session_.span_id;
   }
+  const std::string& key_call = event.context.key.call_id;
+  if (!key_call.empty() && key_call != id) by_key_call_[key_call] = id;
   calls_.emplace(id, call);
+}
+
+void SpanBuilder::forget(std::map<std::string, Call>::iterator call) {
+  const std::string& key_call = call->second.key.call_id;
+  if (auto alias = by_key_call_.find(key_call); alias != by_key_call_.end() && alias->second == call->first)
+    by_key_call_.erase(alias);
+  calls_.erase(call);
 }
 
 void SpanBuilder::release(const ToolCallEvent& event, std::vector<json>& out) {
@@ -117,7 +129,7 @@ void SpanBuilder::release(const ToolCallEvent& event, std::vector<json>& out) {
   Call call;
   if (it != calls_.end()) {
     call = it->second;
-    calls_.erase(it);
+    forget(it);
   } else {  // its admission was dropped: still one span, from the release alone
     call.trace_id = session_.trace_id;
     call.parent_span_id = session_.span_id;

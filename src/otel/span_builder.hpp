@@ -51,6 +51,10 @@ private:
   Parent session_;
   bool export_payloads_;
   std::map<std::string, Call> calls_;  ///< by tool call id
+  /// Under CALL scope a sandbox's events carry the key's call_id, a host-made name, not the
+  /// model's id: that name -> the tool call id, from the call's admitted event.
+  std::map<std::string, std::string> by_key_call_;
+  void forget(std::map<std::string, Call>::iterator call);
   std::uint64_t next_order_ = 0;
 };
 

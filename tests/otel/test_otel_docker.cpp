@@ -12,14 +12,20 @@
 #include "maf/sandbox/support/labels.hpp"
 #include "maf/sandbox/async.hpp"
 #include "maf/sandbox/otel.hpp"
+#include "maf/sandbox/sandboxed_tool.hpp"
 #include "otel/otlp_receiver.hpp"
+#include "otel/span_tree.hpp"
 
 using namespace maf::sandbox;
 using namespace docker_test;
 using namespace std::chrono_literals;
+using maf::sandbox::test::check_children;
+using maf::sandbox::test::copy_text_body;
+using maf::sandbox::test::find_span;
 using maf::sandbox::test::OtlpReceiver;
 using maf::sandbox::test::span_attribute;
 using maf::sandbox::test::string_attribute;
+using maf::sandbox::test::text_schema;
 
 namespace {
 
@@ -47,6 +53,13 @@ std::vector<nlohmann::json> named(const std::vector<nlohmann::json>& spans, cons
   return out;
 }
 
+std::shared_ptr<otel::OtlpExporter> exporter_for(const OtlpReceiver& receiver) {
+  otel::OtlpOptions o;
+  o.endpoint = receiver.url();
+  o.flush_interval = 50ms;
+  return std::make_shared<otel::OtlpExporter>(o);
+}
+
 /// Nothing labelled with this test's scope is left on the engine.
 void assert_scope_gone(const std::string& scope) {
   const auto digest = support::label_value(scope);
@@ -58,10 +71,7 @@ void assert_scope_gone(const std::string& scope) {
 
 TEST_CASE("OTEL-1: a tool call on Docker exports execute_tool with acquire, transfers, exec and cleanup") {
   OtlpReceiver receiver;
-  otel::OtlpOptions o;
-  o.endpoint = receiver.url();
-  o.flush_interval = 50ms;
-  auto exporter = std::make_shared<otel::OtlpExporter>(o);
+  auto exporter = exporter_for(receiver);
   std::string scope_name;
   {
     Scope scope;
@@ -100,10 +110,7 @@ TEST_CASE("OTEL-1: a tool call on Docker exports execute_tool with acquire, tran
 
 TEST_CASE("OBS-7 OTEL-1: the proxy's DENY reaches the observers as a network decision under the call") {
   OtlpReceiver receiver;
-  otel::OtlpOptions o;
-  o.endpoint = receiver.url();
-  o.flush_interval = 50ms;
-  auto exporter = std::make_shared<otel::OtlpExporter>(o);
+  auto exporter = exporter_for(receiver);
   std::vector<NetworkDecisionEvent> decisions;
   std::mutex mutex;
   auto recorder = make_observer([&](const SandboxEvent& e) {
@@ -167,4 +174,51 @@ TEST_CASE("OBS-7 OTEL-1: the proxy's DENY reaches the observers as a network dec
     CHECK(s["parentSpanId"] == call[0]["spanId"]);
   }
   CHECK(found);
+}
+
+TEST_CASE("OTEL-1, OTEL-2: a SandboxedTool call on Docker exports its span tree; a refused one an errored execute_tool") {
+  OtlpReceiver receiver;
+  auto exporter = exporter_for(receiver);
+  std::string scope_name;
+  {
+    Scope scope;
+    scope_name = scope.scope;
+    auto router = std::make_shared<SandboxRouter>(std::vector<std::shared_ptr<SandboxBackend>>{scope.backend},
+                                                  kContainerFloor,
+                                                  std::vector<std::shared_ptr<SandboxObserver>>{exporter});
+    CallerContext context;
+    context.current_scope = [&] { return scope.scope; };
+    context.current_thread_id = [&] { return std::optional<std::string>(scope.thread); };
+    SandboxedToolOptions options;
+    options.input_schema = text_schema();
+    auto tools = sandboxed_tool(copy_text_body(), router, context, "agent-1", spec_for(kImage, kAllCaps, "shell"),
+                                "copy_text", options);
+    REQUIRE(tools.size() == 1);
+    const ToolResult ok = scope.run([&] { return tools[0].invoke({"model-d2", "copy_text", {{"text", "abc"}}}); });
+    REQUIRE_FALSE(ok.is_error);
+    CHECK(std::get<TextContent>(ok.content.at(0).value).text == "abc");
+    const ToolResult bad = scope.run([&] { return tools[0].invoke({"model-d3", "copy_text", {{"text", 1}}}); });
+    CHECK(bad.is_error);
+    REQUIRE(exporter->flush(60s));
+  }
+  assert_scope_gone(scope_name);
+  const auto spans = receiver.spans();
+  // The served call and its five children (a conversation-scope call disposes by default),
+  // and the refused call's span alone.
+  REQUIRE(spans.size() == 7);
+  const auto calls = named(spans, "execute_tool copy_text");
+  REQUIRE(calls.size() == 2);
+  const auto& served = string_attribute(calls[0], "gen_ai.tool.call.id") == "model-d2" ? calls[0] : calls[1];
+  const auto& refused = &served == &calls[0] ? calls[1] : calls[0];
+  CHECK(string_attribute(served, "gen_ai.operation.name") == "execute_tool");
+  CHECK(string_attribute(served, "maf_sandbox.backend") == "docker");
+  CHECK_FALSE(served.contains("status"));
+  check_children(spans, served, "docker",
+                 {"maf_sandbox.acquire", "maf_sandbox.transfer_in", "maf_sandbox.exec", "maf_sandbox.transfer_out",
+                  "maf_sandbox.cleanup"});
+  CHECK(string_attribute(*find_span(spans, "maf_sandbox.cleanup"), "maf_sandbox.rung") == "dispose");
+  CHECK(string_attribute(*find_span(spans, "maf_sandbox.acquire"), "maf_sandbox.isolation") == "container");
+  CHECK(string_attribute(refused, "gen_ai.tool.call.id") == "model-d3");
+  CHECK(refused["status"]["code"] == 2);
+  CHECK(string_attribute(refused, "error.type") == "invalid_arguments");
 }

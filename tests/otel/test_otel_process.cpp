@@ -7,19 +7,27 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
+#include <mutex>
 
 #include "maf/sandbox/async.hpp"
 #include "maf/sandbox/otel.hpp"
 #include "maf/sandbox/process/process_backend.hpp"
+#include "maf/sandbox/sandboxed_tool.hpp"
 #include "maf/sandbox/sync.hpp"
 #include "otel/otlp_receiver.hpp"
+#include "otel/span_tree.hpp"
 
 using namespace maf::sandbox;
 using namespace std::chrono_literals;
+using maf::sandbox::test::check_children;
+using maf::sandbox::test::copy_text_body;
+using maf::sandbox::test::find_span;
 using maf::sandbox::test::OtlpReceiver;
 using maf::sandbox::test::span_attribute;
 using maf::sandbox::test::string_attribute;
+using maf::sandbox::test::text_schema;
 namespace fs = std::filesystem;
 
 namespace {
@@ -76,12 +84,6 @@ void tool_call(const SandboxRouter& router, const SandboxKey& key, ToolCallPhase
   emit(router.observers().get(), std::move(e));
 }
 
-const nlohmann::json* find_span(const std::vector<nlohmann::json>& spans, const std::string& name) {
-  for (const auto& s : spans)
-    if (s["name"] == name) return &s;
-  return nullptr;
-}
-
 }  // namespace
 
 TEST_CASE("OTEL-1: a tool call on the process backend exports execute_tool with its children") {
@@ -121,18 +123,9 @@ TEST_CASE("OTEL-1: a tool call on the process backend exports execute_tool with 
   CHECK((*call)["parentSpanId"] == "b7ad6b7169203331");
   CHECK((*call)["_service"] == "otel-process-test");
 
-  for (const char* child : {"maf_sandbox.acquire", "maf_sandbox.transfer_in", "maf_sandbox.exec",
-                            "maf_sandbox.transfer_out", "maf_sandbox.cleanup"}) {
-    INFO(child);
-    const auto* s = find_span(spans, child);
-    REQUIRE(s);
-    CHECK((*s)["traceId"] == (*call)["traceId"]);
-    CHECK((*s)["parentSpanId"] == (*call)["spanId"]);
-    CHECK(string_attribute(*s, "maf_sandbox.backend") == "process");
-    // Times are unix-nanosecond strings, the end no earlier than the start.
-    CHECK(std::stoull((*s)["endTimeUnixNano"].get<std::string>()) >=
-          std::stoull((*s)["startTimeUnixNano"].get<std::string>()));
-  }
+  check_children(spans, *call, "process",
+                 {"maf_sandbox.acquire", "maf_sandbox.transfer_in", "maf_sandbox.exec", "maf_sandbox.transfer_out",
+                  "maf_sandbox.cleanup"});
   const auto* acquire = find_span(spans, "maf_sandbox.acquire");
   CHECK(string_attribute(*acquire, "maf_sandbox.isolation") == "os_process");
   CHECK(string_attribute(*acquire, "maf_sandbox.egress") == "closed");
@@ -237,4 +230,217 @@ TEST_CASE("OTEL-4: a slow collector and a full queue drop events, counted; calls
   CHECK(stats.events_dropped > 0);
   CHECK(stats.spans_exported == 0);
   CHECK(stats.spans_lost == stats.events_accepted);
+}
+
+// --- A real tool call (SandboxedTool): the tool layer's own events, not simulated ones ---
+
+namespace {
+
+/// Collects every event, for what the exporter does not turn into a span (queued).
+struct Recorder {
+  std::mutex mutex;
+  std::vector<SandboxEvent> events;
+  std::shared_ptr<SandboxObserver> observer() {
+    return make_observer([this](const SandboxEvent& e) {
+      std::lock_guard lock(mutex);
+      events.push_back(e);
+    });
+  }
+  std::vector<ToolCallEvent> tool_calls() {
+    std::lock_guard lock(mutex);
+    std::vector<ToolCallEvent> out;
+    for (const auto& e : events)
+      if (const auto* t = std::get_if<ToolCallEvent>(&e)) out.push_back(*t);
+    return out;
+  }
+};
+
+CallerContext caller() {
+  CallerContext c;
+  c.current_scope = [] { return std::string("tenant"); };
+  c.current_thread_id = [] { return std::optional<std::string>("conv"); };
+  return c;
+}
+
+std::shared_ptr<SandboxRouter> shared_router(const ProcessFixture& f, std::vector<std::shared_ptr<SandboxObserver>> observers) {
+  return std::make_shared<SandboxRouter>(std::vector<std::shared_ptr<SandboxBackend>>{f.backend},
+                                         RouterOptions::lowered_floor(Isolation::OsProcess, LowerIsolationFloor{}),
+                                         std::move(observers));
+}
+
+}  // namespace
+
+TEST_CASE("OTEL-1, OTEL-3: a SandboxedTool call (CALL scope) exports execute_tool over its sandbox's spans") {
+  ProcessFixture f;
+  OtlpReceiver receiver;
+  auto exporter = std::make_shared<otel::OtlpExporter>(options_for(receiver.url()));
+  Recorder recorder;
+  auto router = shared_router(f, {exporter, recorder.observer()});
+  SandboxSpec spec({.kind = "script",
+                    .requires_capabilities = {Capability::Exec, Capability::FilesIn, Capability::FilesOut},
+                    .isolation_scope = IsolationScope::Call});
+  SandboxedToolOptions o;
+  o.input_schema = text_schema();
+  o.current_traceparent = [] { return std::string("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"); };
+  auto tools = sandboxed_tool(copy_text_body(), router, caller(), "agent", spec, "copy_text", o);
+  REQUIRE(tools.size() == 1);
+
+  const ToolResult result = f.run([&] { return tools[0].invoke({"model-call-7", "copy_text", {{"text", "hello"}}}); });
+  REQUIRE_FALSE(result.is_error);
+  CHECK(std::get<TextContent>(result.content.at(0).value).text == "hello");
+
+  REQUIRE(exporter->flush(30s));
+  receiver.wait_for_spans(6);
+  const auto spans = receiver.spans();
+  // execute_tool, acquire, transfer_in, exec, transfer_out, cleanup (CALL scope disposes).
+  REQUIRE(spans.size() == 6);
+  const auto* call = find_span(spans, "execute_tool copy_text");
+  REQUIRE(call);
+  CHECK((*call)["kind"] == 1);
+  CHECK(string_attribute(*call, "gen_ai.operation.name") == "execute_tool");
+  CHECK(string_attribute(*call, "gen_ai.tool.name") == "copy_text");
+  CHECK(string_attribute(*call, "gen_ai.tool.call.id") == "model-call-7");
+  CHECK(string_attribute(*call, "maf_sandbox.backend") == "process");
+  CHECK_FALSE(call->contains("status"));
+  CHECK((*call)["traceId"] == "0af7651916cd43dd8448eb211c80319c");
+  CHECK((*call)["parentSpanId"] == "b7ad6b7169203331");
+  // OTEL-6: no payload without the opt-in.
+  CHECK(span_attribute(*call, "gen_ai.tool.call.arguments").is_null());
+
+  // The sandbox's events carry the key's host-made call id; the exporter links it to the
+  // model's call through the admitted event.
+  check_children(spans, *call, "process",
+                 {"maf_sandbox.acquire", "maf_sandbox.transfer_in", "maf_sandbox.exec", "maf_sandbox.transfer_out",
+                  "maf_sandbox.cleanup"});
+  const auto* cleanup = find_span(spans, "maf_sandbox.cleanup");
+  CHECK(string_attribute(*cleanup, "maf_sandbox.rung") == "dispose");
+  CHECK(string_attribute(*cleanup, "maf_sandbox.outcome") == "done");
+  CHECK(span_attribute(*find_span(spans, "maf_sandbox.transfer_in"), "maf_sandbox.bytes")["intValue"] == "5");
+
+  // The tool layer's own events: admitted then released, both naming the model's call id and
+  // the key the sandbox was acquired with (its call_id the host-made name).
+  const auto calls = recorder.tool_calls();
+  REQUIRE(calls.size() == 2);
+  CHECK(calls[0].phase == ToolCallPhase::Admitted);
+  CHECK(calls[1].phase == ToolCallPhase::Released);
+  for (const auto& e : calls) {
+    CHECK(e.context.call_id == "model-call-7");
+    CHECK(e.tool == "copy_text");
+    CHECK(e.context.key.scope == "tenant");
+    CHECK(e.context.key.thread_id == "conv");
+    CHECK_THAT(e.context.key.call_id, Catch::StartsWith("call-"));
+    CHECK_FALSE(e.arguments);
+  }
+  CHECK(calls[0].traceparent == "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+  CHECK(calls[1].error_type.empty());
+}
+
+TEST_CASE("OTEL-2, C-119: a SandboxedTool call refused at admission is an errored execute_tool; queued is reported") {
+  ProcessFixture f;
+  OtlpReceiver receiver;
+  auto exporter = std::make_shared<otel::OtlpExporter>(options_for(receiver.url()));
+  Recorder recorder;
+  auto router = shared_router(f, {exporter, recorder.observer()});
+  SandboxedToolOptions o;
+  o.input_schema = text_schema();
+  o.exclusive = true;
+  o.admission_timeout = 300ms;
+  auto tools = sandboxed_tool(copy_text_body(), router, caller(), "agent", script_spec(), "copy_text", o);
+  REQUIRE(tools.size() == 1);
+
+  // Another exclusive call holds the (key, kind): this one waits, then is refused.
+  const SandboxKey key{"tenant", "conv", "agent", ""};
+  CallTicket held = f.run([&] { return router->admit_call(key, "script", AdmitOptions{true, 10s}); });
+  const ToolResult result = f.run([&] { return tools[0].invoke({"model-call-8", "copy_text", {{"text", "x"}}}); });
+  CHECK(result.is_error);
+  CHECK(std::get<TextContent>(result.content.at(0).value).text == kRefusalSandboxUnavailable);
+  f.run([&] { return router->release_call(std::move(held)); });
+
+  REQUIRE(exporter->flush(30s));
+  receiver.wait_for_spans(1);
+  const auto spans = receiver.spans();
+  REQUIRE(spans.size() == 1);  // nothing was acquired: the call's span alone
+  const auto* call = find_span(spans, "execute_tool copy_text");
+  REQUIRE(call);
+  CHECK((*call)["status"]["code"] == 2);
+  CHECK(string_attribute(*call, "error.type") == "refused");
+  CHECK(string_attribute(*call, "gen_ai.tool.call.id") == "model-call-8");
+
+  const auto calls = recorder.tool_calls();
+  REQUIRE(calls.size() == 3);
+  CHECK(calls[0].phase == ToolCallPhase::Admitted);
+  CHECK(calls[1].phase == ToolCallPhase::Queued);  // the router's: the admission had to wait
+  CHECK(calls[1].context.call_id == "model-call-8");
+  CHECK(calls[1].tool == "copy_text");
+  CHECK(calls[1].context.key == key);
+  CHECK(calls[2].phase == ToolCallPhase::Released);
+  CHECK(calls[2].error_type == "refused");
+}
+
+TEST_CASE("OTEL-2, OTEL-6: a call with invalid arguments is one errored execute_tool; payloads only when opted in") {
+  ProcessFixture f;
+  OtlpReceiver receiver;
+  auto eo = options_for(receiver.url());
+  eo.export_payloads = true;
+  auto exporter = std::make_shared<otel::OtlpExporter>(eo);
+  auto router = shared_router(f, {exporter});
+  bool ran = false;
+  ToolBody body = [&ran](SandboxToolSession, nlohmann::json) -> boost::asio::awaitable<ToolResult> {
+    ran = true;
+    co_return ToolResult::text("ran");
+  };
+  SandboxedToolOptions o;
+  o.input_schema = text_schema();
+  o.observe_payloads = true;
+  auto tools = sandboxed_tool(body, router, caller(), "agent", script_spec(), "copy_text", o);
+  REQUIRE(tools.size() == 1);
+
+  const ToolResult bad = f.run([&] { return tools[0].invoke({"model-call-9", "copy_text", {{"text", 42}}}); });
+  CHECK(bad.is_error);
+  CHECK_FALSE(ran);
+  const ToolResult good = f.run([&] { return tools[0].invoke({"model-call-10", "copy_text", {{"text", "ok"}}}); });
+  CHECK_FALSE(good.is_error);
+  CHECK(ran);
+
+  REQUIRE(exporter->flush(30s));
+  receiver.wait_for_spans(2);
+  const auto spans = receiver.spans();
+  REQUIRE(spans.size() == 2);  // neither call acquired a sandbox
+  const nlohmann::json* refused = nullptr;
+  const nlohmann::json* served = nullptr;
+  for (const auto& s : spans) {
+    CHECK(s["name"] == "execute_tool copy_text");
+    (string_attribute(s, "gen_ai.tool.call.id") == "model-call-9" ? refused : served) = &s;
+  }
+  REQUIRE(refused);
+  REQUIRE(served);
+  CHECK((*refused)["status"]["code"] == 2);
+  CHECK(string_attribute(*refused, "error.type") == "invalid_arguments");
+  CHECK(string_attribute(*refused, "gen_ai.tool.call.arguments") == R"({"text":42})");
+  CHECK_FALSE(served->contains("status"));
+  CHECK(string_attribute(*served, "gen_ai.tool.call.id") == "model-call-10");
+  CHECK(string_attribute(*served, "gen_ai.tool.call.arguments") == R"({"text":"ok"})");
+  CHECK(string_attribute(*served, "gen_ai.tool.call.result") == "ran");
+}
+
+TEST_CASE("OBS-3: an observer that throws on every tool-call event changes no SandboxedTool result") {
+  ProcessFixture f;
+  std::atomic<int> seen{0};
+  auto thrower = make_observer([&seen](const SandboxEvent&) {
+    ++seen;
+    throw std::runtime_error("observer failure");
+  });
+  auto router = shared_router(f, {thrower});
+  SandboxedToolOptions o;
+  o.input_schema = text_schema();
+  auto tools = sandboxed_tool(copy_text_body(), router, caller(), "agent", script_spec(), "copy_text", o);
+  REQUIRE(tools.size() == 1);
+  const ToolResult served = f.run([&] { return tools[0].invoke({"model-call-11", "copy_text", {{"text", "same"}}}); });
+  REQUIRE_FALSE(served.is_error);
+  CHECK(std::get<TextContent>(served.content.at(0).value).text == "same");
+  const ToolResult bad = f.run([&] { return tools[0].invoke({"model-call-12", "copy_text", {}}); });
+  CHECK(bad.is_error);
+  CHECK_THAT(std::get<TextContent>(bad.content.at(0).value).text, Catch::Contains("invalid arguments"));
+  // admitted, acquire, two transfers, exec, cleanup, released; then the bad call's released.
+  CHECK(seen >= 8);
 }

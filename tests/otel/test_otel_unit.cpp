@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <thread>
+#include <vector>
 
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/otel.hpp"
@@ -42,6 +44,14 @@ public:
 private:
   std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
+
+/// Options that post to `receiver` soon after an event arrives.
+OtlpOptions options_for(const OtlpReceiver& receiver) {
+  OtlpOptions o;
+  o.endpoint = receiver.url();
+  o.flush_interval = 20ms;
+  return o;
+}
 
 Env clean_env() {
   Env env;
@@ -184,10 +194,7 @@ TEST_CASE("OTEL-6: arguments and results are exported only when the host opts in
 
 TEST_CASE("OTEL-1: a conversation sandbox's events go under the one call in flight for its holder") {
   OtlpReceiver receiver;
-  OtlpOptions o;
-  o.endpoint = receiver.url();
-  o.flush_interval = 20ms;
-  OtlpExporter exporter(o);
+  OtlpExporter exporter(options_for(receiver));
   const SandboxKey conversation{"s", "t", "a", ""};
   ToolCallEvent call;
   call.context.key = conversation;
@@ -214,4 +221,63 @@ TEST_CASE("OTEL-1: a conversation sandbox's events go under the one call in flig
   CHECK(spans[0]["traceId"] == parent["traceId"]);
   // Another agent's sandbox is not this call's child.
   CHECK(spans[1].value("parentSpanId", "") != parent["spanId"]);
+}
+
+TEST_CASE("OTEL-1: under CALL scope a sandbox's events find their call by the key's host-made call id") {
+  OtlpReceiver receiver;
+  OtlpExporter exporter(options_for(receiver));
+  // The tool layer's admitted event: the model's id, and the key whose call_id the sandbox's
+  // own events carry.
+  ToolCallEvent call;
+  call.context.key = SandboxKey{"s", "t", "a", "call-0123456789abcdef"};
+  call.context.call_id = "model-call-1";
+  call.tool = "shell";
+  call.phase = ToolCallPhase::Admitted;
+  exporter.on_event(call);
+  ExecEvent exec;
+  exec.context.key = call.context.key;
+  exec.context.call_id = "call-0123456789abcdef";
+  exec.context.time = std::chrono::system_clock::now();
+  exporter.on_event(exec);
+  call.phase = ToolCallPhase::Released;
+  exporter.on_event(call);
+  // After the release the name maps to nothing: a late event joins the session's trace.
+  exporter.on_event(exec);
+  REQUIRE(exporter.flush(30s));
+  const auto spans = receiver.spans();
+  REQUIRE(spans.size() == 3);
+  CHECK(spans[1]["name"] == "execute_tool shell");
+  CHECK(spans[0]["parentSpanId"] == spans[1]["spanId"]);
+  CHECK_FALSE(spans[2].contains("parentSpanId"));
+}
+
+TEST_CASE("OTEL-4: events from four threads, racing a flush, are each accepted or dropped and counted") {
+  OtlpReceiver receiver;
+  OtlpOptions o = options_for(receiver);
+  o.flush_interval = 5ms;
+  o.max_queue = 64;  // small: the worker swaps often, and some events are dropped
+  o.max_batch = 8;
+  OtlpExporter exporter(o);
+  constexpr int kThreads = 4;
+  constexpr int kEvents = 2000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&exporter, t] {
+      for (int i = 0; i < kEvents; ++i) {
+        ExecEvent e;
+        e.context.key = SandboxKey{"s", "thread-" + std::to_string(t), "a", ""};
+        e.context.time = std::chrono::system_clock::now();
+        e.argv_digest = std::string(64, 'a');  // past the small-string buffer: a real copy
+        exporter.on_event(e);
+      }
+    });
+  for (int i = 0; i < 20; ++i) exporter.flush(10ms);
+  for (auto& t : threads) t.join();
+  REQUIRE(exporter.flush(30s));
+  const auto stats = exporter.stats();
+  CHECK(stats.events_accepted + stats.events_dropped == kThreads * kEvents);
+  CHECK(stats.events_accepted > 0);
+  // Every accepted exec event is one span, exported or lost.
+  CHECK(stats.spans_exported + stats.spans_lost == stats.events_accepted);
+  CHECK(receiver.spans().size() == stats.spans_exported);
 }

@@ -38,6 +38,11 @@ struct AdmitOptions {
   bool exclusive = false;
   /// A waiter not admitted within this gets TimeoutError naming key, kind and the state.
   std::chrono::milliseconds timeout = std::chrono::seconds(60);
+  /// For observation only, never part of the key: the tool call this admission serves. When
+  /// `call_id` is set and the call has to wait, the router reports a ToolCallEvent `queued`
+  /// naming both (docs/observability.md).
+  std::string tool{};
+  std::string call_id{};
 };
 
 /// Proof of admission; move-only. Give it back with `SandboxRouter::release_call`. One

@@ -70,8 +70,9 @@ struct ToolCallEvent {
   EventContext context;
   ToolCallPhase phase = ToolCallPhase::Admitted;
   std::string tool{};
-  /// Released: class name of what ended the call unsuccessfully (a refusal string counts as
-  /// "refused"); empty on success.
+  /// Released: what ended the call unsuccessfully — "invalid_arguments", "refused" (a refused
+  /// acquire or SandboxToolRefused), "tool_error" (the body's own error result) or an
+  /// exception's class name; empty on success (docs/observability.md OBS-10).
   std::string error_type{};
   /// Admitted: the host's W3C `traceparent` for this call, if it has one; empty otherwise.
   std::string traceparent{};

@@ -4,8 +4,9 @@
 /// them as OTLP/HTTP JSON (docs/observability.md). Library `maf::sandbox-otel`, apart from
 /// the core, so a host that does not export links no HTTP client.
 ///
-/// Never blocking a call: on_event copies the event into a bounded queue and returns; a
-/// thread of the exporter's own builds the spans and posts them in batches. A full queue
+/// Never blocking a call: on_event copies the event into a slot of a bounded buffer and
+/// returns; a thread of the exporter's own swaps the buffer out, builds the spans and posts
+/// them in batches. A full buffer
 /// drops the event and counts it; a post that fails (unreachable, slow, refused) loses its
 /// spans and counts them. Spans follow the GenAI semantic conventions for tool execution:
 /// `execute_tool {tool}` (INTERNAL) per tool call, with children for acquire, exec,
@@ -94,8 +95,8 @@ public:
   OtlpExporter(const OtlpExporter&) = delete;
   OtlpExporter& operator=(const OtlpExporter&) = delete;
 
-  /// Copies the event into the queue, or drops it when the queue is full. Never blocks on
-  /// the network.
+  /// Copies the event into a slot (reusing the slot's buffers), or drops it when max_queue
+  /// slots are full. Never blocks on the network.
   void on_event(const SandboxEvent& event) override;
   /// Waits until every event accepted so far has been posted (or lost), at most `timeout`;
   /// true when it got there.

@@ -117,6 +117,8 @@ private:
   boost::asio::awaitable<std::shared_ptr<Sandbox>> observed_acquire(SandboxKey key, SandboxSpec spec);
   /// Builds observers_ and attaches it to every backend.
   void attach_observers(std::vector<std::shared_ptr<SandboxObserver>> observers);
+  /// The ToolCallEvent `queued` of an admission that has to wait (options.call_id set).
+  void observe_queued(const SandboxKey& key, const std::string& kind, const AdmitOptions& options) const noexcept;
   /// The CleanupEvent (rung dispose) of one dispose_kind.
   void observe_disposal(const SandboxKey& key, const std::string& kind, const std::optional<std::string>& instance_id,
                         bool confirmed, std::chrono::nanoseconds duration) const;

@@ -157,6 +157,13 @@ struct SandboxedToolOptions {
   /// Explicit labels for the body's unlabelled items (default: untrusted, private). Not
   /// together with a sink, whose destination decides them (C-118).
   std::optional<ContentLabels> labels{};
+  /// The host's W3C `traceparent` for the call starting now (read once per call, on its
+  /// thread), carried by its ToolCallEvent `admitted`; empty or absent = none
+  /// (docs/observability.md OTEL-3).
+  std::function<std::string()> current_traceparent{};
+  /// Attach the call's arguments and result text to its ToolCallEvents (OTEL-6). Off: events
+  /// carry no payload.
+  bool observe_payloads = false;
 };
 
 /// One attached tool; a cheap, copyable handle. Safe to invoke concurrently.
