@@ -15,6 +15,9 @@
 //
 // Memory (issue 14): the peak resident set above the idle baseline while 32 MiB goes into a
 // sandbox and back, and while an exec returns 8 MiB of stdout, once per transport.
+//
+// MAF_BENCH_PROFILE_COLD=N (issue 24): N cold acquires on the Engine API with every engine
+// call timed (timing_transport.hpp), beside the raw create + start; nothing else runs.
 #include <unistd.h>
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
@@ -37,7 +40,9 @@
 
 #include "../common/harness.hpp"
 #include "docker_http.hpp"
+#include "timing_transport.hpp"
 #include "maf/sandbox/async.hpp"
+#include "maf/sandbox/docker/api_transport.hpp"
 #include "maf/sandbox/docker/backend.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 #include "maf/sandbox/support/tar.hpp"
@@ -243,6 +248,57 @@ public:
   }
 
 public:
+  /// MAF_BENCH_PROFILE_COLD=N (issue 24): where a cold acquire's time goes on the Engine API.
+  /// N cold acquires (and disposes) of the rows' spec through a backend whose API transport
+  /// is wrapped by TimingTransport; prints each acquire's engine calls in order with their
+  /// times, then per call the median over the acquires after the first (the first learns the
+  /// image: probes, image user, work-directory facts). Beside it, the raw create + start.
+  void profile_cold(int n) {
+    SandboxSpec::Fields f;
+    f.kind = "shell";
+    f.image = kImage;
+    f.requires_capabilities = {Capability::Exec, Capability::FilesIn, Capability::FilesOut};
+    const SandboxSpec spec(std::move(f));
+    dk::DockerConfig config;
+    config.docker_path = docker_;
+    config.transport = dk::DockerTransportKind::Api;
+    auto timing = std::make_shared<maf_bench::TimingTransport>(dk::make_api_transport(config));
+    auto backend = run_([&] { return dk::DockerSandboxBackend::create(config, timing); });
+    timing->take();
+    std::vector<std::pair<std::string, std::vector<double>>> per_call;  // in first-seen order
+    std::vector<double> totals, raw;
+    for (int i = 0; i < n; ++i) {
+      const SandboxKey k{scope_, "t", "profile-" + std::to_string(i), ""};
+      const double total = timed([&] { run_([&] { return backend->acquire(k, spec); }); });
+      const auto calls = timing->take();
+      std::printf("acquire %d: %.1f ms, %zu engine calls:", i, total, calls.size());
+      double sum = 0;
+      for (const auto& c : calls) {
+        std::printf(" %s %.1f;", c.op.c_str(), c.ms);
+        sum += c.ms;
+      }
+      std::printf(" (calls %.1f ms, backend %.1f ms)\n", sum, total - sum);
+      if (i > 0) {
+        totals.push_back(total);
+        for (std::size_t j = 0; j < calls.size(); ++j) {
+          const std::string key = std::to_string(j) + " " + calls[j].op;
+          auto it = std::find_if(per_call.begin(), per_call.end(), [&](const auto& p) { return p.first == key; });
+          if (it == per_call.end()) it = per_call.emplace(per_call.end(), key, std::vector<double>{});
+          it->second.push_back(calls[j].ms);
+        }
+      }
+      const std::string rn = raw_name("profile", i);
+      raw.push_back(timed([&] { raw_api_run(rn); }));
+      run_([&] { return backend->dispose(k, std::string("shell"), std::nullopt); });
+      timing->take();  // the dispose's calls are not the next acquire's
+      require(api("DELETE", prefix_ + "/containers/" + rn + "?force=1").status == 204, "rm");
+    }
+    if (totals.empty()) return;
+    std::printf("\nmedian of acquires 1..%d: %.1f ms; raw create + start %.1f ms (%.2fx)\n", n - 1,
+                median(totals), median(raw), median(totals) / median(raw));
+    for (auto& [op, ms] : per_call) std::printf("  %-32s %8.1f ms (%zu)\n", op.c_str(), median(ms), ms.size());
+  }
+
   /// Per-call RECLAIM (issue 26): a call directory of 10 small files, made untimed by an exec,
   /// then removed — by Sandbox::reclaim on each transport (the NVI's checks, then the core's
   /// `rm -rf --` as the guest, from `/`), beside a bare `docker exec <c> rm -rf -- <dir>` and
@@ -540,6 +596,11 @@ int main(int argc, char** argv) {
     const char* memory_only = std::getenv("MAF_BENCH_MEMORY_ONLY");
     // MAF_BENCH_RECLAIM_ONLY=1: the per-call RECLAIM row alone (issue 26).
     const char* reclaim_only = std::getenv("MAF_BENCH_RECLAIM_ONLY");
+    const char* profile_cold = std::getenv("MAF_BENCH_PROFILE_COLD");
+    if (profile_cold && std::atoi(profile_cold) > 0) {
+      bench.profile_cold(std::max(2, std::atoi(profile_cold)));
+      return 0;
+    }
     if (reclaim_only && std::string(reclaim_only) == "1") {
       bench.reclaim_rows();
     } else {

@@ -270,6 +270,19 @@ public:
   }
 
   awaitable<CreateResult> create_and_start(CreateRequest q) override {
+    std::string name = q.name;
+    auto created = co_await create_unstarted(std::move(q));
+    if (created.outcome != CreateOutcome::Created) co_return created;
+    std::string detail;
+    // Like `docker run -d`, a start failure leaves the created container for the caller.
+    if (!co_await start(name, detail)) co_return CreateResult{CreateOutcome::Failed, detail};
+    co_return CreateResult{CreateOutcome::Created, {}};
+  }
+
+  // create and start are two exchanges anyway: splitting them costs nothing here.
+  bool creates_unstarted() const noexcept override { return true; }
+
+  awaitable<CreateResult> create_unstarted(CreateRequest q) override {
     json host = {{"PidsLimit", q.pids_limit},
                  {"SecurityOpt", json::array({"no-new-privileges"})},
                  {"NetworkMode", q.network}};
@@ -301,10 +314,18 @@ public:
     auto r = co_await call(std::move(arg11), std::move(arg12), std::move(arg13), std::move(arg14));
     if (r.status == 409) co_return CreateResult{CreateOutcome::NameInUse, message_of(r)};
     if (r.status != 201) co_return CreateResult{CreateOutcome::Failed, message_of(r)};
-    std::string detail;
-    // Like `docker run -d`, a start failure leaves the created container for the caller.
-    if (!co_await start(q.name, detail)) co_return CreateResult{CreateOutcome::Failed, detail};
     co_return CreateResult{CreateOutcome::Created, {}};
+  }
+
+  awaitable<StartOutcome> start_created(std::string container, std::string& detail) override {
+    std::string arg15a = "POST";
+    std::string arg16a = "/containers/" + url_escape(container) + "/start";
+    std::string arg17a = "start " + container;
+    auto r = co_await call(std::move(arg15a), std::move(arg16a), std::move(arg17a));
+    if (r.status == 204) co_return StartOutcome::Started;
+    if (r.status == 304) co_return StartOutcome::AlreadyRunning;  // someone started it first
+    detail = message_of(r);
+    co_return StartOutcome::Failed;
   }
 
   awaitable<bool> start(std::string container, std::string& detail) override {

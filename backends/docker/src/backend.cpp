@@ -92,6 +92,30 @@ bool needs_work_dir(const SandboxSpec& spec) {
          r.contains(Capability::FilesList) || r.contains(Capability::FilesDelete);
 }
 
+/// §5.4's one tar for the missing suffix chain[first_missing..]: intermediate directories
+/// root's, the base the image user's, all 0755.
+std::string work_dir_tar(const std::vector<std::string>& chain, std::size_t first_missing, long long uid,
+                         long long gid) {
+  const auto now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  support::TarWriter tar;
+  for (std::size_t i = first_missing; i < chain.size(); ++i) {
+    const bool is_base = i + 1 == chain.size();
+    tar.add_directory(chain[i].substr(1), {.mode = 0755, .uid = static_cast<std::uint64_t>(is_base ? uid : 0),
+                                           .gid = static_cast<std::uint64_t>(is_base ? gid : 0), .mtime = now});
+  }
+  return std::move(tar).finish();
+}
+
+/// The probes a spec needs, by the names run_probes caches them under (docker.md §5.2).
+std::vector<std::string> probe_names(CapabilitySet needs) {
+  std::vector<std::string> out;
+  if (needs.contains(Capability::HostTools)) out.emplace_back("host-tools");
+  else if (needs.contains(Capability::Exec)) out.emplace_back("sh");
+  if (needs.contains(Capability::FilesDelete)) out.emplace_back("rm");
+  return out;
+}
+
 std::string capability_names(CapabilitySet set) {
   std::string out;
   for (Capability c : {Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesDelete,
@@ -189,7 +213,8 @@ awaitable<void> DockerSandboxBackend::recover_paused(const std::string& containe
 }
 
 awaitable<bool> DockerSandboxBackend::create_container(const std::string& container, const SandboxSpec& spec,
-                                                       const std::string& image, const SandboxKey& key) {
+                                                       const std::string& image, const SandboxKey& key,
+                                                       const std::string& base) {
   if (!co_await transport_->image_present(image)) {
     // Explicit pull under its own timeout; `run` never pulls (D-9).
     try {
@@ -215,7 +240,29 @@ awaitable<bool> DockerSandboxBackend::create_container(const std::string& contai
     request.network = container + "-net";
     request.env = detail::workload_proxy_env(container);
   }
-  CreateResult created = co_await transport_->create_and_start(request);
+  CreateResult created;
+  if (transport_->creates_unstarted()) {
+    // Issue 24: create, then (for an image whose facts are known) the work directory while
+    // nothing runs in the container, then start — what create_and_start does, with the
+    // upload between its two exchanges instead of under a freeze after them.
+    created = co_await transport_->create_unstarted(request);
+    if (created.outcome == CreateOutcome::Created) {
+      co_await prepare_before_start(container, spec, base);
+      std::string detail;
+      const StartOutcome started = co_await transport_->start_created(container, detail);
+      // Like `docker run -d`, a failed start leaves the created container (the next acquire
+      // starts or recreates it).
+      if (started == StartOutcome::Failed)
+        throw OSError("backend 'docker': creating container " + container + " from image '" + image +
+                      "' for workload kind '" + spec.kind() + "' failed: " + detail);
+      // Someone else started it first (another process adopting the name): commands may have
+      // run in it, so it is not fresh — probed by its own ID, its work directory checked
+      // and created under the freeze as for any container.
+      co_return started == StartOutcome::Started;
+    }
+  } else {
+    created = co_await transport_->create_and_start(request);
+  }
   if (created.outcome == CreateOutcome::Created) co_return true;
   if (created.outcome == CreateOutcome::NameInUse) {
     // Another process created it first: adopt (docker.md §5 step 6). Not fresh: that
@@ -233,8 +280,12 @@ awaitable<bool> DockerSandboxBackend::create_container(const std::string& contai
 }
 
 awaitable<bool> DockerSandboxBackend::ensure_running(const std::string& container, const SandboxSpec& spec,
-                                                     const std::string& image, const SandboxKey& key) {
-  auto state = co_await transport_->container_state(container);
+                                                     const std::string& image, const SandboxKey& key,
+                                                     const std::string& base,
+                                                     const std::optional<ContainerState>& state) {
+  // `state` is the acquire's own read, made under the identity lock just before (issue 24:
+  // this inspected a second time). Another process may have acted since, as it may after
+  // any read: creation meets it by NameInUse (adopt), a start by its 304.
   if (state && !state->running) {
     std::string detail;
     if (co_await transport_->start(container, detail)) co_return false;
@@ -243,7 +294,54 @@ awaitable<bool> DockerSandboxBackend::ensure_running(const std::string& containe
   } else if (state) {
     co_return false;
   }
-  co_return co_await create_container(container, spec, image, key);
+  co_return co_await create_container(container, spec, image, key, base);
+}
+
+bool DockerSandboxBackend::probes_known_locked(const std::string& image_key, const SandboxSpec& spec) const {
+  const auto passed = [&](const std::string& name) { return probes_passed_.contains({image_key, name}); };
+  for (const auto& name : probe_names(spec.requires_capabilities()))
+    if (!passed(name) && !(name == "sh" && passed("host-tools"))) return false;
+  return true;
+}
+
+awaitable<void> DockerSandboxBackend::prepare_before_start(const std::string& container, const SandboxSpec& spec,
+                                                           const std::string& base) {
+  if (!needs_work_dir(spec) || base == "/") co_return;
+  {
+    // Nothing known for this base yet (the first fresh container): not even the inspect.
+    std::lock_guard lock(state_mutex_);
+    if (std::none_of(work_dir_suffix_.begin(), work_dir_suffix_.end(),
+                     [&](const auto& fact) { return fact.first.second == base; }))
+      co_return;
+  }
+  // [port decision] (issue 24) A created container runs nothing: no guest can swap a
+  // component between a check and the upload, which is what the freeze of §5.4 guards
+  // against, so the upload needs no freeze here — a stronger condition than one. It holds
+  // exactly its image's files, so which components of `base` it has (real directories, the
+  // rest missing) and its image user are what an earlier fresh container of the same image
+  // ID showed (checked there as §5.4 says). Taken only when every probe the spec needs
+  // passed for that image too, so the order of §5 step 7 (probes, identity, work directory)
+  // has nothing left that could refuse before the directory exists. After the start the
+  // acquire checks the chain again (prepare_work_dir): a base under a mount made at start
+  // (/dev, /proc, …) is not seen there and is created under the freeze as before.
+  auto state = co_await transport_->container_state(container);
+  if (!state || state->image_id.empty()) co_return;
+  const std::string image_key = "image:" + state->image_id;
+  std::size_t first_missing = 0;
+  Identity identity;
+  {
+    std::lock_guard lock(state_mutex_);
+    auto suffix = work_dir_suffix_.find({state->image_id, base});
+    auto known = identities_.find(image_key);
+    if (suffix == work_dir_suffix_.end() || known == identities_.end() || !probes_known_locked(image_key, spec))
+      co_return;
+    first_missing = suffix->second;
+    identity = known->second;
+  }
+  const auto chain = detail::cumulative_components(base);
+  if (first_missing >= chain.size()) co_return;  // the image has it all
+  std::string tar = work_dir_tar(chain, first_missing, identity.uid, identity.gid);
+  co_await transport_->archive_put(container, "/", std::move(tar));
 }
 
 awaitable<void> DockerSandboxBackend::run_probes(const std::string& container, const std::string& id,
@@ -415,8 +513,17 @@ awaitable<DockerSandboxBackend::Identity> DockerSandboxBackend::resolve_identity
 }
 
 awaitable<void> DockerSandboxBackend::prepare_work_dir(const std::string& container, const std::string& id,
-                                                       const std::string& base, const Identity& identity) {
+                                                       const std::string& fresh_image, const std::string& base,
+                                                       const Identity& identity) {
   const auto chain = detail::cumulative_components(base);
+  // What a fresh container of an image showed is that image's (prepare_before_start). Only
+  // the first finding is kept: a later fresh container whose directory was uploaded before
+  // its start shows the upload, not the image.
+  const auto record = [&](std::size_t first_missing) {
+    if (fresh_image.empty()) return;
+    std::lock_guard lock(state_mutex_);
+    work_dir_suffix_.try_emplace({fresh_image, base}, first_missing);
+  };
   // [port decision] (issue 24) First unfrozen: a check that finds every component a real
   // directory writes nothing, and the freeze guards only a check that licenses a write — the
   // `cp` below. What this check grants (the chain was real directories when looked at) is
@@ -430,7 +537,10 @@ awaitable<void> DockerSandboxBackend::prepare_work_dir(const std::string& contai
     auto entry = co_await detail::probe(*transport_, container, id, chain[i]);
     complete = entry && entry->kind == EntryKind::Directory;
   }
-  if (complete) co_return;
+  if (complete) {
+    record(chain.size());
+    co_return;
+  }
   // Under one freeze: stat every component from "/" down, leave existing directories
   // exactly as they are, send one tar for the missing suffix (docker.md §5.4).
   auto slot = detail::freeze_slot(co_await transport_->endpoint(), container);
@@ -451,18 +561,13 @@ awaitable<void> DockerSandboxBackend::prepare_work_dir(const std::string& contai
         throw NotADirectoryError("backend 'docker': work directory component '" + chain[i] + "' of '" + base +
                                  "' in container " + container + " is not a directory");
     }
-    if (first_missing == chain.size()) co_return;
-    const auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
-    support::TarWriter tar;
-    for (std::size_t i = first_missing; i < chain.size(); ++i) {
-      const bool is_base = i + 1 == chain.size();
-      tar.add_directory(chain[i].substr(1),
-                        {.mode = 0755, .uid = static_cast<std::uint64_t>(is_base ? identity.uid : 0),
-                         .gid = static_cast<std::uint64_t>(is_base ? identity.gid : 0), .mtime = now});
+    if (first_missing == chain.size()) {
+      record(chain.size());
+      co_return;
     }
-    co_await transport_->archive_put(container, "/", std::move(tar).finish());
+    std::string tar = work_dir_tar(chain, first_missing, identity.uid, identity.gid);
+    co_await transport_->archive_put(container, "/", std::move(tar));
+    record(first_missing);
   });
 }
 
@@ -519,7 +624,7 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::acquire(SandboxKey key
   if (warm) {
     logger()->info("backend 'docker': reusing running container {} for kind '{}'", container, spec.kind());
   } else {
-    fresh = co_await ensure_running(container, spec, image, key);
+    fresh = co_await ensure_running(container, spec, image, key, base, state);
     state = co_await transport_->container_state(container);
     if (!state || !state->running || state->paused)
       throw OSError("backend 'docker': container " + container + " for workload kind '" + spec.kind() +
@@ -533,7 +638,8 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::acquire(SandboxKey key
   Identity identity{0, 0, false};
   if (needs_work_dir(spec) || spec.requires_capabilities().contains(Capability::HostTools))
     identity = co_await resolve_identity(container, state->id, fresh_image, spec);
-  if (needs_work_dir(spec) && base != "/") co_await prepare_work_dir(container, state->id, base, identity);
+  if (needs_work_dir(spec) && base != "/")
+    co_await prepare_work_dir(container, state->id, fresh_image, base, identity);
 
   detail::DockerSandboxParts parts;
   parts.transport = transport_;

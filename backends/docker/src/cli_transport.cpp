@@ -29,6 +29,17 @@ boost::asio::awaitable<void> DockerTransport::archive_put_upload(std::string con
   co_await archive_put(std::move(container), std::move(destination), std::move(tar));
 }
 
+// The CLI's `run -d` creates and starts in one client process; splitting it would spawn two.
+boost::asio::awaitable<CreateResult> DockerTransport::create_unstarted(CreateRequest request) {
+  throw OSError("backend 'docker': this transport does not create unstarted containers (container " +
+                request.name + ")");
+}
+
+boost::asio::awaitable<StartOutcome> DockerTransport::start_created(std::string container, std::string& detail) {
+  // start() cannot say whether it was ours that started it; AlreadyRunning is never wrong.
+  co_return co_await start(std::move(container), detail) ? StartOutcome::AlreadyRunning : StartOutcome::Failed;
+}
+
 namespace {
 [[noreturn]] void no_egress_plane(const char* what) {
   throw OSError(std::string("backend 'docker': this transport has no egress plane (") + what +

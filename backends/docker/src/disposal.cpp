@@ -111,7 +111,8 @@ awaitable<void> run_together(std::vector<std::function<awaitable<void>()>>& task
 }  // namespace
 
 awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::remove_workload(std::string container,
-                                                                               std::optional<SandboxKey> caller) {
+                                                                               std::optional<SandboxKey> caller,
+                                                                               bool* removed) {
   // Order (docker.md §8.1, D-27): the proxy drained and removed, then the workload, then
   // the network — attached endpoints block a network's removal. A proxy is tried whatever
   // the current config says: a sandbox another configuration created is still reclaimed.
@@ -125,6 +126,7 @@ awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::remove_workload(
     auto workload = co_await transport_->remove_container(container);
     if (workload.outcome == RemoveOutcome::Refused)
       co_return DisposalFailure{kDisposalRefused, "container " + container + ": " + workload.detail};
+    if (removed) *removed = workload.outcome == RemoveOutcome::Removed;
     std::string network_name = container + "-net";
     auto network = co_await transport_->remove_network(std::move(network_name));
     if (network.outcome == RemoveOutcome::Refused)
@@ -213,22 +215,22 @@ awaitable<ScopePurge> DockerSandboxBackend::dispose_scope(std::string scope, std
   // [port decision] (issue 24) The sandboxes are torn down at once: each keeps D-27's order
   // (proxy, workload, network), and nothing orders one sandbox's teardown against
   // another's. Removals cost the engine ~50 ms each, so three in a row were most of a purge.
+  // A listed workload counts as disposed when this purge's removal is the one that removed
+  // it: one that vanished since the listing (another disposer) is the engine's "absent".
+  // (Until issue 24 an inspect before each removal asked the same; the removal's own
+  // answer says it without that call.)
   struct Outcome {
     std::optional<DisposalFailure> failure;
-    bool existed = true;
+    bool removed = false;
   };
   std::vector<Outcome> outcomes(workloads.size());
   std::vector<std::function<awaitable<void>()>> tasks;
   for (std::size_t i = 0; i < workloads.size(); ++i) {
     if (is_proxy(workloads[i])) continue;  // proxies are removed with their workload and not counted
     tasks.push_back([this, &outcomes, &workloads, i]() -> awaitable<void> {
-      try {
-        outcomes[i].existed = (co_await transport_->container_state(workloads[i].name)).has_value();
-      } catch (const Error&) {
-      }
       std::string workload = workloads[i].name;  // named: no temporaries inside co_await (GCC 12)
       std::optional<SandboxKey> no_caller;       // dispose_scope has no key to stand in (§4.4)
-      outcomes[i].failure = co_await remove_workload(std::move(workload), std::move(no_caller));
+      outcomes[i].failure = co_await remove_workload(std::move(workload), std::move(no_caller), &outcomes[i].removed);
     });
   }
   co_await run_together(tasks);
@@ -237,7 +239,7 @@ awaitable<ScopePurge> DockerSandboxBackend::dispose_scope(std::string scope, std
     if (is_proxy(workloads[i])) continue;
     if (outcomes[i].failure)
       failures.push_back(*outcomes[i].failure);
-    else if (outcomes[i].existed)
+    else if (outcomes[i].removed)
       ++purge.disposed;
   }
   purge.undisposed = fold(failures);

@@ -1,7 +1,7 @@
 // What the default path skips (issue 24; docker.md "What the default path skips"): where
 // the freeze is taken — the warm check, the collection batch —, a stat's 404, the per-image
-// probe cache, and dispose_scope's overlapping teardowns, against scripted engines that
-// count their calls.
+// probe cache, the work directory of a known image uploaded before the start, and
+// dispose_scope's overlapping teardowns, against scripted engines that count their calls.
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/awaitable.hpp>
 
@@ -40,6 +40,25 @@ public:
   bool running = true;
   int pauses = 0, unpauses = 0, puts = 0, gets = 0, execs = 0, creates = 0;
   bool fail_pause = false;
+  // The Engine API's split create and start (issue 24), when `split`: a created container
+  // holds `image_dirs` and runs nothing until start_created, which answers AlreadyRunning
+  // when `started_by_another` (a 304).
+  bool split = false, started_by_another = false;
+  std::set<std::string> image_dirs;
+  int puts_before_start = 0;
+
+  bool creates_unstarted() const noexcept override { return split; }
+  boost::asio::awaitable<CreateResult> create_unstarted(CreateRequest q) override {
+    ++creates;
+    add(q.name, container_id, {});
+    dirs = image_dirs;
+    running = false;
+    co_return CreateResult{CreateOutcome::Created, {}};
+  }
+  boost::asio::awaitable<StartOutcome> start_created(std::string, std::string&) override {
+    running = true;
+    co_return started_by_another ? StartOutcome::AlreadyRunning : StartOutcome::Started;
+  }
 
   boost::asio::awaitable<std::string> endpoint() override { co_return "tcp://freeze-scope.test:2375"; }
   boost::asio::awaitable<std::optional<ContainerState>> container_state(std::string c) override {
@@ -94,6 +113,7 @@ public:
   }
   boost::asio::awaitable<void> archive_put(std::string, std::string, std::string) override {
     ++puts;
+    if (!running) ++puts_before_start;
     dirs.insert("/maf-sandbox");
     dirs.insert("/maf-sandbox/work");
     co_return;
@@ -129,6 +149,11 @@ struct Rig {
 
   std::shared_ptr<Sandbox> acquire(const SandboxSpec& spec) {
     return run([&] { return backend->acquire(key, spec); });
+  }
+  /// The container was removed elsewhere: the next acquire creates one, with this ID.
+  void gone_then_recreated_as(char id) {
+    engine->containers.clear();
+    engine->container_id = std::string(64, id);
   }
   void hold_container(const SandboxSpec& spec) {
     engine->add(DockerSandboxBackend::container_name(key, spec.kind()), engine->container_id, {});
@@ -248,6 +273,51 @@ TEST_CASE("issue 24 D-24 [port decision]: what a fresh container of an image pas
   r.acquire(spec);
   CHECK(r.engine->creates == 2);
   CHECK(r.engine->execs == 2);
+}
+
+TEST_CASE("issue 24 §5.4 [port decision]: a fresh container of a known image gets its work directory before its start, unfrozen") {
+  Rig r;
+  r.engine->split = true;  // the image has neither /maf-sandbox nor its work directory
+  const SandboxSpec spec = spec_with_outputs(0);
+  // The first fresh container of the image: created, started, then probed and its work
+  // directory decided and written under one freeze — what the image lacks is learnt there.
+  r.acquire(spec);
+  CHECK(r.engine->creates == 1);
+  CHECK(r.engine->pauses == 1);
+  CHECK(r.engine->puts == 1);
+  CHECK(r.engine->puts_before_start == 0);
+  // The next fresh one of the same image ID: the same directories, uploaded while it is
+  // created and runs nothing; no freeze, no probe; after the start the chain is checked.
+  r.gone_then_recreated_as('d');
+  r.acquire(spec);
+  CHECK(r.engine->creates == 2);
+  CHECK(r.engine->puts == 2);
+  CHECK(r.engine->puts_before_start == 1);
+  CHECK(r.engine->pauses == 1);
+  CHECK(r.engine->execs == 1);
+  CHECK(r.engine->dirs.contains("/maf-sandbox/work"));
+  // Started by someone else between our create and start (a 304): commands may have run in
+  // it, so it is not fresh — probed by its own ID like any container it did not start.
+  r.gone_then_recreated_as('e');
+  r.engine->started_by_another = true;
+  r.acquire(spec);
+  CHECK(r.engine->creates == 3);
+  CHECK(r.engine->execs == 2);
+}
+
+TEST_CASE("issue 24 §5.4: a base the image is not known to lack is not uploaded before the start") {
+  Rig r;
+  r.engine->split = true;
+  const SandboxSpec spec = spec_with_outputs(0);
+  r.acquire(spec);
+  // Another image ID: nothing is known of it, so its work directory is decided under the
+  // freeze after the start, as for the first container of any image.
+  r.gone_then_recreated_as('f');
+  r.engine->image_id = "sha256:" + std::string(64, '9');
+  r.acquire(spec);
+  CHECK(r.engine->puts_before_start == 0);
+  CHECK(r.engine->pauses == 2);
+  CHECK(r.engine->puts == 2);
 }
 
 namespace {

@@ -88,10 +88,20 @@ private:
   };
   boost::asio::awaitable<void> recover_paused(const std::string& container);
   /// True when the container was created by this call (not restarted, not adopted).
+  /// `state` is what the acquire last read (absent: no such container).
   boost::asio::awaitable<bool> ensure_running(const std::string& container, const SandboxSpec& spec,
-                                              const std::string& image, const SandboxKey& key);
+                                              const std::string& image, const SandboxKey& key,
+                                              const std::string& base, const std::optional<ContainerState>& state);
   boost::asio::awaitable<bool> create_container(const std::string& container, const SandboxSpec& spec,
-                                                const std::string& image, const SandboxKey& key);
+                                                const std::string& image, const SandboxKey& key,
+                                                const std::string& base);
+  /// Between create and start (issue 24): upload the work directory into a created container
+  /// of an image whose facts are all known — the missing suffix of `base`, the image user,
+  /// and every probe the spec needs passed — so a cold acquire needs no freeze for it.
+  boost::asio::awaitable<void> prepare_before_start(const std::string& container, const SandboxSpec& spec,
+                                                    const std::string& base);
+  /// Every probe `spec` needs was passed by a fresh container of `image_key`; under state_mutex_.
+  bool probes_known_locked(const std::string& image_key, const SandboxSpec& spec) const;
   boost::asio::awaitable<void> check_os_family(const SandboxSpec& spec);
   /// `fresh_image`: the image ID of a container this acquire created, else empty — what a
   /// fresh container of that image passed counts for this one.
@@ -100,14 +110,18 @@ private:
                                           const std::string& image);
   boost::asio::awaitable<Identity> resolve_identity(const std::string& container, const std::string& id,
                                                     const std::string& fresh_image, const SandboxSpec& spec);
+  /// `fresh_image` as for run_probes: a fresh container's finding is recorded as its image's.
   boost::asio::awaitable<void> prepare_work_dir(const std::string& container, const std::string& id,
-                                                const std::string& base, const Identity& identity);
+                                                const std::string& fresh_image, const std::string& base,
+                                                const Identity& identity);
   boost::asio::awaitable<std::optional<std::string>> read_account_file(const std::string& container,
                                                                        const std::string& path);
   /// D-27: the drained proxy, then the workload, then the network. `caller` may stand in
-  /// for the proxy's attribution label (docker.md §4.4).
+  /// for the proxy's attribution label (docker.md §4.4). `removed`, when given, is set when
+  /// this removal is the one that removed the workload (the engine did not find it absent).
   boost::asio::awaitable<std::optional<DisposalFailure>> remove_workload(std::string container,
-                                                                         std::optional<SandboxKey> caller);
+                                                                         std::optional<SandboxKey> caller,
+                                                                         bool* removed = nullptr);
   void remember(const SandboxKey& key, const std::string& container);
   std::vector<std::string> remembered(const SandboxKey& key, bool forget);
 
@@ -122,6 +136,10 @@ private:
   /// (container id, probe), and ("image:" + image id, probe) for what fresh containers passed
   std::set<std::pair<std::string, std::string>> probes_passed_;
   std::map<std::string, Identity> identities_;  ///< container id, or "image:" + image id -> identity
+  /// (image id, work dir base) -> index in the base's component chain of the first component
+  /// a fresh container of that image lacked (the chain's size: none); the ones before it were
+  /// real directories. A fact of the image, recorded once from a fresh container (issue 24).
+  std::map<std::pair<std::string, std::string>, std::size_t> work_dir_suffix_;
   std::map<std::string, std::set<std::string>> registry_;        ///< to_string(key) -> names
 };
 

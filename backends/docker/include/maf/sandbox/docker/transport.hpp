@@ -77,6 +77,11 @@ inline constexpr int kLogTailLines = 1000;
 
 enum class CreateOutcome { Created, NameInUse, Failed };
 
+/// How DockerTransport::start_created went: `AlreadyRunning` means someone else started the
+/// container between its creation and this call (the Engine API's 304), so whatever ran in
+/// it meanwhile is not known.
+enum class StartOutcome { Started, AlreadyRunning, Failed };
+
 struct CreateResult {
   CreateOutcome outcome = CreateOutcome::Failed;
   std::string detail;  ///< the engine's message on failure
@@ -171,6 +176,18 @@ public:
   virtual boost::asio::awaitable<void> pull_image(std::string image) = 0;
 
   virtual boost::asio::awaitable<CreateResult> create_and_start(CreateRequest request) = 0;
+  /// Whether create_unstarted/start_created split create_and_start at no extra cost (the
+  /// Engine API's create and start are two exchanges either way; the CLI's `run -d` is one
+  /// client process, and a `create` + `start` pair would be two). Issue 24: a fresh
+  /// container's work directory is uploaded between the two, while nothing runs in it.
+  virtual bool creates_unstarted() const noexcept { return false; }
+  /// The create half of create_and_start: the container exists, created, nothing started.
+  /// The default throws (a transport that says creates_unstarted() overrides both).
+  virtual boost::asio::awaitable<CreateResult> create_unstarted(CreateRequest request);
+  /// Start a container this process created unstarted, telling a start of ours from one
+  /// that found it already running. The default asks start() and, unable to tell, answers
+  /// AlreadyRunning (the cautious reading).
+  virtual boost::asio::awaitable<StartOutcome> start_created(std::string container, std::string& detail);
   /// Start a stopped container; false with `detail` on failure.
   virtual boost::asio::awaitable<bool> start(std::string container, std::string& detail) = 0;
   /// `rm -f`; absent is its own outcome (the 20.10 client exits 0 either way, §3.3).
