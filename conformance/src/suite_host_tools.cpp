@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <fstream>
@@ -24,7 +25,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr CapabilitySet kHostTools{Capability::HostTools, Capability::Exec, Capability::FilesIn, Capability::FilesOut};
+// Only the gate (R7): the transport itself refuses a sandbox without exec and the file plane,
+// so a backend that declares HOST_TOOLS without them fails every probe.
+constexpr CapabilitySet kHostTools{Capability::HostTools};
 
 std::unique_ptr<HostToolRegistry> registry(HostToolRegistry::Options options = {}) {
   auto r = std::make_unique<HostToolRegistry>(std::move(options));
@@ -107,7 +110,10 @@ bool host_runs(const std::string& marker) {
     std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
     std::stringstream s;
     s << in.rdbuf();
-    if (s.str().find(marker) != std::string::npos) found = true;
+    // Arguments are NUL-separated in cmdline; the marker is written with spaces.
+    std::string cmdline = s.str();
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(marker) != std::string::npos) found = true;
   }
   ::closedir(proc);
   return found;

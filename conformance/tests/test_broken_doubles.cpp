@@ -182,3 +182,45 @@ TEST_CASE("conformance: broken doubles — each file-plane flaw fails exactly it
     CHECK(ids_with(run_files_delete(*f.subject), Outcome::Fail) == Ids{"FD-8"});
   }
 }
+
+namespace {
+
+struct HostToolsFixture {
+  test::TempDir dir{"maf-conformance-host-tools"};
+  BlockingRunner run;
+  std::shared_ptr<test::HostTreeSandbox> sandbox;
+  std::unique_ptr<PosixGuestSubject> subject;
+  explicit HostToolsFixture(test::Flaw flaw) {
+    sandbox = std::make_shared<test::HostTreeSandbox>(dir.path(), flaw, CapabilitySet{Capability::HostTools});
+    subject = std::make_unique<PosixGuestSubject>(run, sandbox, sandbox->capabilities(), std::nullopt);
+    // HT-1…HT-3 give a program this long: a double that never answers costs it per probe.
+    subject->set_exec_timeout(std::chrono::seconds(5));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("conformance: HOST_TOOLS — an honest host-tree double passes HT-1…HT-4; each broken one fails its probes") {
+  {
+    HostToolsFixture f(test::Flaw::None);
+    const auto results = run_host_tools(*f.subject);
+    CHECK(ids_with(results, Outcome::Pass) == Ids{"HT-1", "HT-2", "HT-3", "HT-4"});
+  }
+  {
+    // A file plane that does not see what a running program writes: no call is ever served.
+    HostToolsFixture f(test::Flaw::BlindToHostToolCalls);
+    CHECK(ids_with(run_host_tools(*f.subject), Outcome::Fail) == Ids{"HT-1", "HT-2", "HT-3"});
+  }
+  {
+    // A transport that turns the host's refusals into values: the door is open.
+    HostToolsFixture f(test::Flaw::ForgesHostToolAnswers);
+    CHECK(ids_with(run_host_tools(*f.subject), Outcome::Fail) == Ids{"HT-2", "HT-3"});
+  }
+  {
+    // A deadline stop that misses the program's session: it keeps running past its deadline.
+    HostToolsFixture f(test::Flaw::TimeoutSparesSession);
+    CHECK(ids_with(run_host_tools(*f.subject), Outcome::Fail) == Ids{"HT-4"});
+    // What the flaw left running is this test's to stop.
+    (void)!std::system("pkill -KILL -f 'sleep 271.5' >/dev/null 2>&1");
+  }
+}

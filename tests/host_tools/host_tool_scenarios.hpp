@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -165,7 +166,10 @@ inline bool host_runs(const std::string& marker) {
     std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
     std::stringstream s;
     s << in.rdbuf();
-    if (s.str().find(marker) != std::string::npos && std::to_string(::getpid()) != e->d_name) found = true;
+    // Arguments are NUL-separated in cmdline; the marker is written with spaces.
+    std::string cmdline = s.str();
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(marker) != std::string::npos && std::to_string(::getpid()) != e->d_name) found = true;
   }
   ::closedir(proc);
   return found;

@@ -34,7 +34,7 @@ TEST_CASE("process: declarations are honest (os_process, closed egress proven by
   CHECK(d.egress_modes == EgressSet{Egress::Closed});  // the probe ran and confined
   CHECK(d.capabilities.contains(Capability::RunCode));
   CHECK(d.capabilities.contains(Capability::FilesDelete));
-  CHECK_FALSE(d.capabilities.contains(Capability::HostTools));
+  CHECK(d.capabilities.contains(Capability::HostTools));  // proven by HOST_TOOLS (docs/host-tools.md)
   CHECK(d.os_families == OsFamilySet{OsFamily::Posix});
   CHECK(d.isolation_scopes == IsolationScopeSet{IsolationScope::Conversation, IsolationScope::Call});
   // The router serves a closed spec only with the floor lowered explicitly (C-62).

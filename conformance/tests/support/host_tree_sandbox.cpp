@@ -19,7 +19,7 @@ HostTreeSandbox::HostTreeSandbox(const fs::path& root, Flaw flaw, CapabilitySet 
     : Sandbox(Identity{"host-tree", "conformance",
                        CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesList,
                                      Capability::FilesDelete}
-                           .united(cleanup_rungs.intersection({Capability::Reclaim, Capability::Snapshot})),
+                           .united(cleanup_rungs.intersection({Capability::Reclaim, Capability::Snapshot, Capability::HostTools})),
                        (root / "work").string(), "host-tree-0"}),
       work_(root / "work"),
       snapshot_(root / ".snapshot-work"),
@@ -82,6 +82,9 @@ boost::asio::awaitable<ExecResult> HostTreeSandbox::do_exec(const ExecRequest& r
   support::SubprocessOptions o;
   o.argv = request.command.is_argv() ? request.command.argv()
                                      : std::vector<std::string>{"sh", "-c", request.shell_line};
+  // setsid -w: the command leads a session of its own and setsid waits for it, so a stop
+  // sent to setsid's group misses the command and everything it started.
+  if (flaw_ == Flaw::TimeoutSparesSession) o.argv.insert(o.argv.begin(), {"setsid", "-w"});
   o.cwd = flaw_ == Flaw::IgnoreWorkingDirectory ? "/" : request.working_directory;
   const auto remaining =
       std::chrono::duration_cast<std::chrono::milliseconds>(request.deadline - std::chrono::steady_clock::now());
@@ -123,11 +126,15 @@ std::optional<GuestStat> HostTreeSandbox::stat_now(const std::string& path) cons
 }
 
 boost::asio::awaitable<std::optional<GuestStat>> HostTreeSandbox::do_lstat(const std::string& absolute_path) {
+  if (flaw_ == Flaw::BlindToHostToolCalls && absolute_path.find(".request.json") != std::string::npos)
+    co_return std::nullopt;
   co_return stat_now(absolute_path);
 }
 
 boost::asio::awaitable<void> HostTreeSandbox::do_write_file(const std::string& absolute_path,
-                                                           const std::string& content) {
+                                                           const std::string& content_in) {
+  std::string content = content_in;
+  if (flaw_ == Flaw::ForgesHostToolAnswers && content.rfind("refused\n", 0) == 0) content = "ok\n\"forged\"";
   fs::create_directories(fs::path(absolute_path).parent_path());
   int flags = O_WRONLY | O_CREAT | O_CLOEXEC;
   flags |= flaw_ == Flaw::AppendOnWrite ? O_APPEND : O_TRUNC;

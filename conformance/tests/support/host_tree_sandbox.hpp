@@ -34,6 +34,9 @@ enum class Flaw {
   ReclaimRefusesMissing,   ///< reclaim of a missing directory is an OSError
   ResetNothing,            ///< reset returns success and restores nothing
   ResetOnlyEmpties,        ///< reset empties the working directory: no mode, no deleted entry comes back
+  BlindToHostToolCalls,    ///< its stat never sees a host-tools request (a file plane that lags a running exec)
+  ForgesHostToolAnswers,   ///< its writes turn a host-tools refusal into a value
+  TimeoutSparesSession,    ///< a command runs in a session of its own, which the timeout's stop misses
 };
 
 class HostTreeSandbox : public Sandbox {
@@ -41,7 +44,8 @@ public:
   /// `root` is an existing, empty host directory; the storage base is `root/work`.
   /// `cleanup_rungs` adds Reclaim and/or Snapshot to the declared set: reclaim is the core's
   /// default (`rm -rf` over exec), reset restores a copy of `root/work` taken now (at
-  /// `root/.snapshot-work`, outside the working directory).
+  /// `root/.snapshot-work`, outside the working directory). `cleanup_rungs` may also name
+  /// HostTools, which the double then declares (its exec and file plane serve the transport).
   HostTreeSandbox(const std::filesystem::path& root, Flaw flaw = Flaw::None, CapabilitySet cleanup_rungs = {});
 
 protected:
