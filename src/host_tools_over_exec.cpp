@@ -299,7 +299,15 @@ awaitable<HostToolProgramResult> run_with_host_tools(Sandbox& sandbox, HostToolR
       if (!snapshot && std::chrono::steady_clock::now() >= snapshot_at) {
         // HT-T4: what the program printed so far, taken while it still runs — a backend may
         // take the guest's files with the exec it stops (Docker removes the container).
-        snapshot = co_await sandbox.read_file(l.run_rel + "/output", l.wd, program.max_output_bytes);
+        // A snapshot that cannot be taken (an output over its cap, say) is no reason to stop
+        // answering the program: the read after it ends reports that properly.
+        std::optional<std::string> taken;
+        try {
+          taken = co_await sandbox.read_file(l.run_rel + "/output", l.wd, program.max_output_bytes);
+        } catch (const Error&) {
+          taken = std::string();
+        }
+        snapshot = std::move(taken);
         continue;
       }
       if (co_await serve(sandbox, run, l, detail::request_id(next))) {
