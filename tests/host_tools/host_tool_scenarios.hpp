@@ -5,15 +5,9 @@
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 
-#include <dirent.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
-#include <fstream>
-#include <sstream>
 #include <string>
-#include <thread>
 
 #include "maf/sandbox/async.hpp"
 #include "maf/sandbox/host_tools.hpp"
@@ -155,28 +149,9 @@ inline void python_client(Sandbox& sb) {
   CHECK_THAT(r.output, Catch::Contains("Ada Lovelace") && Catch::Contains("refused: Error: 'nosuch'"));
 }
 
-/// Whether a process whose command line contains `marker` runs anywhere on this host (the
-/// engines under test are local, so a guest's processes are host processes too).
-inline bool host_runs(const std::string& marker) {
-  DIR* proc = ::opendir("/proc");
-  if (!proc) return false;
-  bool found = false;
-  while (const dirent* e = ::readdir(proc)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    // Arguments are NUL-separated in cmdline; the marker is written with spaces.
-    std::string cmdline = s.str();
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find(marker) != std::string::npos && std::to_string(::getpid()) != e->d_name) found = true;
-  }
-  ::closedir(proc);
-  return found;
-}
-
-/// HT-T4: past its deadline the program and what it started are stopped; the timeout
-/// carries the output so far, a delivered signal and its reach.
+/// HT-T4: past its deadline the timeout carries the output so far, a delivered signal and its
+/// reach. That nothing keeps running afterwards is the HOST_TOOLS conformance probe HT-4's to
+/// judge (on the same backends, stages 40 and 50), written once there.
 /// `deadline` leaves room for one served call: on Docker's CLI transport a dispatch costs
 /// some thirty engine-client processes (docs/host-tools.md "Cost").
 inline void overrun_is_stopped(Sandbox& sb, const std::string& marker, std::chrono::milliseconds deadline) {
@@ -195,14 +170,6 @@ inline void overrun_is_stopped(Sandbox& sb, const std::string& marker, std::chro
     CHECK(e.reach() == SandboxProgramTimeout::Reach::Group);
     CHECK_THAT(e.what(), Catch::Contains(std::to_string(deadline.count()) + " ms") && Catch::Contains("1 request"));
   }
-  // Nothing keeps running: neither the program nor what it left in the background. The
-  // backend's stop is asynchronous on some engines, so it is given a bounded while.
-  bool running = true;
-  for (int i = 0; i < 100 && running; ++i) {
-    running = host_runs("sleep " + marker);
-    if (running) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  CHECK_FALSE(running);
 }
 
 /// A program that deletes its own run directory mid-run: its pending call is lost to it,

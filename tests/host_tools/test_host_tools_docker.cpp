@@ -37,7 +37,7 @@ TEST_CASE("host tools docker HT-T3: garbage, forged, non-file, over-cap and aban
   host_tools_test::garbage_requests_are_answered(*d.sandbox);
 }
 
-TEST_CASE("host tools docker HT-T4: an overrun is stopped with its group; the timeout carries output, signal and reach") {
+TEST_CASE("host tools docker HT-T4: an overrun's timeout carries output, signal and reach") {
   DockerSandbox d;
   host_tools_test::overrun_is_stopped(*d.sandbox, "317.25", std::chrono::seconds(40));
 }

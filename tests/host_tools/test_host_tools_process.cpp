@@ -65,7 +65,7 @@ TEST_CASE("host tools process HT-T6: the Python client") {
   host_tools_test::python_client(*p.sandbox);
 }
 
-TEST_CASE("host tools process HT-T4: an overrun is stopped with its group; the timeout carries output, signal and reach") {
+TEST_CASE("host tools process HT-T4: an overrun's timeout carries output, signal and reach") {
   ProcessSandbox p;
   host_tools_test::overrun_is_stopped(*p.sandbox, "313.25", std::chrono::seconds(5));
   host_tools_test::no_run_directory_left(*p.sandbox);
