@@ -60,6 +60,8 @@ struct ToolCallRecord {
   std::vector<AdmittedKey> admitted;  // guarded by mutex
   bool closed = false;                // guarded by mutex
   bool refused = false;               // an acquire() of this call was refused; guarded by mutex
+  Integrity read_floor = Integrity::Trusted;  // lowered by a weak or unknown read; guarded by mutex
+  bool input_refused = false;  // record_file_read refused: its sentence quotes a path; guarded by mutex
   std::stop_token stop;
 };
 
@@ -116,6 +118,57 @@ std::string call_error_type(const ToolResult& result, const std::exception_ptr& 
   if (raised) return error_type_name(raised);
   if (!result.is_error) return "";
   return refused ? "refused" : "tool_error";
+}
+
+/// One read of stored text (PROV-2, PROV-3, PROV-4): lowers `floor` when the text is untrusted
+/// or unknown, and returns the refusal sentence when it is weaker than the kind accepts.
+std::optional<std::string> judge_read(const detail::ToolBinding& b, std::string_view path, Integrity& floor) {
+  const std::string& tool = b.definition.name;
+  std::optional<Integrity> integrity;
+  std::string key;
+  try {
+    key = FileStoreProvenance::normalize(path);
+    if (b.options.file_provenance) integrity = b.options.file_provenance->integrity(key);
+  } catch (const ValueError& e) {
+    floor = Integrity::Untrusted;
+    return "Error: tool '" + tool + "' refuses input: " + e.what();
+  }
+  if (integrity != Integrity::Trusted) floor = Integrity::Untrusted;
+  const auto& required = b.options.requires_file_integrity;
+  if (!required) return std::nullopt;
+  const bool weak = !integrity || (*required == Integrity::Trusted && *integrity == Integrity::Untrusted);
+  if (!weak) return std::nullopt;
+  return "Error: tool '" + tool + "' refuses input '" + key + "': its integrity is " +
+         (integrity ? std::string(to_string(*integrity)) : std::string("unknown")) + ", and the tool requires " +
+         std::string(to_string(*required)) + " input";
+}
+
+/// The labels of a finished call (PROV-1, PROV-3): the verified standing guidance is
+/// trusted/public; every other item keeps the body's labels or takes the kind's claim, and a
+/// weak read lowers its integrity — never raises it.
+void stamp_labels(const detail::ToolBinding& b, ToolResult& result, Integrity read_floor, bool library_made) {
+  const ContentLabels claim = b.options.labels.value_or(ContentLabels{});
+  std::size_t guidance = result.content.size();
+  const auto& fixed = b.options.standing_guidance;
+  if (fixed && !result.is_error) {
+    const auto* last = result.content.empty() ? nullptr : &result.content.back();
+    const auto* text = last ? std::get_if<TextContent>(&last->value) : nullptr;
+    if (text && !last->labels && text->text == *fixed)
+      guidance = result.content.size() - 1;
+    else
+      logger()->warn("tool '{}': the result does not end with the kind's standing guidance (unlabelled, unaltered); "
+                     "nothing in it is stamped trusted",
+                     b.definition.name);
+  }
+  for (std::size_t i = 0; i < result.content.size(); ++i) {
+    auto& item = result.content[i];
+    if (i == guidance) {
+      item.labels = kLibraryAuthoredLabels;
+      continue;
+    }
+    if (!item.labels) item.labels = claim;
+    if (read_floor == Integrity::Untrusted && !library_made) item.labels->integrity = Integrity::Untrusted;
+  }
 }
 
 const detail::ToolBinding& bound(const std::shared_ptr<const detail::ToolBinding>& binding) {
@@ -305,6 +358,19 @@ std::string SandboxToolSession::guest_call_path() const {
   return *call_->name;
 }
 
+void SandboxToolSession::record_file_read(std::string_view path) const {
+  const auto& b = bound(binding_);
+  if (!call_) throw RuntimeError("record_file_read() was called outside a tool call; there is no result for it to label");
+  Integrity floor = Integrity::Trusted;
+  const auto refusal = judge_read(b, path, floor);
+  {
+    std::lock_guard guard(call_->mutex);
+    if (floor == Integrity::Untrusted) call_->read_floor = Integrity::Untrusted;
+    if (refusal) call_->input_refused = true;
+  }
+  if (refusal) throw SandboxToolRefused(*refusal);
+}
+
 // --- SandboxedTool ---
 
 const ToolDefinition& SandboxedTool::definition() const { return binding_->definition; }
@@ -316,18 +382,33 @@ boost::asio::awaitable<ToolResult> SandboxedTool::invoke(ToolCall call, std::sto
   if (b.options.observe_payloads)
     arguments = call.arguments.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   // A bad call runs nothing, so it is one released event: an errored execute_tool of its own.
-  auto invalid = [&](std::string text) {
-    observe_call(b, ToolCallPhase::Released, call.id, std::nullopt, "invalid_arguments", {}, arguments);
+  auto invalid = [&](std::string text, const char* error_type = "invalid_arguments") {
+    observe_call(b, ToolCallPhase::Released, call.id, std::nullopt, error_type, {}, arguments);
     return ToolResult::error(std::move(text), kValidationLabels);
   };
   if (call.name != b.definition.name)
     co_return invalid("Error: tool '" + b.definition.name + "' cannot serve a call to '" + call.name + "'");
   if (auto problem = b.schema->problem(call.arguments))
     co_return invalid("Error: invalid arguments for tool '" + b.definition.name + "': " + *problem);
+  // PROV-2, PROV-4: the inputs the call names are judged before anything runs.
+  Integrity read_floor = Integrity::Trusted;
+  if (b.options.file_inputs) {
+    std::vector<std::string> inputs;
+    try {
+      inputs = b.options.file_inputs(call.arguments);
+    } catch (const std::exception& e) {
+      logger()->warn("tool '{}': file_inputs raised: {}", b.definition.name, e.what());
+      co_return invalid("Error: tool '" + b.definition.name + "' could not name the inputs of this call",
+                        "refused_input");
+    }
+    for (const auto& path : inputs)
+      if (auto refusal = judge_read(b, path, read_floor)) co_return invalid(std::move(*refusal), "refused_input");
+  }
 
   auto record = std::make_shared<detail::ToolCallRecord>();
   record->call_id = call.id;
   record->stop = stop;
+  record->read_floor = read_floor;
   if (b.spec.isolation_scope() == IsolationScope::Call) record->key_call_id = "call-" + random_hex(16);
   SandboxToolSession session(binding_, record);
   // Read once, and only when observed: the key names the holder whose sandbox events belong
@@ -354,7 +435,9 @@ boost::asio::awaitable<ToolResult> SandboxedTool::invoke(ToolCall call, std::sto
     result = co_await b.body(session, std::move(call.arguments));
   } catch (const SandboxToolRefused& refusal) {
     thrown_refusal = true;
-    result = ToolResult::error(refusal.what());
+    std::lock_guard guard(record->mutex);
+    // A refused read quotes a store path the model may have chosen: public, not trusted.
+    result = ToolResult::error(refusal.what(), record->input_refused ? kValidationLabels : kLibraryAuthoredLabels);
   } catch (const Cancelled&) {
     cancelled = true;
     raised = std::current_exception();
@@ -374,9 +457,11 @@ boost::asio::awaitable<ToolResult> SandboxedTool::invoke(ToolCall call, std::sto
   observe_call(b, ToolCallPhase::Released, record->call_id, key, call_error_type(result, raised, refused), {},
                std::move(arguments), std::move(result_payload));
   if (raised) std::rethrow_exception(raised);
-  const ContentLabels stamp = b.options.labels.value_or(ContentLabels{});
-  for (auto& item : result.content)
-    if (!item.labels) item.labels = stamp;
+  {
+    std::lock_guard guard(record->mutex);
+    read_floor = record->read_floor;
+  }
+  stamp_labels(b, result, read_floor, thrown_refusal);
   co_return result;
 }
 
@@ -393,6 +478,12 @@ std::vector<SandboxedTool> sandboxed_tool(ToolBody body, std::shared_ptr<Sandbox
   if (!router || !router->enabled()) return {};  // no tool, no error
   if (name.empty()) throw ValueError("sandboxed_tool: the tool name is empty");
   if (!body) throw ValueError("sandboxed_tool '" + name + "': the body is empty");
+  if (options.standing_guidance && options.standing_guidance->empty())
+    throw ValueError("sandboxed_tool '" + name + "': standing_guidance is empty; leave it unset for a kind without one");
+  if (options.requires_file_integrity && !options.file_provenance)
+    throw ValueError("sandboxed_tool '" + name + "': requires_file_integrity '" +
+                     std::string(to_string(*options.requires_file_integrity)) +
+                     "' needs the host's file_provenance record; without it every input is unknown");
   if (options.output_sink && options.labels)
     throw ValueError("sandboxed_tool '" + name +
                      "': an output sink and explicit labels were both given; the sink decides what lands, so give one");

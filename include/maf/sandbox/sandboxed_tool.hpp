@@ -31,6 +31,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "maf/sandbox/call_admission.hpp"
@@ -38,6 +39,7 @@
 #include "maf/sandbox/caller_context.hpp"
 #include "maf/sandbox/cleanup.hpp"
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/file_provenance.hpp"
 #include "maf/sandbox/key.hpp"
 #include "maf/sandbox/spec.hpp"
 #include "maf/sandbox/tool.hpp"
@@ -120,6 +122,13 @@ public:
   /// use; nothing is created. RuntimeError outside a call or after it returned.
   std::string guest_call_path() const;
 
+  /// The body read stored text at `path` (a store path, file_provenance.hpp) to feed this
+  /// call — record it *before* executing what it feeds. An untrusted or unknown read weakens
+  /// every derived item of the result to untrusted (a trusted read never promotes them); a
+  /// read weaker than `requires_file_integrity` throws SandboxToolRefused, which ends the call
+  /// with its sentence (PROV-3, PROV-4). A malformed path is refused the same way.
+  void record_file_read(std::string_view path) const;
+
 private:
   friend class SandboxedTool;
   SandboxToolSession(std::shared_ptr<const detail::ToolBinding> binding, std::shared_ptr<detail::ToolCallRecord> call)
@@ -154,9 +163,27 @@ struct SandboxedToolOptions {
   FailedReclaimPolicy failed_reclaim = FailedReclaimPolicy::Refuse;
   /// Where declared outputs land; required when the spec lands artifacts (C-118).
   std::shared_ptr<OutputSink> output_sink{};
-  /// Explicit labels for the body's unlabelled items (default: untrusted, private). Not
-  /// together with a sink, whose destination decides them (C-118).
+  /// Explicit labels for the body's unlabelled items (default: untrusted, private) — the
+  /// kind's claim about what it derives. Not together with a sink, whose destination decides
+  /// them (C-118).
   std::optional<ContentLabels> labels{};
+  /// Fixed text the kind commits to returning as the last item of every normal (not
+  /// is_error) result. Verified after each call — the last item, a text item, unlabelled,
+  /// equal byte for byte — and then stamped trusted/public; a result that does not end with it
+  /// stamps nothing trusted and is logged (PROV-1). Non-empty when given (ValueError). Never
+  /// put text chosen from guest output here: counts, exit codes and advice picked from
+  /// output are derived, not fixed.
+  std::optional<std::string> standing_guidance{};
+  /// The host's record of its file store's integrity, shared with the store's writers
+  /// (file_provenance.hpp). Reads named by file_inputs or record_file_read consult it.
+  std::shared_ptr<FileStoreProvenance> file_provenance{};
+  /// The store paths a call will read, from its validated arguments; judged before the body
+  /// runs (PROV-2). A callback that throws refuses the call (its detail is logged).
+  std::function<std::vector<std::string>(const nlohmann::json& arguments)> file_inputs{};
+  /// The weakest input the kind accepts: Trusted refuses untrusted and unknown inputs,
+  /// Untrusted refuses unknown ones — before anything runs, as an is_error result naming the
+  /// path (PROV-4). Needs file_provenance (ValueError at attach).
+  std::optional<Integrity> requires_file_integrity{};
   /// The host's W3C `traceparent` for the call starting now (read once per call, on its
   /// thread), carried by its ToolCallEvent `admitted`; empty or absent = none
   /// (docs/observability.md OTEL-3).
@@ -195,7 +222,8 @@ private:
 /// ValueError; reclaim_timeout not positive -> ValueError; the router's ensure_can_serve; a
 /// work_dir that normalises to "/" -> ValueError; then the rung: RESET without the backend's
 /// SNAPSHOT, or RECLAIM without its RECLAIM, -> SandboxCapabilityNotSupported; an input
-/// schema that is not a valid schema -> ValueError.
+/// schema that is not a valid schema -> ValueError; an empty standing_guidance, or
+/// requires_file_integrity without file_provenance -> ValueError.
 std::vector<SandboxedTool> sandboxed_tool(ToolBody body, std::shared_ptr<SandboxRouter> router, CallerContext context,
                                           std::string agent_id, SandboxSpec spec, std::string name,
                                           SandboxedToolOptions options = {});
