@@ -59,13 +59,20 @@ arguments=$2
 case $name in
   ''|*[!A-Za-z0-9_.-]*) echo "maf-host-tool: a tool name is letters, digits, '_', '.' or '-'" >&2; exit 2 ;;
 esac
+# The scan starts past the numbers already claimed (counted by a glob, not a fork per try):
+# a run's calls claim 1, 2, 3, ... in turn, and a scan from 1 would cost each call as many
+# tries as calls before it. Padding and the exclusive create are builtins for the same reason.
+set -- "$calls"/[0-9][0-9][0-9][0-9].claim
 n=1
+[ -e "$1" ] && n=$(($# + 1))
+set -C
 while :; do
-  id=$(printf '%04d' "$n")
-  if (set -C; : > "$calls/$id.claim") 2>/dev/null; then break; fi
+  if [ "$n" -lt 10 ]; then id=000$n; elif [ "$n" -lt 100 ]; then id=00$n; elif [ "$n" -lt 1000 ]; then id=0$n; else id=$n; fi
+  if { true > "$calls/$id.claim"; } 2>/dev/null; then break; fi
   n=$((n + 1))
   [ "$n" -le 99999 ] || { echo "maf-host-tool: no request number left" >&2; exit 2; }
 done
+set +C
 if ! { printf '{"id":"%s","name":"%s","arguments":%s}' "$id" "$name" "$arguments" > "$calls/$id.part" &&
        mv "$calls/$id.part" "$calls/$id.request.json"; }; then
   printf '{"id":"%s","abandoned":true}' "$id" > "$calls/$id.request.json" 2>/dev/null
@@ -78,7 +85,7 @@ while [ ! -e "$calls/$id.done" ]; do
   [ "$polls" -gt 0 ] || { echo "maf-host-tool: the host did not answer request $id" >&2; exit 2; }
   sleep 0.02 2>/dev/null || sleep 1
 done
-status=$(head -n 1 "$calls/$id.response")
+IFS= read -r status < "$calls/$id.response" || status=
 if [ "$status" = ok ]; then
   tail -n +2 "$calls/$id.response"; echo
   exit 0
@@ -315,6 +322,7 @@ awaitable<HostToolProgramResult> run_with_host_tools(Sandbox& sandbox, HostToolR
         ++result.requests;
         continue;  // a program that calls in a burst is answered without a poll between
       }
+      ++result.empty_polls;
       co_await wait_a_little(*st, program.poll_interval);
     }
   } catch (...) {

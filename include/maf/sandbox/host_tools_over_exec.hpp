@@ -54,6 +54,9 @@ struct HostToolProgramResult {
   std::string output{};
   /// Requests served (answered with a value or a refusal).
   int requests = 0;
+  /// Looks for the next request that found none, each one stat and one poll_interval's wait
+  /// (cost accounting: bench/host_tools).
+  int empty_polls = 0;
   /// Set when the run directory could not be removed afterwards (the run's result stands;
   /// the host decides what a guest that keeps files means).
   std::optional<std::string> reclaim_failure{};
