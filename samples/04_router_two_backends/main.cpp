@@ -2,10 +2,10 @@
 // the first registered backend whose declarations pass every policy check, and a workload no
 // backend can serve is refused before anything runs, with the reason in the message.
 //
-// Deterministic on any machine with bubblewrap, engine or not: the Docker backend is built
-// with `"declare_os_family": false`, which makes its factory contact no engine (it then
-// declares no os_families), and the sample never acquires from it — selection is pure
-// policy over declarations (router.select), so it needs no daemon. (Disposal is the one
+// Deterministic on any machine with bubblewrap, engine or not: the Docker plugin's factory
+// contacts no engine (it declares posix and checks that at first use), and the sample
+// never acquires from it — selection is pure policy over declarations (router.select), so
+// it needs no daemon. (Disposal is the one
 // router call that fans out to every backend; see the end of main.)
 #include <maf/sandbox/async.hpp>
 #include <maf/sandbox/registry.hpp>
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     // first, so a workload that tolerates os_process never pays for a container.
     std::vector<std::shared_ptr<SandboxBackend>> backends{registry.create("process", {{"root", state.string()}})};
     const bool have_docker = registered(registry, "docker");
-    if (have_docker) backends.push_back(registry.create("docker", {{"declare_os_family", false}}));
+    if (have_docker) backends.push_back(registry.create("docker", {}));
     else std::cout << "(the docker plugin is not installed: only the process backend is registered)\n";
 
     RouterOptions options = RouterOptions::lowered_floor(Isolation::OsProcess, LowerIsolationFloor{});

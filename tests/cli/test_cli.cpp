@@ -47,9 +47,13 @@ struct Scratch {
   static inline int n = 0;
 };
 
-Outcome cli(const std::vector<std::string>& args, const std::string& plugin_path = MAF_TEST_GOOD_PLUGIN_DIR) {
+/// Runs the command; `env` is prepended as shell assignments (`NAME='value' ...`).
+Outcome cli(const std::vector<std::string>& args, const std::string& plugin_path = MAF_TEST_GOOD_PLUGIN_DIR,
+            const std::vector<std::pair<std::string, std::string>>& env = {}) {
   const fs::path err_file = fs::temp_directory_path() / ("maf-cli-stderr-" + std::to_string(getpid()));
-  std::string command = "MAF_SANDBOX_PLUGIN_PATH=" + quote(plugin_path) + " " + quote(MAF_TEST_CLI);
+  std::string command = "MAF_SANDBOX_PLUGIN_PATH=" + quote(plugin_path) + " ";
+  for (const auto& [name, value] : env) command += name + "=" + quote(value) + " ";
+  command += quote(MAF_TEST_CLI);
   for (const auto& a : args) command += " " + quote(a);
   command += " 2>" + quote(err_file.string());
   Outcome o;
@@ -107,6 +111,25 @@ TEST_CASE("cli: plugins lists the good plugin's name, version, file and declarat
   CHECK(human.exit_code == 0);
   CHECK_THAT(human.out, Contains("test-good 0.0.1") && Contains("egress modes:     allowlist, closed"));
 }
+
+#ifdef MAF_TEST_DOCKER_PLUGIN_DIR
+TEST_CASE("cli: D-5: plugins describes the docker backend with no engine to ask — its factory makes no engine call") {
+  // An endpoint nobody answers and a client that does not exist: a factory that contacted
+  // the engine would fail, or declare no os family.
+  const Outcome o = cli({"plugins", "--json"}, MAF_TEST_DOCKER_PLUGIN_DIR,
+                        {{"DOCKER_HOST", "unix:///nonexistent/maf-test/docker.sock"},
+                         {"MAF_SANDBOX_DOCKER", "/nonexistent/maf-test/docker"}});
+  REQUIRE(o.exit_code == 0);
+  const json j = o.parsed();
+  const json* found = nullptr;
+  for (const auto& candidate : j["backends"])
+    if (candidate["name"] == "docker") found = &candidate;
+  REQUIRE(found != nullptr);
+  CHECK((*found)["describe_error"].is_null());
+  CHECK((*found)["declarations"]["os_families"] == json({"posix"}));
+  CHECK((*found)["isolation"] == "container");
+}
+#endif
 
 TEST_CASE("cli: plugins reports a refused file beside the good backends") {
   const Outcome o = cli({"plugins", "--json"},

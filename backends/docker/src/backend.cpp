@@ -164,6 +164,14 @@ awaitable<std::shared_ptr<DockerSandboxBackend>> DockerSandboxBackend::create(Do
   co_return backend;
 }
 
+std::shared_ptr<DockerSandboxBackend> DockerSandboxBackend::deferred(DockerConfig config,
+                                                                    std::shared_ptr<DockerTransport> transport) {
+  auto backend = std::make_shared<DockerSandboxBackend>(std::move(config), std::move(transport));
+  backend->declarations_.os_families = OsFamilySet{OsFamily::Posix};
+  backend->os_checked_ = true;  // the claim is checked against the daemon at each cold acquire
+  return backend;
+}
+
 std::string DockerSandboxBackend::container_name(const SandboxKey& key, const std::string& kind) {
   // The CLOSED name; an ALLOWLIST sandbox behind the proxy also folds its hosts in
   // (docker.md §4.1, acquire).
@@ -185,14 +193,14 @@ std::vector<std::string> DockerSandboxBackend::remembered(const SandboxKey& key,
 }
 
 awaitable<void> DockerSandboxBackend::check_os_family(const SandboxSpec& spec) {
-  if (!os_checked_) co_return;  // the plain constructor never asks (docker.md §10)
+  if (!os_checked_) co_return;  // the plain constructor never asks (docs/backends/docker.md "OS family")
   const std::string os = co_await transport_->server_os();
   const OsFamilySet now = os == "linux" ? OsFamilySet{OsFamily::Posix} : OsFamilySet{};
   if (now != declarations_.os_families)
-    throw SandboxOsFamilyNotSupported("backend 'docker': the daemon now reports OS '" + os +
-                                      "', which no longer matches the os_families declared when the backend was "
-                                      "created; refusing to create a container for workload kind '" +
-                                      spec.kind() + "'");
+    throw SandboxOsFamilyNotSupported("backend 'docker': the daemon reports OS '" + os +
+                                      "', which does not match the os_families this backend declared (" +
+                                      declarations_.os_families.to_string("none") +
+                                      "); refusing to create a container for workload kind '" + spec.kind() + "'");
 }
 
 awaitable<void> DockerSandboxBackend::recover_paused(const std::string& container) {

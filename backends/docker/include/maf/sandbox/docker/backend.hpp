@@ -48,7 +48,7 @@ struct DockerReapResult {
 
 class DockerSandboxBackend : public SandboxBackend {
 public:
-  /// The plain constructor: no engine call, no os_families (docker.md §10). `transport`
+  /// The plain constructor: no engine call, no os_families (docs/backends/docker.md "OS family"). `transport`
   /// defaults to the one `config.transport` resolves to (transport_choice.hpp).
   explicit DockerSandboxBackend(DockerConfig config, std::shared_ptr<DockerTransport> transport = nullptr);
 
@@ -57,6 +57,14 @@ public:
   /// re-asks on every cold acquire (docker.md §5 step 4).
   static boost::asio::awaitable<std::shared_ptr<DockerSandboxBackend>> create(
       DockerConfig config, std::shared_ptr<DockerTransport> transport = nullptr);
+
+  /// No engine call now, first contact at first use (what the plugin factory builds, so
+  /// `maf-sandbox plugins` and a router's policy checks work with the engine down): declares
+  /// os_families = {posix} — what a Linux daemon serves — and checks that claim against the
+  /// daemon on every cold acquire, refusing with SandboxOsFamilyNotSupported before any
+  /// container is made if the daemon says otherwise (docs/backends/docker.md "OS family").
+  static std::shared_ptr<DockerSandboxBackend> deferred(DockerConfig config,
+                                                        std::shared_ptr<DockerTransport> transport = nullptr);
 
   std::string name() const override { return kBackendName; }
   std::string isolation() const override { return "container"; }
@@ -129,7 +137,7 @@ private:
   TransportChoice transport_choice_;  ///< before transport_: it decides which one is made
   std::shared_ptr<DockerTransport> transport_;
   BackendDeclarations declarations_;
-  bool os_checked_ = false;  ///< built by create(): cold acquires re-ask the daemon
+  bool os_checked_ = false;  ///< built by create() or deferred(): cold acquires (re-)ask the daemon
 
   std::mutex state_mutex_;
   std::map<std::string, std::shared_ptr<void>> identity_locks_;  ///< per container name

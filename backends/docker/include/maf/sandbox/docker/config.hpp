@@ -56,9 +56,10 @@ struct DockerConfig {
   /// [port decision] Per-stream cap on what one exec may return; past it the client is
   /// killed and exec raises. The Python backend buffers without a bound.
   std::size_t max_exec_output_bytes = std::size_t{16} << 20;
-  /// [port decision] When true (the default), the plugin factory binds and asks the daemon
-  /// for its OS family, like the Python `create()`; false gives the plain constructor's
-  /// behaviour (no engine call, no os_families declared).
+  /// [port decision] When true (the default), the plugin factory declares os_families
+  /// {posix} and checks it against the daemon at each cold acquire
+  /// (DockerSandboxBackend::deferred); false gives the plain constructor (no os_families
+  /// declared, nothing checked). The factory makes no engine call either way.
   bool declare_os_family = true;
   /// Receives the proxy's decisions at each proxy teardown (egress_events.hpp, D-27). A host
   /// that builds the backend itself sets any callable; the JSON key `"egress_event_log"`
