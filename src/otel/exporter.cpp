@@ -15,8 +15,6 @@
 #include <algorithm>
 #include <mutex>
 #include <thread>
-#include <utility>
-#include <variant>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -35,11 +33,6 @@ void global_curl_init() {
 }
 
 std::size_t discard_body(char*, std::size_t size, std::size_t count, void*) { return size * count; }
-
-/// Slots made at construction per buffer (at most max_queue): 2 × 4096 × ~600 bytes.
-constexpr std::size_t kPresizedSlots = 4096;
-/// A slot's room for an exec's digest (64 hex) and a container ID (64 hex).
-constexpr std::size_t kWarmStringBytes = 64;
 
 }  // namespace
 
@@ -156,21 +149,11 @@ OtlpExporter::OtlpExporter(OtlpOptions options) {
     throw ValueError("OtlpExporter: timeout must be positive, got " + std::to_string(options.timeout.count()) + " ms");
   global_curl_init();
   impl_ = std::make_unique<Impl>(std::move(options));
-  // The slots are made here, not by the callers' first events (bench/RESULTS.md "observer":
-  // a fresh exporter's first fills cost 3× a warm one's — vector regrowth, the slots' first
-  // page faults and their strings' first allocations, on the calling thread, under the lock).
-  // Each is an exec event, the commonest, with room for a SHA-256 digest and a container-ID
-  // instance: an exec copied into it allocates nothing. Bounded for a huge max_queue; slots
-  // past the bound are still made on first use.
-  const std::size_t slots = std::min(impl_->options.max_queue, kPresizedSlots);
-  for (auto* buffer : {&impl_->filling, &impl_->draining}) {
-    buffer->reserve(slots);
-    for (std::size_t i = 0; i < slots; ++i) {
-      auto& exec = std::get<ExecEvent>(buffer->emplace_back(std::in_place_type<ExecEvent>));
-      exec.argv_digest.reserve(kWarmStringBytes);
-      exec.context.instance_id.reserve(kWarmStringBytes);
-    }
-  }
+  // Slots reserved up front (bounded, for a huge max_queue), so the callers' first fills
+  // do not also pay the vector's regrowth.
+  const std::size_t reserve = std::min<std::size_t>(impl_->options.max_queue, 4096);
+  impl_->filling.reserve(reserve);
+  impl_->draining.reserve(reserve);
   impl_->worker = std::thread([impl = impl_.get()] { impl->run(); });
 }
 
