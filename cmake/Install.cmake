@@ -1,5 +1,6 @@
-# install(EXPORT) of maf::sandbox (and maf::sandbox-conformance), a version file, a config
-# calling find_dependency, and a pkg-config file, modelled on spdlog's packaging. The .deb is
+# install(EXPORT) of maf::sandbox (and maf::sandbox-conformance, maf::sandbox-otel), a version
+# file, a config calling find_dependency, and pkg-config files (maf-sandbox, and
+# maf-sandbox-otel for the exporter's library), modelled on spdlog's packaging. The .deb is
 # cmake/Packaging.cmake.
 include(CMakePackageConfigHelpers)
 set(MAF_SANDBOX_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/maf-sandbox")
@@ -51,3 +52,10 @@ string(REGEX REPLACE "/$" "" MAF_SANDBOX_PC_PREFIX_FROM_PCFILEDIR "${MAF_SANDBOX
 configure_file(cmake/maf-sandbox.pc.in "${CMAKE_CURRENT_BINARY_DIR}/maf-sandbox.pc" @ONLY)
 install(FILES "${CMAKE_CURRENT_BINARY_DIR}/maf-sandbox.pc"
         DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+# The exporter's own .pc, as it is its own library (`pkg-config maf-sandbox-otel` also
+# gives the core's flags, through Requires).
+if(TARGET maf-sandbox-otel)
+  configure_file(cmake/maf-sandbox-otel.pc.in "${CMAKE_CURRENT_BINARY_DIR}/maf-sandbox-otel.pc" @ONLY)
+  install(FILES "${CMAKE_CURRENT_BINARY_DIR}/maf-sandbox-otel.pc"
+          DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+endif()

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "line_ends.hpp"
 #include "maf/sandbox/wslc/container_list.hpp"
 
 using namespace maf::sandbox::wslc;
@@ -51,15 +52,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Line ends: wslc adds a CR before each LF. Outside a JSON string that CR is whitespace;
   // inside one a raw CR or LF is invalid either way. So an input whose every CR precedes a
   // LF reads the same with those CRs removed.
-  std::string lf;
-  bool only_line_end_crs = true;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\r') {
-      if (i + 1 < text.size() && text[i + 1] == '\n') continue;
-      only_line_end_crs = false;
-    }
-    lf += text[i];
-  }
-  if (only_line_end_crs && !same(listed, parse_container_list(lf))) std::abort();
+  if (const auto lf = maf_fuzz::with_lf_line_ends(text); lf && !same(listed, parse_container_list(*lf))) std::abort();
   return 0;
 }

@@ -3,7 +3,9 @@
 // receiver decodes it. docs/observability.md OTEL-1…OTEL-6.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cstdlib>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -278,6 +280,65 @@ TEST_CASE("OTEL-4: events from four threads, racing a flush, are each accepted o
   CHECK(stats.events_accepted + stats.events_dropped == kThreads * kEvents);
   CHECK(stats.events_accepted > 0);
   // Every accepted exec event is one span, exported or lost.
+  CHECK(stats.spans_exported + stats.spans_lost == stats.events_accepted);
+  CHECK(receiver.spans().size() == stats.spans_exported);
+}
+
+TEST_CASE("OBS-1 OBS-3 OTEL-4: four threads through the observer fan-out, the exporter among the observers") {
+  // What the router and the backends do: emit() over an ObserverSet (the NVI, the tool
+  // layer) and ObserverHub::notify (a backend's proxy decisions), from several threads at
+  // once, with an observer ahead of the exporter that throws now and then. Under TSan
+  // (label `tsan`) this is the race check of issue 29's "events from four threads".
+  OtlpReceiver receiver;
+  OtlpOptions o = options_for(receiver);
+  o.flush_interval = 5ms;
+  o.max_queue = 256;
+  o.max_batch = 16;
+  auto exporter = std::make_shared<OtlpExporter>(o);
+  std::atomic<int> counted{0};
+  std::atomic<int> thrown{0};
+  auto thrower = make_observer([&thrown](const SandboxEvent& e) {
+    if (context_of(e).key.agent_id == "a" && thrown.fetch_add(1) % 97 == 0) throw std::runtime_error("observer fault");
+  });
+  auto counter = make_observer([&counted](const SandboxEvent&) { counted.fetch_add(1); });
+  auto set = std::make_shared<const ObserverSet>(std::vector<std::shared_ptr<SandboxObserver>>{thrower, exporter, counter});
+  ObserverHub hub;
+  hub.attach(set);
+  constexpr int kThreads = 4;
+  constexpr int kEvents = 1000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      const SandboxKey key{"s", "thread-" + std::to_string(t), "a", ""};
+      for (int i = 0; i < kEvents; ++i) {
+        if (t % 2 == 0) {
+          ExecEvent e;
+          e.context.key = key;
+          e.context.backend = "process";
+          e.argv_digest = std::string(64, 'a');
+          e.exit_code = i % 3;
+          emit(set.get(), e);  // the NVI's path: stamps the time, then the fan-out
+        } else {
+          NetworkDecisionEvent e;
+          e.context.key = key;
+          e.context.backend = "wslc";
+          e.decision = i % 2 ? "ALLOW" : "DENY";
+          e.host = "host-" + std::to_string(i) + ".test";
+          e.port = 443;
+          e.proxy = "maf-sandbox-wslc-0123456789ab-proxy";
+          hub.notify(e);  // a backend's path
+        }
+      }
+    });
+  for (int i = 0; i < 20; ++i) exporter->flush(10ms);
+  for (auto& t : threads) t.join();
+  REQUIRE(exporter->flush(30s));
+  // The throwing observer changed nothing: the observers after it saw every event.
+  CHECK(counted.load() == kThreads * kEvents);
+  CHECK(thrown.load() == kThreads * kEvents);
+  const auto stats = exporter->stats();
+  CHECK(stats.events_accepted + stats.events_dropped == kThreads * kEvents);
+  CHECK(stats.events_accepted > 0);
   CHECK(stats.spans_exported + stats.spans_lost == stats.events_accepted);
   CHECK(receiver.spans().size() == stats.spans_exported);
 }

@@ -66,7 +66,10 @@ TEST_CASE("D-20 reliability: a container killed mid-exec gives a typed error, in
 }
 
 TEST_CASE("D-2 reliability: a guest forking up to the pids limit is held inside its container; a fork beyond "
-          "it fails; a further exec returns; the host and another sandbox stay healthy; dispose is clean") {
+          "it fails; a further exec returns; the host and another sandbox stay healthy; dispose is clean",
+          "[once]") {
+  // [once]: the kernel's pids controller holds the bomb; the transport only delivers the
+  // limit at create, which test_docker_lifecycle's D-1/D-3 check on both (docker.md, "Engine tests per transport").
   // Asserted are the properties, not the kernel's pid accounting: how many forks fit under
   // the limit, and whether a freed slot (the bomb's own shell exiting frees one) lets a
   // later exec start, differ from machine to machine.
@@ -204,7 +207,11 @@ TEST_CASE("D-16 D-21 reliability: collect_outputs, its stats and reads under one
 }
 
 TEST_CASE("D-26 D-28 reliability: the host killed (SIGKILL) mid-acquire; dispose-scope and reap from a fresh "
-          "process remove what it left") {
+          "process remove what it left",
+          "[once]") {
+  // [once]: what a killed host leaves is a labelled container, whichever transport made it;
+  // removing it by label from a second instance is DX-2 / D-28, run on both transports by
+  // test_docker_disposal (docker.md, "Engine tests per transport").
   const std::string dir = "/tmp/maf-reliability-docker-" + random_hex();
   std::filesystem::create_directories(dir);
   const std::string config = dir + "/config.json";
@@ -245,7 +252,11 @@ TEST_CASE("D-26 D-28 reliability: the host killed (SIGKILL) mid-acquire; dispose
 }
 
 TEST_CASE("C-54 cli: `run` whose acquire fails after the container was created (no /bin/sh: the sh probe "
-          "refuses) leaves no container; --image overrides a spec file's image for one run") {
+          "refuses) leaves no container; --image overrides a spec file's image for one run",
+          "[once]") {
+  // [once]: the command's exit status and option handling; the container a refused sh probe
+  // leaves, and its removal by the conversation's purge, are D-24, run on both transports by
+  // test_docker_lifecycle (docker.md, "Engine tests per transport").
   const std::string dir = "/tmp/maf-reliability-docker-" + random_hex();
   std::filesystem::create_directories(dir);
   const std::string config = dir + "/config.json";

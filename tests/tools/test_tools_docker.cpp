@@ -1,5 +1,5 @@
 // sandboxed_tool on the real Docker engine: issue 26's bad input and faults. The transport
-// does not matter to the tool layer, so this runs on the default (CLI) one.
+// does not matter to the tool layer, so this runs once, on the default one (the Engine API).
 #include "engine_fixture.hpp"
 #include "tool_scenarios.hpp"
 

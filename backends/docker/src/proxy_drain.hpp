@@ -10,8 +10,6 @@
 #include <cstddef>
 #include <optional>
 #include <string>
-#include <string_view>
-#include <vector>
 
 #include "maf/sandbox/docker/config.hpp"
 #include "maf/sandbox/docker/egress_events.hpp"
@@ -24,22 +22,9 @@ namespace maf::sandbox::docker::detail {
 inline constexpr std::chrono::seconds kProxyStopGrace{1};
 inline constexpr std::size_t kProxyLogBytes = std::size_t{1} << 20;
 
-struct ParsedDecisions {
-  std::vector<EgressDecision> decisions;
-  bool truncated = false;
-};
-
 /// Id, name (without the leading '/') and `Config.Labels` of a `container inspect`
 /// document (`created` is left empty). Throws nlohmann::json::exception when unreadable.
 LabelledResource inspected_container(const std::string& doc);
-
-/// The decisions in a proxy's log (docker.md §11.3): the JSON lines of this port's proxy
-/// (`{"event":"decision","decision":"deny","host":…,"port":…}`) and the text lines of the
-/// Python one (`DENY host:port`); ALLOW, DENY, DENY-NONGLOBAL and UNREACHABLE only.
-/// `read_cut`: the reader stopped early. A log of kLogTailLines lines or more may have
-/// lost its head to the tail bound; both set `truncated`, as do decisions beyond
-/// kMaxEgressDecisions.
-ParsedDecisions parse_decisions(std::string_view log, bool read_cut);
 
 /// Drain and remove the proxy `proxy` (a name or ID). Removed or Absent: gone, and the
 /// event (attributed per key_attribution.hpp, `caller` standing in as §4.4 allows) was

@@ -1,5 +1,7 @@
 // The shared conformance suites against the Docker backend on a real engine
-// (conformance.md §5.1 DX-7…DX-10), plus this port's EGRESS_CLOSED.
+// (conformance.md §5.1 DX-7…DX-10, DX-13's HOST_TOOLS on the CLI), plus this port's
+// EGRESS_CLOSED — with the runner, which runs once on the Engine API, every suite it opens on
+// each transport.
 #include <set>
 #include <sstream>
 
@@ -94,6 +96,20 @@ TEST_CASE("HOST_INTEGRITY passes: root in the container is held by the engine's 
   report(results);
   CHECK(ids(results, Outcome::Fail).empty());
   CHECK(ids_with(results, Outcome::Skip) == host_integrity_skips_on_this_kernel());  // shared kernel
+}
+
+TEST_CASE("DX-13 HOST_TOOLS passes: HT-1…HT-4 on a sandbox of their own, on the CLI transport", "[cli]") {
+  // [cli]: the runner (conformance_tool_docker) runs once, on the Engine API, HOST_TOOLS
+  // included; this holds the CLI transport's HOST_TOOLS to the same probes, as the runner
+  // runs them — the spec without the capability (host tools need a registry, which each
+  // probe brings), the subject with it (docker.md, "Engine tests per transport").
+  Subject s("agent-host-tools");
+  REQUIRE(s.scope.backend->declarations().capabilities.contains(Capability::HostTools));
+  auto results = run_host_tools(*s.subject);
+  report(results);
+  CHECK(ids(results, Outcome::Fail).empty());
+  CHECK(ids(results, Outcome::Skip).empty());
+  CHECK(ids(results, Outcome::Pass) == std::set<std::string>{"HT-1", "HT-2", "HT-3", "HT-4"});
 }
 
 namespace {

@@ -305,7 +305,10 @@ TEST_CASE("D-31 D-5 D-27 D-8 EG-1 EG-2 EG-3 issue-22: ALLOWLIST through the prox
   CHECK(code != 0);
 }
 
-TEST_CASE("D-4: with a proxy configured, CLOSED and an empty ALLOWLIST still get --network none") {
+TEST_CASE("D-4: with a proxy configured, CLOSED and an empty ALLOWLIST still get --network none", "[once]") {
+  // [once]: building no topology is decided above the transport seam (egress_topology.cpp);
+  // `none` reaching the container is test_docker_lifecycle's D-4, per transport (docker.md,
+  // "Engine tests per transport").
   LocalServers servers;
   Scope scope(servers.config());
   auto sandbox = scope.acquire(allowlist_spec({}));
@@ -320,7 +323,9 @@ TEST_CASE("D-4: with a proxy configured, CLOSED and an empty ALLOWLIST still get
   CHECK(failed(ec).empty());
 }
 
-TEST_CASE("issue-22 EG-3: the probe fails against a proxy that forwards and a workload that keeps NET_RAW") {
+TEST_CASE("issue-22 EG-3: the probe fails against a proxy that forwards and a workload that keeps NET_RAW", "[once]") {
+  // [once]: a double of the probe, not of a transport — whether EG-3 can fail does not
+  // depend on which transport created the forwarding proxy (docker.md, "Engine tests per transport").
   // The failing double: the same backend and topology with both layers removed. If the probe
   // could not see a routed raw frame, it would pass here too and prove nothing elsewhere.
   LocalServers servers;
@@ -334,7 +339,11 @@ TEST_CASE("issue-22 EG-3: the probe fails against a proxy that forwards and a wo
   CHECK_THAT(result_of(eg, "EG-3").message, Catch::Contains("received a datagram"));
 }
 
-TEST_CASE("issue-22 EG-3: the proxy's namespace alone stops raw frames from a workload that keeps NET_RAW") {
+TEST_CASE("issue-22 EG-3: the proxy's namespace alone stops raw frames from a workload that keeps NET_RAW",
+          "[once]") {
+  // [once]: with the sysctls in place the kernel stops the frames; the sysctls reaching the
+  // proxy, and EG-3 with both layers, are the main case's, per transport (docker.md,
+  // "Engine tests per transport").
   LocalServers servers;
   auto config = servers.config();
   Scope scope(config, std::make_shared<RouterProxyTransport>(real_transport(config), Weakening{false, false, true}));
@@ -362,7 +371,9 @@ TEST_CASE("issue-22: a proxy that refuses to start is reported in its own words,
                         Catch::Contains("net.ipv4.ip_forward=1"));
 }
 
-TEST_CASE("issue-22: a wildcard allow entry is served, one label deep, never the base or deeper names") {
+TEST_CASE("issue-22: a wildcard allow entry is served, one label deep, never the base or deeper names", "[once]") {
+  // [once]: the matching is the proxy's; the entry reaches it as the main case shows per
+  // transport (docker.md, "Engine tests per transport").
   LocalServers servers;
   auto config = servers.config();
   for (const char* name : {"api.allowed.test", "a.b.allowed.test"})

@@ -113,7 +113,8 @@ TEST_CASE("FIFO: a fifo stats as OTHER, is never read, and a fifo ancestor is no
   CHECK_THROWS_AS(s.run([&] { return sb->stat_file("pipe/below"); }), NotADirectoryError);
 }
 
-TEST_CASE("D-15: confinement is decided before any engine call") {
+TEST_CASE("D-15: confinement is decided before any engine call", "[once]") {
+  // [once]: no engine call is made, so no transport is exercised (docker.md, "Engine tests per transport").
   Scope s;
   auto sb = s.acquire(spec_for(kImage, kAllCaps));
   CHECK_THROWS_AS(s.run([&] { return sb->write_file("../escape", "x"); }), ValueError);

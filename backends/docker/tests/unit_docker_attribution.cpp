@@ -111,38 +111,6 @@ TEST_CASE("D-8: decoding refuses malformed payloads and payloads contradicting t
   CHECK(attributed_key(unlabelled, key) == key);
 }
 
-TEST_CASE("D-27 §11.3: decision lines of either proxy become decisions; nothing else does") {
-  const std::string log =
-      R"({"event":"listening","address":"0.0.0.0","port":3128,"allowing":"allowed.test"})"
-      "\n"
-      R"({"event":"decision","decision":"allow","method":"CONNECT","host":"allowed.test","port":443,"status":0})"
-      "\n"
-      R"({"event":"decision","decision":"deny","method":"GET","host":"denied.test","port":80,"status":403})"
-      "\n"
-      R"({"event":"decision","decision":"bad-request","method":"","host":"","port":0,"status":400})"
-      "\n"
-      "listening on 3128; allowing: allowed.test\n"
-      "DENY-NONGLOBAL internal.test:443\r\n"
-      "UNREACHABLE [2001:db8::1]:443\n"
-      "DENY nocolon\n"
-      "{not json\n";
-  auto parsed = parse_decisions(log, false);
-  CHECK_FALSE(parsed.truncated);
-  CHECK(parsed.decisions == std::vector<EgressDecision>{{"ALLOW", "allowed.test", 443},
-                                                        {"DENY", "denied.test", 80},
-                                                        {"DENY-NONGLOBAL", "internal.test", 443},
-                                                        {"UNREACHABLE", "2001:db8::1", 443}});
-  CHECK(parse_decisions(log, true).truncated);  // the reader stopped early
-
-  // A full tail may have lost its head: flagged; more decisions than the bound: flagged.
-  std::string full;
-  for (int i = 0; i < kLogTailLines; ++i) full += "ALLOW a.test:443\n";
-  auto tail = parse_decisions(full, false);
-  CHECK(tail.truncated);
-  CHECK(tail.decisions.size() == static_cast<std::size_t>(kLogTailLines));
-  CHECK_FALSE(parse_decisions("ALLOW a.test:443\n", false).truncated);
-}
-
 namespace {
 
 using docker_test::RecordingTransport;

@@ -98,6 +98,13 @@ std::set<std::string> WslcSandboxBackend::remembered(const SandboxKey& key,
   return out;
 }
 
+std::optional<SandboxKey> WslcSandboxBackend::remembered_key(const std::string& name) {
+  std::lock_guard guard(state_mutex_);
+  for (const auto& [id, entry] : registry_)
+    if (entry.second.contains(name)) return entry.first;
+  return std::nullopt;
+}
+
 void WslcSandboxBackend::forget(const std::string& name) {
   std::lock_guard guard(state_mutex_);
   for (auto it = registry_.begin(); it != registry_.end();) {

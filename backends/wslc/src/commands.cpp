@@ -47,7 +47,10 @@ std::vector<std::string> proxy_run_args(const std::string& proxy, const std::str
   return args;
 }
 
-std::vector<std::string> logs_args(const std::string& name) { return {"container", "logs", name}; }
+std::vector<std::string> logs_args(const std::string& name, std::optional<int> tail) {
+  if (tail) return {"container", "logs", "--tail", std::to_string(*tail), name};
+  return {"container", "logs", name};
+}
 
 std::vector<std::string> start_args(const std::string& name) { return {"container", "start", name}; }
 

@@ -1,5 +1,6 @@
 // Disposal by label, read back from `wslc container list` (wslc.md W-35…W-39). Never throws
 // (except cancellation): every failure is returned. No `container stop`, ever (W-39).
+#include <map>
 #include <regex>
 
 #include <spdlog/spdlog.h>
@@ -89,10 +90,25 @@ awaitable<void> WslcSandboxBackend::remove_network(const std::string& network,
 }
 
 awaitable<std::vector<DisposalFailure>> WslcSandboxBackend::remove_all(const std::vector<std::string>& names,
-                                                                       int* removed) {
+                                                                       int* removed,
+                                                                       const std::optional<SandboxKey>& caller) {
+  // OBS-7: whose decisions each proxy holds, read before the workloads go (removing a
+  // workload forgets it). wslc reports no labels (C-24), so the key is the one this backend
+  // wrote the proxy's W-11 labels from, else the disposal's own when its label filter pinned
+  // every key label; otherwise the decisions go unattributed rather than guessed.
+  std::map<std::string, std::optional<SandboxKey>> proxy_keys;
+  for (const auto& name : names) {
+    if (!is_proxy_name(name)) continue;
+    auto known = remembered_key(name.substr(0, name.size() - kProxySuffix.size()));
+    proxy_keys[name] = known ? known : caller;
+  }
   std::vector<DisposalFailure> failures;
   for (const auto& name : names) {
-    Removal r = co_await remove(name);
+    Removal r;
+    if (is_proxy_name(name))
+      r = co_await remove_proxy(name, proxy_keys[name]);
+    else
+      r = co_await remove(name);
     if (r.failure) failures.push_back(*r.failure);
     if (r.removed && removed && !is_proxy_name(name)) ++*removed;  // proxies are not counted
     // W-37: a listed proxy's network goes after it; `--force` makes absence exit 0.
@@ -126,7 +142,11 @@ awaitable<std::optional<DisposalFailure>> WslcSandboxBackend::dispose(SandboxKey
     for (const auto& n : remembered(key, std::nullopt)) names.insert(n);
   }
   auto ordered = removal_order(names, config_.egress_proxy_image.has_value());
-  auto more = co_await remove_all(ordered, nullptr);
+  // Every key label is in the filter only with a call id: without one, a CALL-scope sandbox
+  // of the same agent is listed too (W-35), and its proxy is not the caller's.
+  std::optional<SandboxKey> caller;
+  if (!key.call_id.empty()) caller = key;
+  auto more = co_await remove_all(ordered, nullptr, caller);
   failures.insert(failures.end(), more.begin(), more.end());
   co_return fold(failures);
 }
@@ -148,7 +168,8 @@ awaitable<ScopePurge> WslcSandboxBackend::dispose_scope(std::string scope, std::
       names.insert(n);
   }
   auto ordered = removal_order(names, config_.egress_proxy_image.has_value());
-  auto more = co_await remove_all(ordered, &purge.disposed);
+  const std::optional<SandboxKey> no_caller;  // agent and call are not in the filter
+  auto more = co_await remove_all(ordered, &purge.disposed, no_caller);
   failures.insert(failures.end(), more.begin(), more.end());
   purge.undisposed = fold(failures);
   co_return purge;

@@ -58,6 +58,10 @@ constexpr std::chrono::milliseconds kReadinessInterval{250};
 constexpr std::size_t kLogReadCap = 64 * 1024;
 // What backends/egress-proxy writes to stderr before it exits without listening.
 constexpr const char* kProxyRefusal = "maf-sandbox-egress-proxy: refusing to start";
+// OBS-7: the decisions' read takes the last 1000 lines, at most 1 MiB per stream — Docker's
+// bounds for the same proxy (docker.md §13.2).
+constexpr int kDecisionTailLines = 1000;
+constexpr std::size_t kDecisionLogCap = std::size_t{1} << 20;
 
 std::string tail(const std::string& text, std::size_t n = 2000) {
   return text.size() <= n ? text : "…" + text.substr(text.size() - n);
@@ -82,8 +86,9 @@ awaitable<void> WslcSandboxBackend::ensure_egress(const std::string& name, const
 
   std::exception_ptr failure;
   try {
-    // (2) Replace the proxy, so its allowlist is this spec's.
-    Removal old = co_await remove(proxy);
+    // (2) Replace the proxy, so its allowlist is this spec's. Its name derives from this key
+    // (W-10), so what the old one decided is this key's (OBS-7).
+    Removal old = co_await remove_proxy(proxy, key);
     if (old.failure)
       throw WslcCommandFailed("backend 'wslc': could not replace egress proxy " + proxy + for_kind + ": " +
                                   old.failure->detail,
@@ -136,6 +141,49 @@ awaitable<void> WslcSandboxBackend::ensure_egress(const std::string& name, const
     std::rethrow_exception(failure);
   }
   logger()->info("backend 'wslc': egress proxy {} ready on {} for {} host(s)", proxy, network, hosts.size());
+}
+
+awaitable<std::optional<support::ProxyDecisions>> WslcSandboxBackend::read_proxy_decisions(const std::string& proxy) {
+  WslcCall call;
+  call.args = logs_args(proxy, kDecisionTailLines);
+  call.timeout = config_.command_timeout();
+  call.max_stdout = call.max_stderr = kDecisionLogCap;
+  const std::string verb = "container logs";  // a named local: nothing temporary crosses co_await
+  WslcOutcome logs;
+  try {
+    logs = co_await run_lifecycle(*runner_, std::move(call), verb);
+  } catch (const Error& e) {
+    logger()->warn("backend 'wslc': reading egress proxy {}'s log failed ({}); its decisions are lost", proxy,
+                   e.what());
+    co_return std::nullopt;
+  }
+  if (logs.exit_code != 0) {
+    // Already gone (nothing to read) or unreadable: either way nothing to report.
+    if (find_symbol(logs.stderr_bytes) != WslcSymbol::ContainerNotFound)
+      logger()->warn("backend 'wslc': reading egress proxy {}'s log failed (exit {}): {}; its decisions are lost",
+                     proxy, logs.exit_code, tail(logs.stderr_bytes));
+    co_return std::nullopt;
+  }
+  // stdout then stderr, as Docker's log read gives them; a last line without its newline
+  // does not run into the next stream's first.
+  std::string log = std::move(logs.stdout_bytes);
+  if (!log.empty() && log.back() != '\n') log += '\n';
+  log += logs.stderr_bytes;
+  co_return support::parse_proxy_decisions(log, logs.stdout_overflowed || logs.stderr_overflowed,
+                                           static_cast<std::size_t>(kDecisionTailLines));
+}
+
+awaitable<WslcSandboxBackend::Removal> WslcSandboxBackend::remove_proxy(const std::string& proxy,
+                                                                        std::optional<SandboxKey> key) {
+  // No `container stop` (W-39): the log is read from the running proxy, so a decision it has
+  // not written yet (an allowed link is logged when it closes) is missed.
+  std::optional<support::ProxyDecisions> read;
+  if (!observer_hub()->empty()) read = co_await read_proxy_decisions(proxy);
+  Removal removed = co_await remove(proxy);
+  // As Docker's drain (D-27): delivered only once the proxy is gone, never for one kept.
+  if (read && removed.removed)
+    support::notify_proxy_decisions(*observer_hub(), kBackendName, key, proxy, read->decisions, read->truncated);
+  co_return removed;
 }
 
 awaitable<void> WslcSandboxBackend::remove_egress(const std::string& name, bool with_network) {

@@ -12,9 +12,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <mutex>
 
 #include "engine_fixture.hpp"
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/observer.hpp"
 
 using namespace maf::sandbox;
 using namespace maf::sandbox::conformance;
@@ -204,6 +206,71 @@ TEST_CASE("W-31 W-32 W-34 EG-1 EG-2 EG-3 EC issue-22: ALLOWLIST through the shim
   CHECK_FALSE(exists({"network", "inspect", net}));
   CHECK_FALSE(exists({"container", "inspect", name + "-proxy"}));
   CHECK_FALSE(exists({"container", "inspect", name}));
+}
+
+namespace {
+/// The NetworkDecisionEvents an observer set attached to the backend received.
+struct DecisionRecorder {
+  std::mutex mutex;
+  std::vector<NetworkDecisionEvent> seen;
+  std::shared_ptr<const ObserverSet> observers = std::make_shared<const ObserverSet>(
+      std::vector<std::shared_ptr<SandboxObserver>>{make_observer([this](const SandboxEvent& event) {
+        std::lock_guard lock(mutex);
+        if (const auto* d = std::get_if<NetworkDecisionEvent>(&event)) seen.push_back(*d);
+      })});
+  std::vector<NetworkDecisionEvent> taken() {
+    std::lock_guard lock(mutex);
+    return std::exchange(seen, {});
+  }
+};
+}  // namespace
+
+TEST_CASE("OBS-7 W-32 W-36: the proxy's decisions reach the observers, keyed — at its replacement and at disposal") {
+  LocalServers servers;
+  Engine engine(servers.config());
+  DecisionRecorder recorder;
+  engine.backend->attach_observers(recorder.observers);
+  const std::string proxy = wslc::WslcSandboxBackend::container_name(engine.key(), "egress", kDefaultWorkDir,
+                                                                     {"allowed.test"}) +
+                            "-proxy";
+  auto check_one = [&](const NetworkDecisionEvent& e, const std::string& decision, const std::string& host) {
+    CHECK(e.decision == decision);
+    CHECK(e.host == host);
+    CHECK(e.port == 80);
+    CHECK(e.proxy == proxy);
+    CHECK_FALSE(e.truncated);
+    CHECK(e.context.backend == "wslc");
+    CHECK(e.context.key == engine.key());
+  };
+
+  // An allowed request, then a re-acquire: the proxy is replaced (W-32 (2)), and what the old
+  // one decided arrives before it is gone for good.
+  auto sandbox = engine.acquire(allowlist_spec({"allowed.test"}));
+  {
+    PosixGuestSubject subject(engine.run, sandbox, engine.backend->declarations().capabilities, Egress::Allowlist);
+    const auto allowed = subject.fetch_url("http://allowed.test/", std::chrono::seconds(20));
+    INFO(allowed.http_code);
+    REQUIRE(allowed.reached());
+  }
+  CHECK(recorder.taken().empty());  // nothing is read before a teardown
+  sandbox = engine.acquire(allowlist_spec({"allowed.test"}));
+  auto at_replacement = recorder.taken();
+  REQUIRE(at_replacement.size() == 1);
+  check_one(at_replacement[0], "ALLOW", "allowed.test");
+
+  // A denied request, then the conversation's disposal: the new proxy's one decision.
+  {
+    PosixGuestSubject subject(engine.run, sandbox, engine.backend->declarations().capabilities, Egress::Allowlist);
+    CHECK(subject.fetch_url("http://denied.test/", std::chrono::seconds(10)).http_code == "403");
+  }
+  auto purge = engine.run([&] { return engine.backend->dispose_scope(engine.scope, engine.thread); });
+  CHECK(purge.disposed == 1);
+  CHECK_FALSE(purge.undisposed.has_value());
+  CHECK_FALSE(exists({"container", "inspect", proxy}));
+  auto at_disposal = recorder.taken();
+  REQUIRE(at_disposal.size() == 1);
+  check_one(at_disposal[0], "DENY", "denied.test");
+  CHECK(engine.unsupported_calls() == 0);  // `container logs --tail` is in the shim's surface
 }
 
 namespace {

@@ -3,12 +3,14 @@
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <functional>
 
 #include <nlohmann/json.hpp>
 
 #include "maf/sandbox/egress_proxy/namespace_settings.hpp"
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/observer.hpp"
 #include "maf/sandbox/support/labels.hpp"
 #include "maf/sandbox/sync.hpp"
 #include "maf/sandbox/wslc/backend.hpp"
@@ -105,6 +107,17 @@ std::shared_ptr<ScriptedRunner> fresh_engine(const std::string& name) {
   return r;
 }
 
+/// A runner that plays a reuse behind the proxy: the workload running, its network already
+/// there, the proxy's log reading `proxy_log`.
+std::shared_ptr<ScriptedRunner> reused_engine(const std::string& name, const std::string& proxy_log) {
+  auto r = std::make_shared<ScriptedRunner>();
+  r->on("version", WslcOutcome{0, "wslc 2.9.4.0\r\n", ""});
+  r->on("container list", WslcOutcome{0, R"([{"Id":"ab","Name":")" + name + R"(","State":2}])", ""});
+  r->on("network create", failure("ERROR_ALREADY_EXISTS"));
+  r->on("container logs", WslcOutcome{0, proxy_log, ""});
+  return r;
+}
+
 std::vector<std::pair<std::string, std::string>> key_labels() {
   std::vector<std::pair<std::string, std::string>> l;
   for (auto& [k, v] : support::key_selector(kKey, std::string_view("k"))) l.emplace_back(k, v);
@@ -130,6 +143,7 @@ TEST_CASE("T-9/W-32: golden argv of the topology verbs (C-10, C-17, C-18, C-20)"
   CHECK(std::find(run.begin(), run.end(), "net.ipv6.conf.all.forwarding=0") != run.end());
   CHECK(network_connect_args("N-proxy") == V{"network", "connect", "bridge", "N-proxy"});
   CHECK(logs_args("N-proxy") == V{"container", "logs", "N-proxy"});
+  CHECK(logs_args("N-proxy", 1000) == V{"container", "logs", "--tail", "1000", "N-proxy"});
   CHECK(run_args("N", labels, "img:1", "N-net", {{"HTTP_PROXY", "http://N-proxy:3128"}}) ==
         V{"container", "run", "-d", "--name", "N", "--network", "N-net", "-e", "HTTP_PROXY=http://N-proxy:3128", "-l",
           "maf-sandbox.scope=s", "-l", "maf-sandbox.kind=k", "img:1", "sleep", "infinity"});
@@ -205,11 +219,7 @@ TEST_CASE("W-32: a fresh allowlisted acquire builds network, proxy, outbound leg
 
 TEST_CASE("W-32: reuse replaces the proxy and adopts an existing network (ERROR_ALREADY_EXISTS)") {
   const std::string name = WslcSandboxBackend::container_name(kKey, "k", kDefaultWorkDir, {"allowed.test"});
-  auto runner = std::make_shared<ScriptedRunner>();
-  runner->on("version", WslcOutcome{0, "wslc 2.9.4.0\r\n", ""});
-  runner->on("container list", WslcOutcome{0, R"([{"Id":"ab","Name":")" + name + R"(","State":2}])", ""});
-  runner->on("network create", failure("ERROR_ALREADY_EXISTS"));
-  runner->on("container logs", WslcOutcome{0, "listening on 3128\r\n", ""});
+  auto runner = reused_engine(name, "listening on 3128\r\n");
   auto backend = std::make_shared<WslcSandboxBackend>(proxy_config(), runner);
   BlockingRunner run;
   REQUIRE(run([&] { return backend->acquire(kKey, allowlist({"allowed.test"})); }));
@@ -362,4 +372,114 @@ TEST_CASE("W-35/W-37: disposal removes workloads, then proxies, each followed by
     REQUIRE(purge.undisposed);
     CHECK(purge.undisposed->detail.find(a + "-net") != std::string::npos);
   }
+}
+
+namespace {
+/// The NetworkDecisionEvents delivered to an observer set attached to `backend`.
+std::shared_ptr<std::vector<NetworkDecisionEvent>> record_decisions(WslcSandboxBackend& backend,
+                                                                    std::vector<std::shared_ptr<const ObserverSet>>& keep) {
+  auto seen = std::make_shared<std::vector<NetworkDecisionEvent>>();
+  keep.push_back(std::make_shared<const ObserverSet>(std::vector<std::shared_ptr<SandboxObserver>>{
+      make_observer([seen](const SandboxEvent& e) {
+        if (const auto* d = std::get_if<NetworkDecisionEvent>(&e)) seen->push_back(*d);
+      })}));
+  backend.attach_observers(keep.back());
+  return seen;
+}
+
+const std::string kDecisionLog =
+    kReady + R"({"event":"decision","decision":"allow","method":"GET","host":"allowed.test","port":80,"status":0})" "\n" +
+    R"({"event":"decision","decision":"deny","method":"GET","host":"denied.test","port":80,"status":403})" "\n";
+}  // namespace
+
+TEST_CASE("OBS-7: disposal reads the proxy's log before removing it and delivers its decisions once it is gone") {
+  const std::string a = "maf-sandbox-wslc-aaaaaaaaaaaa";
+  const SandboxKey call_key{"s", "t", "a", "call-1"};
+  BlockingRunner run;
+  std::vector<std::shared_ptr<const ObserverSet>> keep;
+  auto listed = [&](ScriptedRunner& r) {
+    r.on("container list", WslcOutcome{0, "{\"Name\":\"" + a + "\",\"State\":2}\n", ""});
+    r.on("container logs --tail 1000 " + a + "-proxy", WslcOutcome{0, kDecisionLog, ""});
+  };
+  SECTION("a dispose by a key with a call id: every key label was in the filter, so the key is the caller's") {
+    auto runner = std::make_shared<ScriptedRunner>();
+    listed(*runner);
+    auto backend = std::make_shared<WslcSandboxBackend>(proxy_config(), runner);
+    auto seen = record_decisions(*backend, keep);
+    CHECK_FALSE(run([&] { return backend->dispose(call_key, std::nullopt, std::nullopt); }));
+    const V verbs = runner->verbs();
+    CHECK(V(verbs.begin() + 1, verbs.end()) == V{"container remove -f " + a, "container logs --tail 1000 " + a + "-proxy",
+                                                 "container remove -f " + a + "-proxy",
+                                                 "network remove --force " + a + "-net"});
+    REQUIRE(seen->size() == 2);
+    CHECK((*seen)[0].decision == "ALLOW");
+    CHECK((*seen)[0].host == "allowed.test");
+    CHECK((*seen)[1].decision == "DENY");
+    for (const auto& e : *seen) {
+      CHECK(e.context.key == call_key);
+      CHECK(e.context.call_id == "call-1");
+      CHECK(e.context.backend == "wslc");
+      CHECK(e.proxy == a + "-proxy");
+      CHECK_FALSE(e.truncated);
+    }
+  }
+  SECTION("a scope purge of a proxy this backend did not acquire: delivered unattributed, never guessed") {
+    auto runner = std::make_shared<ScriptedRunner>();
+    listed(*runner);
+    auto backend = std::make_shared<WslcSandboxBackend>(proxy_config(), runner);
+    auto seen = record_decisions(*backend, keep);
+    run([&] { return backend->dispose_scope("s", "t"); });
+    REQUIRE(seen->size() == 2);
+    for (const auto& e : *seen) CHECK(e.context.key == SandboxKey{});
+  }
+  SECTION("a proxy whose removal is refused delivers nothing (it still runs; its log is not final)") {
+    auto runner = std::make_shared<ScriptedRunner>();
+    listed(*runner);
+    runner->on("container remove -f " + a + "-proxy", failure("E_FAIL"));
+    auto backend = std::make_shared<WslcSandboxBackend>(proxy_config(), runner);
+    auto seen = record_decisions(*backend, keep);
+    CHECK(run([&] { return backend->dispose(call_key, std::nullopt, std::nullopt); }));
+    CHECK(seen->empty());
+  }
+  SECTION("a cut read is flagged truncated; an unreadable log loses the decisions, never the disposal") {
+    auto runner = std::make_shared<ScriptedRunner>();
+    listed(*runner);
+    WslcOutcome cut{0, kDecisionLog, ""};
+    cut.stdout_overflowed = true;
+    runner->on("container logs --tail 1000 " + a + "-proxy", cut);
+    auto backend = std::make_shared<WslcSandboxBackend>(proxy_config(), runner);
+    auto seen = record_decisions(*backend, keep);
+    CHECK_FALSE(run([&] { return backend->dispose(call_key, std::nullopt, std::nullopt); }));
+    REQUIRE(seen->size() == 2);
+    CHECK((*seen)[0].truncated);
+    seen->clear();
+    runner->on("container logs --tail 1000 " + a + "-proxy", failure("E_FAIL"));
+    CHECK_FALSE(run([&] { return backend->dispose(call_key, std::nullopt, std::nullopt); }));
+    CHECK(seen->empty());
+    CHECK(runner->count("container remove -f " + a + "-proxy") == 2);
+  }
+  SECTION("without observers the log is not read at all") {
+    auto runner = std::make_shared<ScriptedRunner>();
+    listed(*runner);
+    auto backend = std::make_shared<WslcSandboxBackend>(proxy_config(), runner);
+    CHECK_FALSE(run([&] { return backend->dispose(call_key, std::nullopt, std::nullopt); }));
+    CHECK(runner->count("container logs") == 0);
+  }
+}
+
+TEST_CASE("OBS-7 W-32: a reuse's proxy replacement delivers the old proxy's decisions under the acquiring key") {
+  const std::string name = WslcSandboxBackend::container_name(kKey, "k", kDefaultWorkDir, {"allowed.test"});
+  auto runner = reused_engine(name, kDecisionLog);
+  auto backend = std::make_shared<WslcSandboxBackend>(proxy_config(), runner);
+  std::vector<std::shared_ptr<const ObserverSet>> keep;
+  auto seen = record_decisions(*backend, keep);
+  BlockingRunner run;
+  REQUIRE(run([&] { return backend->acquire(kKey, allowlist({"allowed.test"})); }));
+  const V verbs = runner->verbs();
+  const auto read = std::find(verbs.begin(), verbs.end(), "container logs --tail 1000 " + name + "-proxy");
+  REQUIRE(read != verbs.end());
+  CHECK(std::next(read) != verbs.end());
+  CHECK(*std::next(read) == "container remove -f " + name + "-proxy");
+  REQUIRE(seen->size() == 2);
+  for (const auto& e : *seen) CHECK(e.context.key == kKey);
 }

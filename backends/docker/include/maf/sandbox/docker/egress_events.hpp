@@ -25,22 +25,17 @@
 #include <vector>
 
 #include "maf/sandbox/key.hpp"
+#include "maf/sandbox/support/proxy_log.hpp"
 
 namespace maf::sandbox::docker {
 
 /// One decision line of the proxy (docker.md §11.3): `decision` is ALLOW, DENY,
-/// DENY-NONGLOBAL or UNREACHABLE; other lines (readiness, malformed requests, a full
-/// proxy) are not decisions about a destination and are left out.
-struct EgressDecision {
-  std::string decision;
-  std::string host;
-  int port = 0;
-
-  friend bool operator==(const EgressDecision&, const EgressDecision&) = default;
-};
+/// DENY-NONGLOBAL or UNREACHABLE. The core's type: the parser is shared with every backend
+/// that runs the egress proxy (support/proxy_log.hpp).
+using EgressDecision = support::ProxyDecision;
 
 /// At most this many decisions per event; more set `truncated`.
-inline constexpr std::size_t kMaxEgressDecisions = 1000;
+inline constexpr std::size_t kMaxEgressDecisions = support::kMaxProxyDecisions;
 
 struct EgressEvent {
   /// From the proxy's `maf-sandbox.key.v1` label (docker.md §4.4), or the disposing

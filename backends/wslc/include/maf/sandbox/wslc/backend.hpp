@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "maf/sandbox/backend.hpp"
+#include "maf/sandbox/support/proxy_log.hpp"
 #include "maf/sandbox/wslc/commands.hpp"
 #include "maf/sandbox/wslc/config.hpp"
 #include "maf/sandbox/wslc/container_list.hpp"
@@ -82,11 +83,22 @@ private:
   boost::asio::awaitable<bool> start(const std::string& name);
   boost::asio::awaitable<void> ensure_base(const std::string& name, const std::string& kind, const std::string& base);
   boost::asio::awaitable<Removal> remove(const std::string& name);
-  boost::asio::awaitable<std::vector<DisposalFailure>> remove_all(const std::vector<std::string>& names, int* removed);
+  /// OBS-7 (egress.cpp): `remove` of a proxy, its decisions read first from its running log
+  /// (only when observers are attached) and delivered once it is gone, keyed `key`.
+  boost::asio::awaitable<Removal> remove_proxy(const std::string& proxy, std::optional<SandboxKey> key);
+  /// The proxy's decisions so far (`container logs --tail`), or nullopt when unreadable
+  /// (logged; never throws but for cancellation).
+  boost::asio::awaitable<std::optional<support::ProxyDecisions>> read_proxy_decisions(const std::string& proxy);
+  /// Removes `names` in order, each listed proxy followed by its network. `caller`: the
+  /// disposal's key when its label filter pinned every key label (a call id given).
+  boost::asio::awaitable<std::vector<DisposalFailure>> remove_all(const std::vector<std::string>& names, int* removed,
+                                                                  const std::optional<SandboxKey>& caller);
   std::shared_ptr<support::AsyncMutex> lock_for(const std::string& name);
   void remember(const SandboxKey& key, const std::string& name);
   std::set<std::string> remembered(const SandboxKey& key, const std::optional<std::string>& scope_thread_only);
   void forget(const std::string& name);
+  /// The key this backend acquired `name` with (W-19's registry), if it did.
+  std::optional<SandboxKey> remembered_key(const std::string& name);
 
   WslcConfig config_;
   std::shared_ptr<WslcRunner> runner_;

@@ -33,8 +33,9 @@ std::vector<std::string> run_args(const std::string& name, const LabelList& labe
 std::vector<std::string> proxy_run_args(const std::string& proxy, const std::string& network,
                                         const std::vector<std::string>& allow_hosts, const LabelList& labels,
                                         const std::string& image);
-/// C-17, W-32 (4): the proxy's output, read for its readiness line.
-std::vector<std::string> logs_args(const std::string& name);
+/// C-17, W-32 (4): the proxy's output, read for its readiness line; with `tail`, only its
+/// last `tail` lines (`--tail K`, the disposal's read of the proxy's decisions, OBS-7).
+std::vector<std::string> logs_args(const std::string& name, std::optional<int> tail = std::nullopt);
 std::vector<std::string> start_args(const std::string& name);
 /// C-12: `--user` only when given; `-w` always.
 std::vector<std::string> exec_args(const std::string& name, const std::string& working_directory,
