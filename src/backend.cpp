@@ -11,4 +11,9 @@ boost::asio::awaitable<ScopePurge> SandboxBackend::reap(std::chrono::seconds, st
   co_return ScopePurge{};
 }
 
+boost::asio::awaitable<ScopePurge> SandboxBackend::reap_expired(std::optional<std::string>) {
+  throw NotImplementedError("backend '" + name() + "' does not offer reap --expired");
+  co_return ScopePurge{};
+}
+
 }  // namespace maf::sandbox

@@ -33,7 +33,11 @@ std::string effective_state(const SandboxRouter& router, const SandboxSpec& spec
   const auto backend = router.select(spec);  // the checks: a refused spec is served nothing
   const RouterOptions& o = router.options();
   // The spec file's own spelling of the allowlist (spec_json.hpp), so the two never differ.
-  json allow = spec_to_json(spec)["egress_allow"];
+  json as_file = spec_to_json(spec);
+  json allow = as_file["egress_allow"];
+  json resources = as_file.contains("resources") ? as_file["resources"] : json::object();
+  json bounds = json::array();
+  for (auto b : backend->declarations().resource_bounds.sorted()) bounds.push_back(to_string(b));
   const auto& declared = backend->declarations().limits;
   const json record = {
       {"version", 1},
@@ -49,6 +53,8 @@ std::string effective_state(const SandboxRouter& router, const SandboxSpec& spec
       {"requires", capabilities_json(spec.requires_capabilities())},
       {"limits", {{"files_in", limits_json(spec.files_in())}, {"files_out", limits_json(spec.files_out())}}},
       {"backend_limits", {{"files_in", limits_json(declared.files_in)}, {"files_out", limits_json(declared.files_out)}}},
+      {"resources", std::move(resources)},
+      {"backend_resource_bounds", std::move(bounds)},
       {"cleanup_rung", cleanup_rung},
   };
   return record.dump(-1, ' ', false, json::error_handler_t::replace);

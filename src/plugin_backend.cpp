@@ -42,6 +42,10 @@ public:
   }
 
   bool supports_reap() const noexcept override { return inner_->supports_reap(); }
+  bool supports_reap_expired() const noexcept override { return inner_->supports_reap_expired(); }
+  boost::asio::awaitable<ScopePurge> reap_expired(std::optional<std::string> scope) override {
+    co_return co_await inner_->reap_expired(std::move(scope));
+  }
   std::vector<std::pair<std::string, std::string>> facts() const override { return inner_->facts(); }
   void attach_observers(const std::shared_ptr<const ObserverSet>& observers) override {
     inner_->attach_observers(observers);

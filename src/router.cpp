@@ -126,6 +126,8 @@ std::optional<SandboxRouter::Refusal> SandboxRouter::first_refusal(const Sandbox
         if (!d.egress_method_tokens->count(m)) return Refusal::EgressMethod;
     }
   }
+  // LIM-3 (docs/limits.md), last: every resource bound the spec asks is one the backend enforces.
+  if (!spec.resources().asked().subset_of(d.resource_bounds)) return Refusal::ResourceBound;
   return std::nullopt;
 }
 
@@ -192,6 +194,14 @@ void SandboxRouter::refuse(Refusal refusal, const SandboxBackend& backend, Isola
                                                 "' (host '" + rule->host() + "') for workload kind '" + kind + "'");
       }
       break;
+    case Refusal::ResourceBound: {
+      const ResourceBoundSet missing = spec.resources().asked().difference(d.resource_bounds);
+      throw SandboxResourceBoundNotEnforced(
+          "backend '" + backend.name() + "' does not enforce resource bound " + missing.to_string() +
+              ", asked by workload kind '" + kind + "' (" + spec.resources().to_string() +
+              "; it enforces: " + d.resource_bounds.to_string("no resource bound") + ")",
+          std::string(to_string(missing.sorted().front())));
+    }
   }
   // Unreachable while first_refusal and refuse agree; a loud error beats a silent pass.
   throw RuntimeError("SandboxRouter: refusal " + std::to_string(static_cast<int>(refusal)) +

@@ -14,11 +14,11 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 15> kSpecFields{
+constexpr std::array<std::string_view, 16> kSpecFields{
     "kind",       "image",        "image_id",      "egress_allow",
     "work_dir",   "labels",       "requires",      "min_isolation",
     "declared_outputs", "files_in", "files_out",   "outputs_named_at_call_time",
-    "egress",     "requires_os_family", "isolation_scope"};
+    "egress",     "requires_os_family", "isolation_scope", "resources"};
 
 [[noreturn]] void field_error(const std::string& field, const std::string& what) {
   throw ValueError("spec field '" + field + "': " + what);
@@ -140,6 +140,46 @@ DeclaredOutput read_declared_output(const json& value, const std::string& field)
   return out;
 }
 
+/// "resources" (docs/limits.md): every key optional; the ranges are ResourceLimits' own
+/// (LIM-2), whose message is prefixed with the field.
+ResourceLimits read_resources_object(const json& value, const std::string& field) {
+  read_object(value, field);
+  refuse_unknown_keys(value, field, {"memory_bytes", "cpus", "processes", "ttl_seconds", "idle_timeout_seconds"});
+  auto integer = [&](const char* key) -> std::optional<std::int64_t> {
+    if (!value.contains(key) || value.at(key).is_null()) return std::nullopt;
+    const json& v = value.at(key);
+    const std::string sub = field + "." + key;
+    if (!v.is_number_integer()) type_error(sub, "an integer", v);
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
+      field_error(sub, "value is too large");
+    return v.get<std::int64_t>();
+  };
+  ResourceLimits::Fields f;
+  f.memory_bytes = integer("memory_bytes");
+  f.processes = integer("processes");
+  if (auto ttl = integer("ttl_seconds")) f.ttl = std::chrono::seconds(*ttl);
+  if (auto idle = integer("idle_timeout_seconds")) f.idle_timeout = std::chrono::seconds(*idle);
+  if (value.contains("cpus") && !value.at("cpus").is_null()) {
+    if (!value.at("cpus").is_number()) type_error(field + ".cpus", "a number", value.at("cpus"));
+    f.cpus = value.at("cpus").get<double>();
+  }
+  try {
+    return ResourceLimits(f);
+  } catch (const ValueError& e) {
+    field_error(field, e.what());
+  }
+}
+
+json resources_json(const ResourceLimits& r) {
+  json j = json::object();
+  if (r.memory_bytes()) j["memory_bytes"] = *r.memory_bytes();
+  if (r.cpus()) j["cpus"] = *r.cpus();
+  if (r.processes()) j["processes"] = *r.processes();
+  if (r.ttl()) j["ttl_seconds"] = r.ttl()->count();
+  if (r.idle_timeout()) j["idle_timeout_seconds"] = r.idle_timeout()->count();
+  return j;
+}
+
 json limits_to_json(const TransferLimits& limits) {
   return {{"max_bytes_per_file", limits.max_bytes_per_file()},
           {"max_total_bytes", limits.max_total_bytes()},
@@ -190,6 +230,7 @@ SandboxSpec spec_from_json(const json& j) {
     f.requires_os_family = read_optional_enum<OsFamily>(j.at("requires_os_family"), "requires_os_family");
   if (j.contains("isolation_scope"))
     f.isolation_scope = read_enum<IsolationScope>(j.at("isolation_scope"), "isolation_scope");
+  if (j.contains("resources") && !j.at("resources").is_null()) f.resources = read_resources_object(j.at("resources"), "resources");
   return SandboxSpec(std::move(f));
 }
 
@@ -230,7 +271,15 @@ json spec_to_json(const SandboxSpec& spec) {
   j["egress"] = std::string(to_string(spec.egress()));
   if (spec.requires_os_family()) j["requires_os_family"] = std::string(to_string(*spec.requires_os_family()));
   j["isolation_scope"] = std::string(to_string(spec.isolation_scope()));
+  // Only when a bound is asked, so a spec file without bounds reads back unchanged.
+  if (!spec.resources().empty()) j["resources"] = resources_json(spec.resources());
   return j;
+}
+
+json resources_to_json(const ResourceLimits& resources) { return resources_json(resources); }
+
+ResourceLimits resources_from_json(const json& value, const std::string& field) {
+  return read_resources_object(value, field);
 }
 
 }  // namespace maf::sandbox

@@ -2,6 +2,8 @@
 // subject disposed on every path.
 #include "maf/sandbox/conformance/runner.hpp"
 
+#include "maf/sandbox/conformance/limits.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <nlohmann/json.hpp>
@@ -83,6 +85,32 @@ int RunReport::exit_code() const noexcept {
   }
   return probe_failed ? 1 : 0;
 }
+
+namespace {
+
+/// LIMITS over the backend the runner was given (borrowed, not owned), specs derived from
+/// the run's own (image, egress, work_dir) with the probe's bounds.
+SuiteReport run_limits_suite(SandboxBackend& backend, const SandboxSpec& spec, BlockingRunner& run) {
+  SuiteReport sr{Suite::Limits, SuiteStatus::Ran, {}, {}};
+  try {
+    SandboxSpec::Fields base = spec.fields();
+    base.kind = spec.kind() + "-limits";
+    const std::shared_ptr<SandboxBackend> borrowed(&backend, [](SandboxBackend*) {});
+    BackendLimitsSubject subject(borrowed, std::move(base), run);
+    sr.results = run_limits(subject);
+  } catch (const ConformanceUsageError& e) {
+    sr.status = SuiteStatus::Refused;
+    sr.reason = e.what();
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const std::exception& e) {
+    sr.status = SuiteStatus::HarnessError;
+    sr.reason = "harness error raised " + detail::type_name(e) + ": " + e.what();
+  }
+  return sr;
+}
+
+}  // namespace
 
 RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, SubjectFactory make_subject) {
   const auto& declarations = backend.declarations();
@@ -184,6 +212,8 @@ RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, Subje
       }
       report.suites.push_back(std::move(sr));
     }
+    // LIMITS acquires sandboxes of its own, one per bound: only when asked (`--suite limits`).
+    if (requested(o, Suite::Limits)) report.suites.push_back(run_limits_suite(backend, spec, run));
   } catch (...) {
     dispose_own();
     dispose();

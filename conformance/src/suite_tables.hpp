@@ -16,6 +16,7 @@ std::span<const Probe> egress_closed_probes();
 std::span<const Probe> host_integrity_probes();
 std::span<const Probe> cleanup_probes();
 std::span<const Probe> host_tools_probes();
+std::span<const Probe> limits_probes();
 
 /// READ_CAP's fixture: a file of kOverCapSize bytes at W/cap/over-cap.bin.
 void plant_read_cap_fixture(ConformanceSubject& subject, const ConformancePaths& paths);

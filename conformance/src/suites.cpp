@@ -28,6 +28,7 @@ Capability gate_capability(Suite suite) {
     case Suite::HostIntegrity: return Capability::Exec;
     case Suite::Cleanup: return Capability::Reclaim;  // or Snapshot: require_gate takes either
     case Suite::HostTools: return Capability::HostTools;
+    case Suite::Limits: return Capability::Exec;
   }
   return Capability::Exec;
 }
@@ -77,7 +78,8 @@ void plant_for(Suite suite, ConformanceSubject& subject, const ConformancePaths&
     case Suite::FilesOut: plant_layout(subject, paths); break;
     case Suite::ReadCap: detail::plant_read_cap_fixture(subject, paths); break;
     case Suite::FilesIn:
-    case Suite::FilesDelete: break;  // each probe plants its own fixtures
+    case Suite::FilesDelete:
+    case Suite::Limits: break;  // each probe plants its own fixtures (LIMITS: its own sandboxes)
     case Suite::Exec:
     case Suite::Egress:
     case Suite::EgressClosed:
@@ -104,6 +106,7 @@ std::span<const Probe> probes(Suite suite) {
     case Suite::HostIntegrity: return detail::host_integrity_probes();
     case Suite::Cleanup: return detail::cleanup_probes();
     case Suite::HostTools: return detail::host_tools_probes();
+    case Suite::Limits: return detail::limits_probes();
   }
   return {};
 }

@@ -87,7 +87,7 @@ protected:
     if (r.stdout_overflowed || r.stderr_overflowed)
       throw SandboxTransferCapExceeded("backend 'hostdir': output of kind '" + kind() +
                                        "' exceeded the per-stream cap; the command was killed");
-    co_return ExecResult{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code};
+    co_return ExecResult{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code, {}};
   }
 
   boost::asio::awaitable<std::optional<GuestStat>> do_lstat(const std::string& path) override {

@@ -32,8 +32,19 @@ int cmd_dispose_scope(Session& session) {
 }
 
 int cmd_reap(Session& session) {
-  const auto older_than = parse_duration(session.args.required("older-than"), "older-than");
   const std::optional<std::string> scope = session.args.get("scope");
+  if (session.args.flag("expired")) {
+    if (session.args.get("older-than"))
+      throw UsageError("reap: --expired and --older-than are two different reaps; give one");
+    auto backend = create_backend(session, backend_config(session.args));
+    session.phase = Phase::Work;
+    if (!backend->supports_reap_expired())
+      throw NotImplementedError("backend '" + backend->name() + "' does not offer reap --expired");
+    session.reporter.progress("reaping sandboxes past their ttl or idle timeout");
+    const ScopePurge purge = session.run([&] { return backend->reap_expired(scope); });
+    return report_purge(session, "reap --expired", purge);
+  }
+  const auto older_than = parse_duration(session.args.required("older-than"), "older-than");
   const nlohmann::json config = backend_config(session.args);
   auto backend = create_backend(session, config);
   session.phase = Phase::Work;

@@ -191,7 +191,11 @@ int cmd_run(Session& session) {
                       {"stderr", result.stderr_text()}, {"outputs", nlohmann::json::array()}, {"kept", keep}};
   j["disposal_failure"] = disposal ? nlohmann::json{{"code", disposal->code}, {"detail", disposal->detail}}
                                    : nlohmann::json();
+  j["limits_hit"] = enum_set_json(result.limits_hit);  // docs/limits.md LIM-6
   std::string summary = fmt::format("maf-sandbox: exit code {}\n", result.exit_code);
+  if (!result.limits_hit.empty())
+    summary += fmt::format("maf-sandbox: the program ran into its resource bound(s): {}\n",
+                           result.limits_hit.to_string());
   for (const auto& a : landed) {
     j["outputs"].push_back({{"name", a.name}, {"display", a.display},
                             {"file", a.handle ? nlohmann::json(*a.handle) : nlohmann::json()}});

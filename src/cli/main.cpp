@@ -28,8 +28,9 @@ constexpr const char* kUsage = R"(usage: maf-sandbox SUBCOMMAND [options] [--jso
       over OTLP/HTTP JSON when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set
   dispose-scope --backend B [--config F] --scope S --thread T
       dispose every sandbox of one conversation
-  reap --backend B [--config F] --older-than DURATION [--scope S]
-      dispose sandboxes older than DURATION (e.g. 90s, 30m, 12h, 7d), if B offers it
+  reap --backend B [--config F] (--older-than DURATION | --expired) [--scope S]
+      dispose sandboxes older than DURATION (e.g. 90s, 30m, 12h, 7d), or those past
+      their spec's ttl or idle timeout (docs/limits.md LIM-7), if B offers it
   mcp --backend B [--config F] --spec S.json [--min-isolation R]
       [--cleanup dispose|reset|reclaim] [--out DIR] [--scope S] [--thread T]
       [--http 127.0.0.1:PORT]
@@ -57,7 +58,7 @@ std::map<std::string, CommandSpec> command_specs() {
          {"keep", false}, {"min-isolation"}, {"timeout"}, {"scope"}, {"thread"}, {"agent"}, {"call"}, {"events"}},
         true}},
       {"dispose-scope", {{json, backend, config, {"scope"}, {"thread"}}}},
-      {"reap", {{json, backend, config, {"older-than"}, {"scope"}}}},
+      {"reap", {{json, backend, config, {"older-than"}, {"expired", false}, {"scope"}}}},
       {"mcp",
        {{json, backend, config, {"spec"}, {"min-isolation"}, {"cleanup"}, {"out"}, {"scope"}, {"thread"}, {"http"}}}},
       {"tools",

@@ -18,6 +18,7 @@ nlohmann::json declarations_json(const BackendDeclarations& d) {
                       {"limits", {{"files_in", limits_json(d.limits.files_in)},
                                   {"files_out", limits_json(d.limits.files_out)}}}};
   j["egress_method_tokens"] = d.egress_method_tokens ? nlohmann::json(*d.egress_method_tokens) : nlohmann::json();
+  j["resource_bounds"] = enum_set_json(d.resource_bounds);
   return j;
 }
 
@@ -30,6 +31,8 @@ std::string declarations_text(const BackendDeclarations& d, const std::string& i
   out += fmt::format("{}isolation scopes: {}\n", indent, d.effective_isolation_scopes().to_string());
   out += fmt::format("{}limits files_in:  {}\n", indent, to_string(d.limits.files_in));
   out += fmt::format("{}limits files_out: {}\n", indent, to_string(d.limits.files_out));
+  // Silence enforces no bound (docs/limits.md LIM-3): say so.
+  out += fmt::format("{}resource bounds:  {}\n", indent, d.resource_bounds.to_string("none (refuses a spec asking one)"));
   if (d.egress_method_tokens) {
     std::string tokens;
     for (const auto& t : *d.egress_method_tokens) tokens += (tokens.empty() ? "" : ", ") + t;

@@ -85,6 +85,7 @@ std::string sandbox_name(std::string_view prefix, const SandboxKey& key, std::st
   }
   if (!key.call_id.empty()) parts.push_back("call:" + key.call_id);
   if (!qualifiers.work_base.empty()) parts.push_back("base:" + qualifiers.work_base);
+  if (!qualifiers.resources.empty()) parts.push_back("resources:" + qualifiers.resources);
   return std::string(prefix) + sha256_hex(length_prefixed(parts)).substr(0, kNameDigestHex);
 }
 

@@ -329,6 +329,20 @@ TEST_CASE("cli: reap runs where the backend offers it and is a typed refusal whe
   CHECK(o.exit_code == 2);
 }
 
+TEST_CASE("cli: LIM-7: reap --expired disposes what is past its ttl; a backend without it is a typed refusal") {
+  Scratch s;
+  const auto config = s.write("process.json", json{{"root", (s.dir / "root").string()}}.dump());
+  // Nothing has expired in an empty root: zero disposed, exit 0.
+  Outcome o = cli({"reap", "--backend", "process", "--config", config.string(), "--expired", "--json"},
+                  MAF_TEST_PROCESS_PLUGIN_DIR);
+  REQUIRE(o.exit_code == 0);
+  CHECK(o.parsed()["disposed"] == 0);
+  o = cli({"reap", "--backend", "test-good", "--expired", "--json"});
+  CHECK(o.exit_code == 4);
+  CHECK(o.parsed()["error"]["type"] == "NotImplementedError");
+  CHECK(cli({"reap", "--backend", "test-good", "--expired", "--older-than", "1h"}).exit_code == 2);
+}
+
 // The process backend (a real guest under bubblewrap) for what the in-process double cannot
 // show: a run with no spec at all, and an error thrown nested by collect_outputs.
 TEST_CASE("cli: run with neither --spec nor --image runs the minimal `cli` spec on the backend's default (process)") {

@@ -41,6 +41,9 @@ BackendDeclarations base_declarations() {
   d.limits = SandboxLimits{limits, limits};
   d.egress_modes = EgressSet{Egress::Closed};
   d.isolation_scopes = IsolationScopeSet{IsolationScope::Conversation, IsolationScope::Call};
+  // LIM-3: the engine's own cgroup limits, set at create on both transports and proven by the
+  // LIMITS suite on a real engine. No TTL or idle timeout: nothing here keeps them yet.
+  d.resource_bounds = ResourceBoundSet{ResourceBound::Memory, ResourceBound::Cpus, ResourceBound::Processes};
   return d;
 }
 
@@ -238,11 +241,14 @@ awaitable<bool> DockerSandboxBackend::create_container(const std::string& contai
   for (auto& [label, value] : support::key_selector(key, spec.kind())) request.labels.emplace_back(label, value);
   for (auto& [label, value] : support::sandbox_labels(key, spec.kind(), spec.labels()))
     if (label.rfind(support::kLabelUserPrefix, 0) == 0) request.labels.emplace_back(label, value);
-  request.pids_limit = config_.pids_limit;
+  // LIM-5: the spec's bounds over the configuration's (both transports map these three:
+  // --pids-limit/--memory/--cpus, HostConfig PidsLimit/Memory/NanoCpus).
+  const ResourceLimits asked = config_.test_only_unapplied_resource_bounds ? ResourceLimits{} : spec.resources();
+  request.pids_limit = asked.processes() ? static_cast<int>(*asked.processes()) : config_.pids_limit;
   request.cap_drop_all = config_.cap_drop_all;
   request.cap_drop = detail::workload_cap_drop();
-  request.memory = config_.memory;
-  request.cpus = config_.cpus_argument();
+  request.memory = asked.memory_bytes() ? std::optional<std::string>(std::to_string(*asked.memory_bytes())) : config_.memory;
+  request.cpus = asked.cpus() ? std::optional<std::string>(format_cpus(*asked.cpus())) : config_.cpus_argument();
   if (detail::behind_proxy(config_, *transport_, spec)) {
     // Only N, and the proxy variables; enforcement is the topology, not the variables.
     request.network = container + "-net";
@@ -605,6 +611,8 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::acquire(SandboxKey key
   support::NameQualifiers qualifiers;
   if (proxied)
     for (const auto& entry : spec.egress_allow()) qualifiers.egress_allow.push_back(egress_entry_host(entry));
+  // LIM-5: so are the resource bounds (a container's limits are fixed when it is created).
+  if (!spec.resources().empty()) qualifiers.resources = spec.resources().to_string();
   const std::string container = support::sandbox_name(kContainerPrefix, key, spec.kind(), qualifiers);
 
   // Serialise per identity inside this process; other processes are met by adoption.
@@ -662,6 +670,7 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::acquire(SandboxKey key
   parts.cap_drop_all = config_.cap_drop_all;
   parts.max_exec_output_bytes = config_.max_exec_output_bytes;
   parts.command_timeout = config_.command_timeout();
+  parts.watch_oom_kills = spec.resources().memory_bytes().has_value();
   co_return std::make_shared<detail::DockerSandbox>(std::move(parts));
 }
 

@@ -39,8 +39,12 @@ std::chrono::milliseconds DockerConfig::image_pull_timeout() const { return to_m
 
 std::optional<std::string> DockerConfig::cpus_argument() const {
   if (!cpus) return std::nullopt;
+  return format_cpus(*cpus);
+}
+
+std::string format_cpus(double cpus) {
   char buf[64];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, *cpus);  // shortest round-trip, as repr()
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, cpus);  // shortest round-trip, as repr()
   std::string text(buf, ec == std::errc{} ? end : buf);
   if (text.find_first_of(".en") == std::string::npos) text += ".0";
   return text;

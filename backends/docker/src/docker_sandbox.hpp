@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -45,6 +46,9 @@ struct DockerSandboxParts {
   bool cap_drop_all = false;
   std::size_t max_exec_output_bytes = 0;
   std::chrono::milliseconds command_timeout{60'000};
+  /// The spec bounds memory: each exec is followed by a read of the container's own memory
+  /// cgroup's oom_kill counter, so a kill by the bound is reported (docs/limits.md LIM-6).
+  bool watch_oom_kills = false;
 };
 
 class DockerSandbox final : public Sandbox {
@@ -68,7 +72,13 @@ protected:
   boost::asio::awaitable<bool> do_file_batch(std::function<boost::asio::awaitable<void>()> body) override;
 
 private:
+  /// The container's oom_kill counter as its own cgroup files tell it (v1
+  /// memory.oom_control, v2 memory.events); absent when neither answers.
+  boost::asio::awaitable<std::optional<std::uint64_t>> oom_kills();
+
   DockerSandboxParts p_;
+  std::mutex oom_mutex_;
+  std::optional<std::uint64_t> oom_seen_;  ///< the counter after this object's last exec
 };
 
 }  // namespace maf::sandbox::docker::detail

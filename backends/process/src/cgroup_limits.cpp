@@ -21,7 +21,6 @@ namespace maf::sandbox::process {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kCgroupRoot = "/sys/fs/cgroup";
 constexpr const char* kSubtree = "maf-sandbox-process";
 
 /// This process's cgroup path for a v1 controller, or for v2 ("" controller list).
@@ -72,58 +71,82 @@ std::vector<std::string> CgroupLimits::bases() const {
   return out;
 }
 
-CgroupLimits CgroupLimits::detect(std::uint64_t pids_limit, std::uint64_t memory_limit_bytes) {
+std::vector<std::pair<std::string, std::string>> CgroupLimits::limit_writes(const Controller& c,
+                                                                            const ResourceLimits& asked) const {
+  if (c.resource == "pids") {
+    const std::uint64_t n = asked.processes() ? static_cast<std::uint64_t>(*asked.processes()) : c.default_limit;
+    return {{"pids.max", n ? std::to_string(n) : "max"}};
+  }
+  if (c.resource == "memory") {
+    const std::uint64_t n = asked.memory_bytes() ? static_cast<std::uint64_t>(*asked.memory_bytes()) : c.default_limit;
+    if (c.v2) return {{"memory.max", n ? std::to_string(n) : "max"}};
+    return {{"memory.limit_in_bytes", n ? std::to_string(n) : "-1"}};
+  }
+  // cpu: a quota of CPU time per period (100 ms), the share `cpus` of one CPU times cpus.
+  constexpr std::int64_t kPeriodUs = 100000;
+  const std::optional<std::int64_t> quota =
+      asked.cpus() ? std::optional<std::int64_t>(static_cast<std::int64_t>(*asked.cpus() * kPeriodUs)) : std::nullopt;
+  if (c.v2) return {{"cpu.max", (quota ? std::to_string(*quota) : "max") + " " + std::to_string(kPeriodUs)}};
+  return {{"cpu.cfs_period_us", std::to_string(kPeriodUs)}, {"cpu.cfs_quota_us", quota ? std::to_string(*quota) : "-1"}};
+}
+
+CgroupLimits CgroupLimits::detect(const std::filesystem::path& cgroup_root, std::uint64_t pids_limit,
+                                  std::uint64_t memory_limit_bytes) {
   CgroupLimits limits;
-  std::vector<std::string> unbounded;
-  const bool v2 = fs::exists(fs::path(kCgroupRoot) / "cgroup.controllers");
-  for (const auto& [resource, limit] :
-       std::vector<std::pair<std::string, std::uint64_t>>{{"pids", pids_limit}, {"memory", memory_limit_bytes}}) {
-    if (limit == 0) continue;  // configured unbounded
-    Controller c{resource, {}, {}, limit, v2};
+  const bool v2 = fs::exists(cgroup_root / "cgroup.controllers");
+  const std::vector<std::pair<std::string, std::uint64_t>> wanted{
+      {"pids", pids_limit}, {"memory", memory_limit_bytes}, {"cpu", 0}};
+  for (const auto& [resource, limit] : wanted) {
+    Controller c{resource, {}, limit, v2};
+    std::string why;
+    fs::path base;
     if (v2) {
       // Unified: our own cgroup must delegate the controller to a subtree we create.
-      const fs::path parent = fs::path(kCgroupRoot) / fs::path(own_cgroup("")).relative_path();
-      const fs::path base = parent / kSubtree;
-      if (usable_base(base) && has_word(base / "cgroup.controllers", resource) &&
-          (has_word(base / "cgroup.subtree_control", resource) ||
-           write_file(base / "cgroup.subtree_control", "+" + resource))) {
-        c.base = base.string();
-        c.limit_file = resource == "pids" ? "pids.max" : "memory.max";
-      }
+      base = cgroup_root / fs::path(own_cgroup("")).relative_path() / kSubtree;
+      if (!usable_base(base)) why = "cannot create '" + base.string() + "'";
+      else if (!has_word(base / "cgroup.controllers", resource)) why = "not delegated to '" + base.string() + "'";
+      else if (!has_word(base / "cgroup.subtree_control", resource) &&
+               !write_file(base / "cgroup.subtree_control", "+" + resource))
+        why = "cannot enable it in '" + (base / "cgroup.subtree_control").string() + "'";
     } else {
-      const fs::path mount = fs::path(kCgroupRoot) / resource;
+      const fs::path mount = cgroup_root / resource;
       const std::string own = own_cgroup(resource);
-      if (fs::exists(mount / "cgroup.procs") && !own.empty()) {
-        const fs::path base = mount / fs::path(own).relative_path() / kSubtree;
-        if (usable_base(base)) {
-          c.base = base.string();
-          c.limit_file = resource == "pids" ? "pids.max" : "memory.limit_in_bytes";
-        }
+      base = mount / fs::path(own).relative_path() / kSubtree;
+      if (!fs::exists(mount / "cgroup.procs") || own.empty()) why = "no v1 hierarchy at '" + mount.string() + "'";
+      else if (!usable_base(base)) why = "cannot create '" + base.string() + "'";
+    }
+    if (why.empty()) {
+      // Detect, don't assume: a probe cgroup must take this controller's limit files.
+      c.base = base.string();
+      const fs::path probe = base / (".probe-" + std::to_string(::getpid()));
+      if (!make_dir(probe)) {
+        why = "cannot create a cgroup in '" + base.string() + "': " + std::strerror(errno);
+      } else {
+        for (const auto& [file, value] : limits.limit_writes(c, ResourceLimits{}))
+          if (why.empty() && !write_file(probe / file, value)) why = "cannot write " + file + " in '" + base.string() + "'";
+        ::rmdir(probe.c_str());
       }
     }
-    if (c.base.empty()) unbounded.push_back(resource);
-    else limits.controllers_.push_back(c);
+    if (why.empty()) limits.controllers_.push_back(c);
+    else limits.unusable_.push_back(resource + " (cgroup " + (v2 ? "v2" : "v1") + "): " + why);
   }
-  if (!unbounded.empty()) {
+  if (!limits.unusable_.empty()) {
     std::string list;
-    for (const auto& u : unbounded) list += (list.empty() ? "" : ", ") + u;
-    logger()->warn("process backend: no cgroup this process may create bounds {} of its sandboxes (cgroup {}; "
-                   "{}); a guest can exhaust the host's — see docs/backends/process.md \"Resources\"",
-                   list, v2 ? "v2" : "v1", ::geteuid() == 0 ? "no usable controller" : "not root, no delegation");
+    for (const auto& u : limits.unusable_) list += (list.empty() ? "" : "; ") + u;
+    logger()->warn("process backend: cannot bound these resources of its sandboxes ({}): {}; those bounds are not "
+                   "declared and a guest can exhaust the host's — see docs/backends/process.md \"Resources\"",
+                   ::geteuid() == 0 ? "root" : "not root, no delegation", list);
   }
   return limits;
 }
 
-bool CgroupLimits::bounds_pids() const noexcept {
+ResourceBoundSet CgroupLimits::enforceable() const noexcept {
+  ResourceBoundSet out;
   for (const auto& c : controllers_)
-    if (c.resource == "pids") return true;
-  return false;
-}
-
-bool CgroupLimits::bounds_memory() const noexcept {
-  for (const auto& c : controllers_)
-    if (c.resource == "memory") return true;
-  return false;
+    out.insert(c.resource == "pids" ? ResourceBound::Processes
+               : c.resource == "memory" ? ResourceBound::Memory
+                                        : ResourceBound::Cpus);
+  return out;
 }
 
 std::string CgroupLimits::describe() const {
@@ -133,17 +156,42 @@ std::string CgroupLimits::describe() const {
   return out.empty() ? "nothing" : out;
 }
 
-std::vector<std::string> CgroupLimits::prepare(const std::string& name) const {
+std::vector<std::string> CgroupLimits::prepare(const std::string& name, const ResourceLimits& asked) const {
   std::vector<std::string> dirs;
   for (const auto& c : controllers_) {
     const fs::path dir = fs::path(c.base) / name;
     if (!make_dir(dir))
       throw OSError("process backend: cannot create cgroup '" + dir.string() + "': " + std::strerror(errno));
-    if (!write_file(dir / c.limit_file, std::to_string(c.limit)))
-      throw OSError("process backend: cannot set " + c.limit_file + " of cgroup '" + dir.string() + "'");
+    for (const auto& [file, value] : limit_writes(c, asked))
+      if (!write_file(dir / file, value))
+        throw OSError("process backend: cannot set " + file + " = " + value + " in cgroup '" + dir.string() + "'");
     dirs.push_back(dir.string());
   }
   return dirs;
+}
+
+namespace {
+
+/// The value after `key` in a flat-keyed file ("oom_kill 3", "max 7"); 0 when absent.
+std::uint64_t keyed_counter(const fs::path& file, const std::string& key) {
+  std::ifstream in(file);
+  std::string k;
+  std::uint64_t v = 0;
+  while (in >> k >> v)
+    if (k == key) return v;
+  return 0;
+}
+
+}  // namespace
+
+CgroupEvents read_cgroup_events(const std::vector<std::string>& dirs) {
+  CgroupEvents e;
+  for (const auto& d : dirs) {
+    const fs::path dir(d);
+    e.oom_kills += keyed_counter(dir / "memory.oom_control", "oom_kill") + keyed_counter(dir / "memory.events", "oom_kill");
+    e.fork_refusals += keyed_counter(dir / "pids.events", "max");
+  }
+  return e;
 }
 
 std::vector<std::string> cgroup_procs_files(const std::vector<std::string>& dirs) {

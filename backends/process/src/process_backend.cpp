@@ -22,6 +22,7 @@
 #include "maf/sandbox/paths.hpp"
 #include "maf/sandbox/process/process_backend.hpp"
 #include "maf/sandbox/spec.hpp"
+#include "maf/sandbox/spec_json.hpp"
 #include "maf/sandbox/support/labels.hpp"
 #include "guest_snapshot.hpp"
 #include "process_sandbox.hpp"
@@ -47,7 +48,25 @@ struct Record {
   std::string instance_id;
   std::string work_base;
   std::int64_t created_unix = 0;
+  /// The bounds it was created with (LIM-5); TTL and idle timeout are measured from here.
+  ResourceLimits resources{};
 };
+
+std::int64_t now_unix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+/// LIM-7: past its TTL (from creation) or its idle timeout (from the last acquire or command).
+bool expired(const Record& r, std::int64_t now) {
+  if (const auto& ttl = r.resources.ttl(); ttl && now >= r.created_unix + ttl->count()) return true;
+  if (const auto& idle = r.resources.idle_timeout()) {
+    struct stat st {};
+    const std::int64_t last =
+        ::stat((r.dir / "last_used").c_str(), &st) == 0 ? static_cast<std::int64_t>(st.st_mtime) : r.created_unix;
+    if (now >= last + idle->count()) return true;
+  }
+  return false;
+}
 
 std::optional<Record> read_record(const fs::path& dir) {
   std::ifstream in(dir / "meta.json");
@@ -59,7 +78,8 @@ std::optional<Record> read_record(const fs::path& dir) {
                   j.at("kind"),
                   j.at("instance_id"),
                   j.at("work_base"),
-                  j.at("created_unix")};
+                  j.at("created_unix"),
+                  j.contains("resources") ? resources_from_json(j.at("resources")) : ResourceLimits{}};
   } catch (const std::exception&) {
     return std::nullopt;  // half-written or foreign: never guessed at
   }
@@ -67,7 +87,7 @@ std::optional<Record> read_record(const fs::path& dir) {
 
 std::shared_ptr<const Boundary> make_boundary(const ProcessBackendConfig& config) {
   Boundary b = establish_boundary(config);
-  b.cgroups = CgroupLimits::detect(config.pids_limit, config.memory_limit_bytes);
+  b.cgroups = CgroupLimits::detect(config.cgroup_root, config.pids_limit, config.memory_limit_bytes);
   logger()->debug("process backend: bounding {} per sandbox", b.cgroups.describe());
   return std::make_shared<const Boundary>(std::move(b));
 }
@@ -84,6 +104,7 @@ public:
       : config_(std::make_shared<const ProcessBackendConfig>(std::move(config))),
         boundary_(make_boundary(*config_)) {
     check_root(*config_, *boundary_);
+    refuse_missing_required_bounds();
     // Reclaim and Snapshot: proven by the CLEANUP suite on this backend (docs/backends/process.md).
     declarations_.capabilities = {Capability::Exec,        Capability::FilesIn, Capability::FilesOut,
                                   Capability::FilesList,   Capability::FilesDelete, Capability::Reclaim,
@@ -92,24 +113,52 @@ public:
     declarations_.os_families = {OsFamily::Posix};
     declarations_.isolation_scopes = {IsolationScope::Conversation, IsolationScope::Call};
     if (probe_network_namespace(*config_, *boundary_)) declarations_.egress_modes = {Egress::Closed};
+    // LIM-3: the cgroup controllers detected and probed at construction, and the lifetime
+    // bounds this backend keeps itself (LIM-7). The test-only double declares the cgroup
+    // bounds without applying the spec's (the LIMITS suite's broken double).
+    declarations_.resource_bounds = boundary_->cgroups.enforceable();
+    if (config_->test_only_unapplied_resource_bounds)
+      declarations_.resource_bounds = {ResourceBound::Memory, ResourceBound::Cpus, ResourceBound::Processes};
+    declarations_.resource_bounds.insert(ResourceBound::Ttl);
+    declarations_.resource_bounds.insert(ResourceBound::IdleTimeout);
   }
 
   std::string name() const override { return "process"; }
   std::string isolation() const override { return std::string(to_string(Isolation::OsProcess)); }
   const BackendDeclarations& declarations() const override { return declarations_; }
   bool supports_reap() const noexcept override { return true; }
+  bool supports_reap_expired() const noexcept override { return true; }
+  std::vector<std::pair<std::string, std::string>> facts() const override {
+    std::vector<std::pair<std::string, std::string>> out{{"cgroups", boundary_->cgroups.describe()}};
+    for (const auto& u : boundary_->cgroups.unusable()) out.emplace_back("cgroup unusable", u);
+    return out;
+  }
 
   boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) override {
     const std::string base = normalize_guest_path(spec.work_dir().value_or(kDefaultWorkDir));
     if (base.empty() || base[0] != '/')
       throw ValueError("process backend: work_dir '" + *spec.work_dir() + "' of kind '" + spec.kind() +
                        "' must be an absolute guest path");
+    // LIM-5: the bounds are part of the identity — other bounds, another sandbox.
     const std::string name = support::sandbox_name(
-        kNamePrefix, key, spec.kind(), support::NameQualifiers{{}, base == kDefaultWorkDir ? "" : base});
+        kNamePrefix, key, spec.kind(),
+        support::NameQualifiers{{}, base == kDefaultWorkDir ? "" : base,
+                                spec.resources().empty() ? "" : spec.resources().to_string()});
     fs::create_directories(config_->root);
     const fs::path dir = config_->root / name;
     auto record = read_record(dir);
-    if (!record) record = create(dir, key, spec.kind(), base);
+    if (record && keeps_lifetimes() && expired(*record, now_unix())) {
+      // LIM-7: an expired sandbox is disposed at the next acquire of its key, never reused.
+      if (auto failure = destroy(*record))
+        throw OSError("process backend: sandbox " + dir.filename().string() + " of kind '" + spec.kind() +
+                      "' is past its ttl/idle timeout (" + record->resources.to_string() +
+                      ") and could not be disposed: " + failure->to_string());
+      logger()->info("process backend: disposed expired sandbox {} ({})", dir.filename().string(),
+                     record->resources.to_string());
+      record.reset();
+    }
+    if (!record) record = create(dir, key, spec.kind(), base, spec.resources());
+    touch_last_used(dir.string());
     co_return open(*record, spec);
   }
 
@@ -139,6 +188,12 @@ public:
       result.undisposed = fold(failures);
     }
     co_return result;
+  }
+
+  boost::asio::awaitable<ScopePurge> reap_expired(std::optional<std::string> scope) override {
+    const std::int64_t now = now_unix();
+    co_return purge(
+        [&](const Record& r) { return keeps_lifetimes() && expired(r, now) && (!scope || r.key.scope == *scope); });
   }
 
 private:
@@ -197,15 +252,15 @@ private:
     return out;
   }
 
-  Record create(const fs::path& dir, const SandboxKey& key, const std::string& kind, const std::string& base) {
+  Record create(const fs::path& dir, const SandboxKey& key, const std::string& kind, const std::string& base,
+                const ResourceLimits& resources) {
     // Build the whole sandbox in a staging directory, then rename it into place: rename is
     // atomic, so concurrent acquires — in this process or another — yield one sandbox (C-52).
     const fs::path staging = config_->root / (".staging-" + random_hex(16));
     fs::create_directories(staging / "root");
     // Searchable (not listable) by the identity bubblewrap runs as, whatever the umask.
     fs::permissions(staging, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
-    Record r{dir, key, kind, random_hex(16), base,
-             std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()};
+    Record r{dir, key, kind, random_hex(16), base, now_unix(), resources};
     try {
       GuestTree tree((staging / "root").string(), guest_read_only_views(*config_), guest_virtual_dirs(),
                      boundary_->run_as);
@@ -215,7 +270,8 @@ private:
       take_snapshot(staging.string());
       nlohmann::json meta{{"scope", key.scope},         {"thread_id", key.thread_id}, {"agent_id", key.agent_id},
                           {"call_id", key.call_id},     {"kind", kind},               {"instance_id", r.instance_id},
-                          {"work_base", base},          {"created_unix", r.created_unix}};
+                          {"work_base", base},          {"created_unix", r.created_unix},
+                          {"resources", resources_to_json(resources)}};
       std::ofstream(staging / "meta.json") << meta.dump(2);
       if (::rename(staging.c_str(), dir.c_str()) != 0) {
         const int err = errno;
@@ -238,8 +294,8 @@ private:
     auto& slot = live_[r.dir.string()];
     auto sandbox = slot.lock();
     if (!sandbox || sandbox->instance_id() != r.instance_id) {
-      sandbox = std::make_shared<ProcessSandbox>(config_, boundary_, r.kind, declarations_.capabilities, r.work_base, r.instance_id,
-                                                 r.dir.string());
+      sandbox = std::make_shared<ProcessSandbox>(config_, boundary_, r.kind, declarations_.capabilities, r.work_base,
+                                                 r.instance_id, r.dir.string(), applied_bounds(r.resources));
       slot = sandbox;
     }
     // C-53: the storage base exists on every acquire that needs one, warm reuse included;
@@ -273,6 +329,27 @@ private:
     }
   }
 
+  /// LIM-8: a host that requires bounds learns at construction that this tree cannot keep them.
+  void refuse_missing_required_bounds() const {
+    const ResourceBoundSet missing = config_->required_resource_bounds.difference(boundary_->cgroups.enforceable());
+    if (missing.empty()) return;
+    std::string why;
+    for (const auto& u : boundary_->cgroups.unusable()) why += (why.empty() ? "" : "; ") + u;
+    throw SandboxBoundaryUnavailable("process backend: required_resource_bounds " + missing.to_string() +
+                                     " cannot be enforced with this host's cgroup tree (" +
+                                     (why.empty() ? std::string("no usable controller") : why) +
+                                     "); see docs/backends/process.md \"Resources\"");
+  }
+
+  /// False only for the test-only double, which declares TTL and idle timeout and keeps neither.
+  bool keeps_lifetimes() const noexcept { return !config_->test_only_unapplied_resource_bounds; }
+
+  /// What the cgroups are given: the sandbox's bounds — except for the test-only double,
+  /// which declares them and applies only the configuration's.
+  ResourceLimits applied_bounds(const ResourceLimits& asked) const {
+    return config_->test_only_unapplied_resource_bounds ? ResourceLimits{} : asked;
+  }
+
   std::shared_ptr<const ProcessBackendConfig> config_;
   std::shared_ptr<const Boundary> boundary_;
   BackendDeclarations declarations_;
@@ -290,7 +367,7 @@ std::vector<std::string> process_engine_inventory(const ProcessBackendConfig& co
   std::vector<std::string> out;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(config.root, ec)) out.push_back("state:" + entry.path().filename().string());
-  for (const auto& base : CgroupLimits::detect(config.pids_limit, config.memory_limit_bytes).bases())
+  for (const auto& base : CgroupLimits::detect(config.cgroup_root, config.pids_limit, config.memory_limit_bytes).bases())
     for (const auto& entry : fs::directory_iterator(base, ec))
       if (entry.is_directory(ec) && !entry.is_symlink(ec)) out.push_back("cgroup:" + entry.path().string());
   std::sort(out.begin(), out.end());
@@ -332,7 +409,8 @@ ProcessBackendConfig process_config_from_json(const nlohmann::json& j) {
                                              "internal_timeout_seconds", "max_stdout_bytes", "max_stderr_bytes",
                                              "guest_uid", "guest_gid", "setpriv_path", "host_uid", "host_gid",
                                              "pids_limit", "memory_limit_bytes", "test_only_without_host_boundary",
-                                             "test_only_allow_unsafe"};
+                                             "test_only_allow_unsafe", "required_resource_bounds", "cgroup_root",
+                                             "test_only_unapplied_resource_bounds"};
     if (!known.count(item.key())) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
@@ -367,6 +445,18 @@ ProcessBackendConfig process_config_from_json(const nlohmann::json& j) {
   want("host_gid", [&](const auto& v) { c.host_gid = v.template get<unsigned>(); }, T::number_unsigned);
   want("pids_limit", [&](const auto& v) { c.pids_limit = v.template get<std::uint64_t>(); }, T::number_unsigned);
   want("memory_limit_bytes", [&](const auto& v) { c.memory_limit_bytes = v.template get<std::uint64_t>(); }, T::number_unsigned);
+  want("required_resource_bounds", [&](const auto& v) {
+    for (const auto& b : v) {
+      if (!b.is_string()) throw ValueError("backend 'process': required_resource_bounds entries must be strings");
+      const auto bound = try_parse_enum<ResourceBound>(b.template get<std::string>());
+      if (!bound || (*bound != ResourceBound::Memory && *bound != ResourceBound::Cpus && *bound != ResourceBound::Processes))
+        throw ValueError("backend 'process': required_resource_bounds entry '" + b.template get<std::string>() +
+                         "' is not one of memory, cpus, processes");
+      c.required_resource_bounds.insert(*bound);
+    }
+  }, T::array);
+  want("cgroup_root", [&](const auto& v) { c.cgroup_root = v.template get<std::string>(); }, T::string);
+  want("test_only_unapplied_resource_bounds", [&](const auto& v) { c.test_only_unapplied_resource_bounds = v.template get<bool>(); }, T::boolean);
   want("test_only_without_host_boundary", [&](const auto& v) { c.test_only_without_host_boundary = v.template get<bool>(); }, T::boolean);
   want("test_only_allow_unsafe", [&](const auto& v) { c.test_only_allow_unsafe = v.template get<bool>(); }, T::boolean);
   return c;

@@ -18,11 +18,13 @@ namespace maf::sandbox::process {
 
 ProcessSandbox::ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> config,
                                std::shared_ptr<const Boundary> boundary, std::string kind, CapabilitySet capabilities,
-                               std::string storage_base, std::string instance_id, std::string sandbox_dir)
+                               std::string storage_base, std::string instance_id, std::string sandbox_dir,
+                               ResourceLimits resources)
     : Sandbox(Identity{"process", std::move(kind), capabilities, std::move(storage_base), std::move(instance_id)}),
       config_(std::move(config)),
       boundary_(std::move(boundary)),
       sandbox_dir_(std::move(sandbox_dir)),
+      resources_(resources),
       tree_(sandbox_dir_ + "/root", guest_read_only_views(*config_), guest_virtual_dirs(), boundary_->run_as) {}
 
 boost::asio::awaitable<ExecResult> ProcessSandbox::run_confined(std::vector<std::string> command,
@@ -34,8 +36,13 @@ boost::asio::awaitable<ExecResult> ProcessSandbox::run_confined(std::vector<std:
   if (!wd) throw FileNotFoundError("working directory '" + working_directory + "' does not exist in the sandbox");
   if (wd->kind != EntryKind::Directory)
     throw NotADirectoryError("working directory '" + working_directory + "' is not a directory");
+  touch_last_used(sandbox_dir_);
+  const std::vector<std::string> cgroups = join_cgroups();
   const Launch launch(*config_, *boundary_, tree_.root_dir(), working_directory, storage_base(), command,
-                      cgroup_procs_files(join_cgroups()));
+                      cgroup_procs_files(cgroups));
+  // LIM-6: what the kernel counts over this command's run (overlapping commands of the same
+  // sandbox share the counters, so either may see the other's event).
+  const CgroupEvents before = read_cgroup_events(cgroups);
   support::SubprocessOptions o;
   o.argv = launch.argv;
   o.keep_fds = launch.keep_fds;
@@ -67,13 +74,17 @@ boost::asio::awaitable<ExecResult> ProcessSandbox::run_confined(std::vector<std:
   // program's status (C-39) and must not be mistaken for it.
   if (r.exit_code == 1 && r.stderr_bytes.rfind("bwrap: ", 0) == 0)
     throw OSError("process sandbox could not start the command: " + r.stderr_bytes);
-  co_return ExecResult{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code};
+  ExecResult result{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code, {}};
+  const CgroupEvents after = read_cgroup_events(cgroups);
+  if (after.oom_kills > before.oom_kills) result.limits_hit.insert(ResourceBound::Memory);
+  if (after.fork_refusals > before.fork_refusals) result.limits_hit.insert(ResourceBound::Processes);
+  co_return result;
 }
 
 std::vector<std::string> ProcessSandbox::join_cgroups() const {
   // Named after the sandbox *instance*: a recreated sandbox never inherits an old cgroup.
-  const auto dirs = boundary_->cgroups.prepare(std::filesystem::path(sandbox_dir_).filename().string() + "-" +
-                                               instance_id());
+  const auto dirs = boundary_->cgroups.prepare(
+      std::filesystem::path(sandbox_dir_).filename().string() + "-" + instance_id(), resources_);
   record_cgroups(sandbox_dir_, dirs);
   return dirs;
 }
@@ -148,6 +159,11 @@ std::vector<std::string> recorded_cgroups(const std::string& sandbox_dir) {
   for (std::string line; std::getline(in, line);)
     if (!line.empty()) lines.push_back(line);
   return lines;
+}
+
+void touch_last_used(const std::string& sandbox_dir) {
+  // Rewritten, not just opened: the mtime is the record, and a write sets it on every filesystem.
+  std::ofstream(std::filesystem::path(sandbox_dir) / "last_used", std::ios::trunc) << "used\n";
 }
 
 int kill_guest_processes(const std::string& root_dir) {

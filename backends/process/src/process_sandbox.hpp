@@ -16,7 +16,8 @@ class ProcessSandbox final : public Sandbox {
 public:
   ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> config, std::shared_ptr<const Boundary> boundary,
                  std::string kind, CapabilitySet capabilities,
-                 std::string storage_base, std::string instance_id, std::string sandbox_dir);
+                 std::string storage_base, std::string instance_id, std::string sandbox_dir,
+                 ResourceLimits resources = {});
 
   const std::string& sandbox_dir() const noexcept { return sandbox_dir_; }
   const GuestTree& tree() const noexcept { return tree_; }
@@ -47,6 +48,8 @@ private:
   std::shared_ptr<const ProcessBackendConfig> config_;
   std::shared_ptr<const Boundary> boundary_;
   std::string sandbox_dir_;
+  /// The bounds the sandbox was created with (docs/limits.md LIM-5: part of its identity).
+  ResourceLimits resources_;
   GuestTree tree_;
   std::mutex reset_mutex_;  ///< one restore at a time per sandbox object
 };
@@ -55,6 +58,10 @@ private:
 /// process disposes of it (a replica, `maf-sandbox dispose-scope`) removes them.
 void record_cgroups(const std::string& sandbox_dir, const std::vector<std::string>& dirs);
 std::vector<std::string> recorded_cgroups(const std::string& sandbox_dir);
+
+/// Records "now" as the sandbox's last use (`<sandbox_dir>/last_used`'s mtime), which the
+/// idle timeout is measured from (docs/limits.md LIM-7).
+void touch_last_used(const std::string& sandbox_dir);
 
 /// SIGKILL every process whose root directory is `root_dir` (the guests of one sandbox,
 /// whichever host process started them). Returns how many were signalled.

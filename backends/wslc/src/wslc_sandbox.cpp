@@ -64,7 +64,7 @@ awaitable<ExecResult> WslcSandbox::do_exec(const ExecRequest& request) {
                                       "removed");
   }
   // W-27: the guest's stderr is never classified as a wslc error.
-  co_return ExecResult{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code};
+  co_return ExecResult{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code, {}};
 }
 
 awaitable<std::optional<GuestStat>> WslcSandbox::do_lstat(const std::string& absolute_path) {

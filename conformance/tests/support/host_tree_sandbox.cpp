@@ -102,7 +102,7 @@ boost::asio::awaitable<ExecResult> HostTreeSandbox::do_exec(const ExecRequest& r
     r.stderr_bytes.clear();
   }
   if (flaw_ == Flaw::NormaliseExitCode && r.exit_code != 0) r.exit_code = 1;
-  co_return ExecResult{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code};
+  co_return ExecResult{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code, {}};
 }
 
 std::optional<GuestStat> HostTreeSandbox::stat_now(const std::string& path) const {

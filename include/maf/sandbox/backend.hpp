@@ -56,6 +56,12 @@ public:
   /// from the provider. Default throws NotImplementedError.
   virtual boost::asio::awaitable<ScopePurge> reap(std::chrono::seconds older_than,
                                                   std::optional<std::string> scope);
+  /// Whether reap_expired() is offered.
+  virtual bool supports_reap_expired() const noexcept { return false; }
+  /// Dispose this backend's sandboxes past their TTL or idle timeout (optionally one scope),
+  /// found from the provider (docs/limits.md LIM-7: `maf-sandbox reap --expired`). Default
+  /// throws NotImplementedError.
+  virtual boost::asio::awaitable<ScopePurge> reap_expired(std::optional<std::string> scope);
 
   /// How this instance is set up, as (name, value) pairs a host or `maf-sandbox plugins` may
   /// show — e.g. the transport the Docker backend bound and why. Not policy: the router

@@ -8,7 +8,9 @@
 ///  - limits: the default caps — read conservatively (a safety claim);
 ///  - egress_modes: empty — enforces nothing, so even CLOSED is refused;
 ///  - os_families: empty — no answer, refuses only a spec that asks;
-///  - isolation_scopes: empty — read as {CONVERSATION}.
+///  - isolation_scopes: empty — read as {CONVERSATION};
+///  - resource_bounds: empty — enforces no resource bound, so a spec that asks one is
+///    refused (docs/limits.md LIM-3).
 
 #include <optional>
 #include <set>
@@ -19,6 +21,7 @@
 #include "maf/sandbox/isolation.hpp"
 #include "maf/sandbox/limits.hpp"
 #include "maf/sandbox/os_family.hpp"
+#include "maf/sandbox/resource_limits.hpp"
 
 namespace maf::sandbox {
 
@@ -30,6 +33,9 @@ struct BackendDeclarations {
   IsolationScopeSet isolation_scopes{};
   /// Method tokens the backend can hold for EGRESS_METHODS rules; absent = every valid token.
   std::optional<std::set<std::string>> egress_method_tokens{};
+  /// The resource bounds the backend enforces on every sandbox it serves (docs/limits.md
+  /// LIM-3): declare only what a probe of the conformance LIMITS suite proves.
+  ResourceBoundSet resource_bounds{};
 
   /// isolation_scopes with silence read as {CONVERSATION}.
   IsolationScopeSet effective_isolation_scopes() const noexcept {

@@ -19,7 +19,9 @@ class SandboxRouter;
 /// `{"version": 1, "backend", "isolation", "floor", "selection", "kind", "egress",
 ///   "egress_allow": [host | {"host", "methods"}] (as spec_to_json spells it), "isolation_scope", "min_isolation_scope",
 ///   "requires": [...], "limits": {"files_in": {max_bytes_per_file, max_total_bytes,
-///   max_files}, "files_out": {…}}, "backend_limits": {…}, "cleanup_rung"}`.
+///   max_files}, "files_out": {…}}, "backend_limits": {…}, "resources": {the spec's bounds,
+///   as spec_to_json spells them; {} when none}, "backend_resource_bounds": [what the backend
+///   enforces], "cleanup_rung"}`.
 /// Runs the router's checks (select): a spec the router would refuse throws that refusal,
 /// since nothing would be served. `cleanup_rung` is the rung the call ends in: "reclaim",
 /// "reset" or "dispose" (ValueError naming anything else).

@@ -82,6 +82,20 @@ MAF_SANDBOX_DEFINE_REFUSAL(SandboxCapabilityNotSupported, RuntimeError);
 /// The spec asks for a guest OS family the backend does not state (C-65 #5).
 MAF_SANDBOX_DEFINE_REFUSAL(SandboxOsFamilyNotSupported, RuntimeError);
 
+/// The spec asks a resource bound (memory, cpus, processes, ttl, idle_timeout) the
+/// selected backend does not declare it enforces (docs/limits.md LIM-3): refused, never
+/// served unbounded. `bound()` is the bound's canonical name, e.g. "memory".
+class SandboxResourceBoundNotEnforced : public RuntimeError, public SandboxPolicyRefusal {
+public:
+  SandboxResourceBoundNotEnforced(const std::string& message, std::string bound)
+      : RuntimeError(message), bound_(std::move(bound)) {}
+  const char* message() const noexcept override { return this->what(); }
+  const std::string& bound() const noexcept { return bound_; }
+
+private:
+  std::string bound_;
+};
+
 /// Output collection refused (core.md §5). Any of these means nothing was delivered by the
 /// failing phase.
 MAF_SANDBOX_DEFINE_ERROR(SandboxOutputError, RuntimeError);

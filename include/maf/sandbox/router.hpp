@@ -107,7 +107,7 @@ private:
   /// Which check of C-65/C-68 refused; the message is built only when it will be thrown.
   enum class Refusal {
     DeniedCapability, DeniedIdentity, BelowFloor, CapabilityNotSupported, OsFamily,
-    FilesInLimits, FilesOutLimits, Egress, IsolationScope, EgressMethod
+    FilesInLimits, FilesOutLimits, Egress, IsolationScope, EgressMethod, ResourceBound
   };
   /// The first check `backend` fails for `spec`, or none. Allocates nothing.
   std::optional<Refusal> first_refusal(const SandboxBackend& backend, Isolation rung,

@@ -25,6 +25,7 @@
 #include "maf/sandbox/isolation.hpp"
 #include "maf/sandbox/limits.hpp"
 #include "maf/sandbox/os_family.hpp"
+#include "maf/sandbox/resource_limits.hpp"
 
 namespace maf::sandbox {
 
@@ -54,6 +55,9 @@ public:
     /// The sealed aggregate of the registry the workload's guest code may call
     /// (HostToolRegistry::aggregate, docs/host-tools.md HT-R5). Requires HOST_TOOLS.
     std::optional<HostToolAggregate> host_tools{};
+    /// Memory, CPUs, processes, TTL and idle timeout (docs/limits.md); unset bounds ask
+    /// nothing. Validated by ResourceLimits itself (LIM-1).
+    ResourceLimits resources{};
   };
 
   /// Validates in the order of C-18 and throws ValueError naming the offending value:
@@ -82,6 +86,9 @@ public:
   std::optional<OsFamily> requires_os_family() const noexcept { return f_.requires_os_family; }
   IsolationScope isolation_scope() const noexcept { return f_.isolation_scope; }
   const std::optional<HostToolAggregate>& host_tools() const noexcept { return f_.host_tools; }
+  /// The resource bounds asked (docs/limits.md); the router refuses a backend that does not
+  /// enforce each one set (LIM-3).
+  const ResourceLimits& resources() const noexcept { return f_.resources; }
   /// Whose authority the workload's host tools exercise (HT-R5): what the router's
   /// `denied_identities` checks (C-65 #2). Empty without host tools.
   IdentitySet identities() const noexcept { return f_.host_tools ? f_.host_tools->identities : IdentitySet{}; }

@@ -33,4 +33,11 @@ SandboxSpec spec_from_json(const nlohmann::json& json);
 /// sorted by value. `spec_from_json(spec_to_json(s))` has the same fields as `s`.
 nlohmann::json spec_to_json(const SandboxSpec& spec);
 
+/// The `resources` object alone (docs/limits.md): `{"memory_bytes", "cpus", "processes",
+/// "ttl_seconds", "idle_timeout_seconds"}`, each key optional — what a backend records beside
+/// a sandbox to know its bounds later. `resources_from_json` refuses as spec_from_json does,
+/// naming `field`.
+nlohmann::json resources_to_json(const ResourceLimits& resources);
+ResourceLimits resources_from_json(const nlohmann::json& json, const std::string& field = "resources");
+
 }  // namespace maf::sandbox

@@ -66,6 +66,9 @@ struct NameQualifiers {
   std::vector<std::string> egress_allow{};
   /// A non-default work base (wslc W-10); empty for the default.
   std::string work_base{};
+  /// The spec's resource bounds, `ResourceLimits::to_string()`, when any is asked
+  /// (docs/limits.md LIM-5: bounds are part of a sandbox's identity); empty for none.
+  std::string resources{};
 };
 
 /// The container name for (key, kind). `prefix` is e.g. `"maf-sandbox-docker-"`; it must be

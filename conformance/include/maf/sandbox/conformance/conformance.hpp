@@ -4,6 +4,7 @@
 /// No test framework inside: suites return results and throw ConformanceFailure.
 #include "maf/sandbox/conformance/fingerprint.hpp"
 #include "maf/sandbox/conformance/layout.hpp"
+#include "maf/sandbox/conformance/limits.hpp"
 #include "maf/sandbox/conformance/posix_guest_subject.hpp"
 #include "maf/sandbox/conformance/probe.hpp"
 #include "maf/sandbox/conformance/results.hpp"

@@ -29,6 +29,7 @@ enum class Suite {
   HostIntegrity,  ///< HOST_INTEGRITY, probes HI-1…HI-6 (our own): the guest cannot reach host root
   Cleanup,        ///< CLEANUP, probes RC-1…RC-8 (RECLAIM), RS-1…RS-4 (RESET); NL-1 (DISPOSE) beside it
   HostTools,      ///< HOST_TOOLS, probes HT-1…HT-4: the host-tools exec transport (docs/host-tools.md)
+  Limits,         ///< LIMITS, probes LM-1…LM-4: declared resource bounds hold (docs/limits.md); run_limits
 };
 
 /// Every suite, in the order a runner should run them: EXEC last because its timeout probe

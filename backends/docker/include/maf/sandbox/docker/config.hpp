@@ -53,6 +53,10 @@ struct DockerConfig {
   std::optional<std::string> memory;
   std::optional<double> cpus;
   bool cap_drop_all = false;
+  /// TEST-ONLY broken double of the LIMITS suite (not a JSON key): a spec's memory, cpus
+  /// and processes are declared but not applied — only the three settings above are. Never
+  /// set it outside a test.
+  bool test_only_unapplied_resource_bounds = false;
   /// [port decision] Per-stream cap on what one exec may return; past it the client is
   /// killed and exec raises. The Python backend buffers without a bound.
   std::size_t max_exec_output_bytes = std::size_t{16} << 20;
@@ -72,6 +76,9 @@ struct DockerConfig {
   /// `--cpus` formatted like Python's str(float): "1.0", "0.5", "2.25".
   std::optional<std::string> cpus_argument() const;
 };
+
+/// A CPU count as `--cpus` is given it, formatted like Python's str(float): "1.0", "0.5".
+std::string format_cpus(double cpus);
 
 /// Parse a JSON object; unknown keys, wrong types and invalid values are refused by name
 /// with ValueError. `null` reads as `{}`.

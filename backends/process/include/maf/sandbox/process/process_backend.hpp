@@ -84,6 +84,15 @@ struct ProcessBackendConfig {
   /// the backend create cgroups (docs/backends/process.md "Resources"). 0: no limit.
   std::uint64_t pids_limit = 512;
   std::uint64_t memory_limit_bytes = std::uint64_t{1} << 30;
+  /// Bounds (memory, cpus, processes) the host requires this backend to enforce: when the
+  /// detected cgroup tree cannot, construction throws SandboxBoundaryUnavailable naming the
+  /// controllers and why (docs/limits.md LIM-8). Empty: declare what the tree allows.
+  ResourceBoundSet required_resource_bounds{};
+  /// Where the cgroup tree is mounted; a test points it elsewhere to show an unusable tree.
+  std::filesystem::path cgroup_root = "/sys/fs/cgroup";
+  /// TEST-ONLY broken double of the LIMITS suite: memory, cpus and processes are declared
+  /// but a spec's bounds are not applied (only the defaults above). Never set it outside a test.
+  bool test_only_unapplied_resource_bounds = false;
 
   /// TEST-ONLY broken double: when true, the host boundary is not built (no drop from
   /// root, /proc as mounted, no seccomp) while the declarations stay the same — so the
@@ -97,7 +106,8 @@ struct ProcessBackendConfig {
 /// ValueError naming the key. Keys: root, bwrap_path, extra_ro_binds ([{host, guest}]),
 /// run_code_interpreter ([argv]), internal_timeout_seconds, max_stdout_bytes,
 /// max_stderr_bytes, guest_uid, guest_gid, setpriv_path, host_uid, host_gid, pids_limit,
-/// memory_limit_bytes, test_only_without_host_boundary, test_only_allow_unsafe.
+/// memory_limit_bytes, required_resource_bounds, cgroup_root, test_only_unapplied_resource_bounds,
+/// test_only_without_host_boundary, test_only_allow_unsafe.
 ProcessBackendConfig process_config_from_json(const nlohmann::json& config);
 
 /// What sandboxes of `config` leave on this host, one line per item: `state:<entry>` for
