@@ -109,6 +109,91 @@ boost::asio::awaitable<ExecResult> Sandbox::exec(Command command, std::string wo
   co_return result;
 }
 
+bool ExecOutputSink::deliver(OutputStream stream, std::string_view bytes) noexcept {
+  if (failure_) return false;
+  if (bytes.empty()) return true;
+  (stream == OutputStream::Stdout ? stdout_total_ : stderr_total_) += bytes.size();
+  try {
+    if (handler_) handler_(stream, bytes);
+  } catch (...) {
+    failure_ = std::current_exception();
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+/// STR-3…STR-6: one error type per ending, whatever the backend. A handler's exception wins
+/// over every other ending, the program's own exit included (it was the caller's decision).
+StreamedExit settle_stream(const StreamOutcome& outcome, const ExecOutputSink& sink, const std::string& what,
+                           const ExecRequest& request) {
+  if (sink.failure()) std::rethrow_exception(sink.failure());
+  switch (outcome.end) {
+    case StreamOutcome::End::Exited:
+      return StreamedExit{outcome.exit_code, outcome.limits_hit, sink.total(OutputStream::Stdout),
+                          sink.total(OutputStream::Stderr)};
+    case StreamOutcome::End::DeadlineExpired:
+      throw TimeoutError("streamed command in " + what + " exceeded its timeout of " +
+                         std::to_string(request.timeout.count()) + " ms and was stopped");
+    case StreamOutcome::End::ReadTimedOut:
+      throw SandboxStreamIdle("streamed command in " + what + " wrote nothing for read_timeout=" +
+                              std::to_string(request.read_timeout.count()) + " ms and was stopped");
+    case StreamOutcome::End::OverCap:
+      throw SandboxTransferCapExceeded("streamed command in " + what + " wrote more than " + outcome.cap_name +
+                                       "=" + std::to_string(outcome.cap_bytes) + " to " +
+                                       to_string(outcome.cap_stream) + "; it was stopped");
+    case StreamOutcome::End::Stopped:
+      break;
+  }
+  throw RuntimeError("streamed command in " + what + " was stopped with no reason the caller gave");
+}
+
+}  // namespace
+
+boost::asio::awaitable<StreamedExit> Sandbox::exec_stream(Command command, OutputHandler on_output,
+                                                          ExecStreamOptions options) {
+  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  require_capability(Capability::ExecStream, "exec_stream");
+  if (options.timeout.count() <= 0)
+    throw ValueError("exec_stream timeout must be positive, got " + std::to_string(options.timeout.count()) + " ms");
+  if (options.read_timeout.count() <= 0)
+    throw ValueError("exec_stream read_timeout must be positive, got " +
+                     std::to_string(options.read_timeout.count()) + " ms");
+  if (!on_output) throw ValueError("exec_stream needs an output handler, got an empty one");
+  ExecRequest request{command, command.shell_line(),
+                      resolve_working_directory(options.working_directory, identity_.storage_base), options.timeout,
+                      deadline, options.read_timeout};
+  const std::string what = identity_.backend_name + " sandbox (kind '" + identity_.kind + "')";
+  ExecOutputSink sink(std::move(on_output));
+  const auto observed = observation();
+  if (!observed) {
+    const StreamOutcome outcome = co_await do_exec_stream(request, sink);
+    co_return settle_stream(outcome, sink, what, request);
+  }
+  Observed o;
+  StreamedExit exit;
+  try {
+    const StreamOutcome outcome = co_await do_exec_stream(request, sink);
+    exit = settle_stream(outcome, sink, what, request);
+  } catch (...) {
+    o.failure = std::current_exception();
+  }
+  ExecEvent e = exec_event(o, request.shell_line, ExecResult{}, false);
+  e.streamed = true;
+  e.stdout_bytes = sink.total(OutputStream::Stdout);
+  e.stderr_bytes = sink.total(OutputStream::Stderr);
+  if (!o.failure) e.exit_code = exit.exit_code;
+  deliver(*observed, std::move(e));
+  o.rethrow();
+  co_return exit;
+}
+
+boost::asio::awaitable<StreamOutcome> Sandbox::do_exec_stream(const ExecRequest&, ExecOutputSink&) {
+  throw NotImplementedError("backend '" + identity_.backend_name + "' declares exec_stream but does not implement it");
+  co_return StreamOutcome{};
+}
+
 boost::asio::awaitable<ExecResult> Sandbox::run_code(std::string code, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   require_capability(Capability::RunCode, "run_code");

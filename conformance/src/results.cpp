@@ -11,7 +11,7 @@ struct SuiteNames {
   std::string_view label;
   std::string_view option;
 };
-constexpr std::array<SuiteNames, 11> kSuiteNames{{
+constexpr std::array<SuiteNames, 13> kSuiteNames{{
     {Suite::FilesOut, "FILES_OUT", "files_out"},
     {Suite::FilesIn, "FILES_IN", "files_in"},
     {Suite::Exec, "EXEC", "exec"},
@@ -23,6 +23,8 @@ constexpr std::array<SuiteNames, 11> kSuiteNames{{
     {Suite::Cleanup, "CLEANUP", "cleanup"},
     {Suite::HostTools, "HOST_TOOLS", "host_tools"},
     {Suite::Limits, "LIMITS", "limits"},
+    {Suite::Stream, "STREAM", "stream"},
+    {Suite::Background, "BACKGROUND", "background"},
 }};
 
 std::string render_failure(Suite suite, const std::vector<ProbeResult>& results) {

@@ -17,6 +17,8 @@ std::span<const Probe> host_integrity_probes();
 std::span<const Probe> cleanup_probes();
 std::span<const Probe> host_tools_probes();
 std::span<const Probe> limits_probes();
+std::span<const Probe> stream_probes();      // suite_stream.cpp
+std::span<const Probe> background_probes();  // suite_background.cpp
 
 /// READ_CAP's fixture: a file of kOverCapSize bytes at W/cap/over-cap.bin.
 void plant_read_cap_fixture(ConformanceSubject& subject, const ConformancePaths& paths);

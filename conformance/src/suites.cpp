@@ -29,6 +29,8 @@ Capability gate_capability(Suite suite) {
     case Suite::Cleanup: return Capability::Reclaim;  // or Snapshot: require_gate takes either
     case Suite::HostTools: return Capability::HostTools;
     case Suite::Limits: return Capability::Exec;
+    case Suite::Stream: return Capability::ExecStream;
+    case Suite::Background: return Capability::Background;
   }
   return Capability::Exec;
 }
@@ -86,6 +88,8 @@ void plant_for(Suite suite, ConformanceSubject& subject, const ConformancePaths&
     case Suite::HostIntegrity:
     case Suite::Cleanup:
     case Suite::HostTools:
+    case Suite::Stream:
+    case Suite::Background:
       // R10: nothing guarantees the working directory exists; a marker creates it.
       subject.plant_file(paths.in_work(".probe-cwd"), "");
       break;
@@ -107,6 +111,8 @@ std::span<const Probe> probes(Suite suite) {
     case Suite::Cleanup: return detail::cleanup_probes();
     case Suite::HostTools: return detail::host_tools_probes();
     case Suite::Limits: return detail::limits_probes();
+    case Suite::Stream: return detail::stream_probes();
+    case Suite::Background: return detail::background_probes();
   }
   return {};
 }

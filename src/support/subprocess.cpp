@@ -164,7 +164,8 @@ public:
         in_(strand_),
         exit_watch_(strand_),
         deadline_(strand_),
-        grace_(strand_) {
+        grace_(strand_),
+        idle_(strand_) {
     out_.cap = options_.max_stdout;
     err_.cap = options_.max_stderr;
   }
@@ -276,6 +277,10 @@ private:
         if (!ec) self->on_deadline();
       });
     }
+    if (options_.idle_timeout) {
+      last_output_ = std::chrono::steady_clock::now();
+      arm_idle();
+    }
     if (options_.stop.stop_possible()) {
       std::weak_ptr<Run> weak = self;
       Strand strand = strand_;
@@ -307,13 +312,15 @@ private:
   /// finished with (cap passed, sink satisfied or failed); the child is then being killed.
   bool accept(Capture& c, const char* data, std::size_t n) {
     if (c.done) return false;
+    last_output_ = std::chrono::steady_clock::now();
     const std::size_t room = c.cap - c.total;
     const std::size_t take = std::min(n, room);
+    const ChunkSink& sink = &c == &out_ ? options_.on_stdout : options_.on_stderr;
     if (take > 0) {
-      if (&c == &out_ && options_.on_stdout) {
+      if (sink) {
         bool more = false;
         try {
-          more = options_.on_stdout(std::string_view(data, take));
+          more = sink(std::string_view(data, take));
         } catch (...) {
           if (!failure_) failure_ = std::current_exception();
         }
@@ -411,7 +418,33 @@ private:
     ::kill(pid_, signo);  // in case the leader left its group
   }
 
-  bool stopping() const { return timed_out_ || cancelled_ || failure_ || stopped_early_ || out_.overflowed || err_.overflowed; }
+  bool stopping() const {
+    return timed_out_ || cancelled_ || failure_ || stopped_early_ || idle_expired_ || out_.overflowed || err_.overflowed;
+  }
+
+  /// One timer for the silence bound, re-armed from the last read rather than per chunk.
+  void arm_idle() {
+    idle_.expires_at(last_output_ + *options_.idle_timeout);
+    auto self = shared_from_this();
+    idle_.async_wait([self](const boost::system::error_code& ec) {
+      if (!ec) self->on_idle();
+    });
+  }
+
+  void on_idle() {
+    if (finished_) return;
+    if (std::chrono::steady_clock::now() < last_output_ + *options_.idle_timeout) {
+      arm_idle();  // output arrived since the timer was set
+      return;
+    }
+    idle_expired_ = true;
+    if (reaped_) {  // only a descendant still holds a pipe open, and it is silent
+      close_outputs();
+      maybe_finish();
+      return;
+    }
+    signal_child(SIGKILL);
+  }
 
   void on_exit_ready(const boost::system::error_code& ec) {
     if (ec) return;  // operation_aborted: we are being torn down
@@ -485,6 +518,7 @@ private:
     finished_ = true;
     deadline_.cancel();
     grace_.cancel();
+    idle_.cancel();
     stop_callback_.reset();
 
     SubprocessResult result;
@@ -495,6 +529,8 @@ private:
       if (!failure_) failure_ = std::current_exception();
     }
     result.stdout_total = out_.total;
+    result.stderr_total = err_.total;
+    result.idle_expired = idle_expired_;
     result.exit_code = exit_code_;
     result.signal = signal_;
     result.stdout_overflowed = out_.overflowed;
@@ -522,7 +558,8 @@ private:
   Capture out_, err_;
   asio::posix::stream_descriptor in_;
   asio::posix::stream_descriptor exit_watch_;  // the pidfd
-  asio::steady_timer deadline_, grace_;
+  asio::steady_timer deadline_, grace_, idle_;
+  std::chrono::steady_clock::time_point last_output_{};
   std::optional<std::stop_callback<std::function<void()>>> stop_callback_;
   std::unique_ptr<Completion> completion_;
 
@@ -532,7 +569,7 @@ private:
   bool reaped_ = false;
   int exit_code_ = 0;
   std::optional<int> signal_;
-  bool timed_out_ = false, cancelled_ = false, stopped_early_ = false, finished_ = false;
+  bool timed_out_ = false, cancelled_ = false, stopped_early_ = false, idle_expired_ = false, finished_ = false;
   std::exception_ptr failure_;
 };
 

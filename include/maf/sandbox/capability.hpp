@@ -26,12 +26,14 @@ enum class Capability {
   EgressMethods,     ///< "egress_methods": method-scoped egress rules (C-9)
   EgressPaths,       ///< "egress_paths": path-scoped egress rules (C-10)
   Reclaim,           ///< "reclaim": the RECLAIM cleanup rung (phase 2)
+  ExecStream,        ///< "exec_stream": Sandbox::exec_stream, output handed over as it arrives
+  Background,        ///< "background": programs started to run on, found by id by later calls
 };
 
 template <>
 struct EnumTraits<Capability> {
   static constexpr std::string_view type_name = "Capability";
-  static constexpr std::array<std::pair<Capability, std::string_view>, 12> values{{
+  static constexpr std::array<std::pair<Capability, std::string_view>, 14> values{{
       {Capability::Exec, "exec"},
       {Capability::RunCode, "run_code"},
       {Capability::HostTools, "host_tools"},
@@ -44,6 +46,8 @@ struct EnumTraits<Capability> {
       {Capability::EgressMethods, "egress_methods"},
       {Capability::EgressPaths, "egress_paths"},
       {Capability::Reclaim, "reclaim"},
+      {Capability::ExecStream, "exec_stream"},
+      {Capability::Background, "background"},
   }};
 };
 

@@ -133,6 +133,9 @@ MAF_SANDBOX_DEFINE_REFUSAL(SandboxEgressNotEnforced, PermissionError);
 /// Exactly "the caller's timeout expired" (C-40). Backends with their own ceilings raise
 /// something else.
 MAF_SANDBOX_DEFINE_ERROR(TimeoutError, OSError);
+/// A streamed program wrote nothing on either stream for its `read_timeout` and was stopped
+/// (docs/streaming.md STR-4): the caller's silence bound, apart from the command's deadline.
+MAF_SANDBOX_DEFINE_ERROR(SandboxStreamIdle, TimeoutError);
 /// run_code's deadline passed before the program started (C-41).
 MAF_SANDBOX_DEFINE_ERROR(SandboxQueuedTimeout, TimeoutError);
 /// A program overran its own deadline (a host-tools run, docs/host-tools.md "Deadlines";

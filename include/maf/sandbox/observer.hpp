@@ -84,6 +84,7 @@ struct ToolCallEvent {
 struct ExecEvent {
   EventContext context;
   bool run_code = false;      ///< run_code rather than exec
+  bool streamed = false;      ///< exec_stream: the byte counts are what reached the handler
   std::string argv_digest{};  ///< hex SHA-256 of the shell line (or code); never the argv itself
   std::optional<int> exit_code{};  ///< absent when the program did not return one
   bool timed_out = false;

@@ -30,6 +30,7 @@
 #include "maf/sandbox/command.hpp"
 #include "maf/sandbox/entry.hpp"
 #include "maf/sandbox/exec_result.hpp"
+#include "maf/sandbox/exec_stream.hpp"
 #include "maf/sandbox/key.hpp"
 #include "maf/sandbox/observer.hpp"
 
@@ -45,6 +46,8 @@ struct ExecRequest {
   /// The caller's bound; the wall-clock deadline is `deadline` (C-40).
   std::chrono::milliseconds timeout;
   std::chrono::steady_clock::time_point deadline;
+  /// exec_stream only: the longest silence tolerated on both streams (STR-4); zero for exec.
+  std::chrono::milliseconds read_timeout{0};
 };
 
 /// A guest entry as a backend's unconfined, no-follow stat sees it.
@@ -87,6 +90,14 @@ public:
   /// Run an argv or a shell line (EXEC). TimeoutError means exactly "`timeout` expired".
   boost::asio::awaitable<ExecResult> exec(Command command, std::string working_directory = ".",
                                           std::chrono::milliseconds timeout = kDefaultExecTimeout);
+  /// Run an argv or a shell line and hand its stdout and stderr to `on_output` as they arrive
+  /// (EXEC_STREAM; docs/streaming.md). The three bounds are apart: `options.timeout` is the
+  /// command's deadline (TimeoutError), `options.read_timeout` the longest silence
+  /// (SandboxStreamIdle), the backend's output caps the most it may write
+  /// (SandboxTransferCapExceeded); each ends the program before the error is raised, and so
+  /// does a handler that throws (its exception propagates unchanged).
+  boost::asio::awaitable<StreamedExit> exec_stream(Command command, OutputHandler on_output,
+                                                   ExecStreamOptions options = {});
   /// Run a program in the backend's runtime (RUN_CODE). Deadline is wall-clock from the call.
   boost::asio::awaitable<ExecResult> run_code(std::string code,
                                               std::chrono::milliseconds timeout = kDefaultExecTimeout);
@@ -148,6 +159,12 @@ protected:
   explicit Sandbox(Identity identity);
 
   virtual boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) = 0;
+  /// Run `request` handing each chunk to `sink` as it is read, within `request.deadline`,
+  /// `request.read_timeout` and the backend's own caps; stop the program (its whole process
+  /// group) on any ending but its own exit, and report which (STR-2). Report, do not throw,
+  /// for those endings: the core raises one type for each. Default refuses; only reached
+  /// when EXEC_STREAM is declared.
+  virtual boost::asio::awaitable<StreamOutcome> do_exec_stream(const ExecRequest& request, ExecOutputSink& sink);
   /// Default refuses; only reached when RUN_CODE is declared.
   virtual boost::asio::awaitable<ExecResult> do_run_code(const std::string& code,
                                                          std::chrono::milliseconds timeout,

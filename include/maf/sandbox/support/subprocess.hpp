@@ -84,6 +84,13 @@ struct SubprocessOptions {
   /// When set, stdout is delivered here chunk by chunk (at most `max_stdout` bytes in
   /// total) and `SubprocessResult::stdout_bytes` stays empty.
   ChunkSink on_stdout{};
+  /// The same for stderr (at most `max_stderr` bytes; `stderr_bytes` stays empty).
+  ChunkSink on_stderr{};
+
+  /// The longest time with no byte read on either output. On expiry the group is SIGKILLed
+  /// and reaped and the result reports `idle_expired` (a result flag, like a cap: streaming
+  /// callers raise their own error). `std::nullopt` means silence is never bounded.
+  std::optional<std::chrono::milliseconds> idle_timeout{};
 
   /// Wall-clock deadline measured from the call. On expiry the group gets SIGTERM, then
   /// SIGKILL after `kill_grace`, is reaped, and `SubprocessTimeout` is thrown carrying what
@@ -118,12 +125,14 @@ struct SubprocessResult {
   std::optional<int> signal{};  ///< set iff the child died of a signal
   bool stdout_overflowed = false;  ///< stdout exceeded `max_stdout` (child was killed)
   bool stderr_overflowed = false;  ///< stderr exceeded `max_stderr` (child was killed)
-  bool stopped_early = false;      ///< `on_stdout` returned false (child was killed)
+  bool stopped_early = false;      ///< a sink returned false (child was killed)
+  bool idle_expired = false;       ///< `idle_timeout` passed with no output (child was killed)
   std::size_t stdout_total = 0;    ///< stdout bytes kept or delivered to the sink
+  std::size_t stderr_total = 0;    ///< stderr bytes kept or delivered to the sink
 
   /// True iff the child exited by itself with status 0 and nothing was cut short.
   bool ok() const noexcept {
-    return exit_code == 0 && !signal && !stdout_overflowed && !stderr_overflowed && !stopped_early;
+    return exit_code == 0 && !signal && !stdout_overflowed && !stderr_overflowed && !stopped_early && !idle_expired;
   }
 };
 

@@ -30,6 +30,8 @@ enum class Suite {
   Cleanup,        ///< CLEANUP, probes RC-1…RC-8 (RECLAIM), RS-1…RS-4 (RESET); NL-1 (DISPOSE) beside it
   HostTools,      ///< HOST_TOOLS, probes HT-1…HT-4: the host-tools exec transport (docs/host-tools.md)
   Limits,         ///< LIMITS, probes LM-1…LM-4: declared resource bounds hold (docs/limits.md); run_limits
+  Stream,         ///< STREAM, probes ST-1…: exec_stream hands output over as it arrives (docs/streaming.md)
+  Background,     ///< BACKGROUND, probes BG-1…: background processes (docs/background.md)
 };
 
 /// Every suite, in the order a runner should run them: EXEC last because its timeout probe
