@@ -81,11 +81,14 @@ std::vector<std::string> guest_group_kill_argv(const std::string& token, const s
   return {"sh", "-c", kKiller, "maf-exec-stream-stop", token, pgid.value_or("")};
 }
 
-GuestStreamGate::GuestStreamGate(ExecOutputSink& sink, std::uint64_t cap, std::string cap_name)
-    : sink_(sink), cap_(cap), cap_name_(std::move(cap_name)) {}
+GuestStreamGate::GuestStreamGate(ExecOutputSink& sink, std::uint64_t cap, std::string cap_name, CapScope scope)
+    : sink_(sink), cap_(cap), cap_name_(std::move(cap_name)), scope_(scope) {}
 
 bool GuestStreamGate::forward(OutputStream stream, std::string_view bytes) {
-  const std::uint64_t room = cap_ - std::min(cap_, sink_.total(stream));
+  const std::uint64_t used = scope_ == CapScope::Together
+                                ? sink_.total(OutputStream::Stdout) + sink_.total(OutputStream::Stderr)
+                                : sink_.total(stream);
+  const std::uint64_t room = cap_ - std::min(cap_, used);
   const bool over = bytes.size() > room;
   if (over) bytes = bytes.substr(0, static_cast<std::size_t>(room));
   if (!sink_.deliver(stream, bytes)) {

@@ -13,6 +13,7 @@
 
 #include "engine_fixture.hpp"
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/support/sleep.hpp"
 
 using namespace maf::sandbox;
 
@@ -85,7 +86,11 @@ TEST_CASE("STR-1 STR-7 on Docker: chunks arrive before the program exits — by 
     // Named locals, not temporaries, in the co_await (GCC 12 destroys those twice).
     Command command(program);
     ExecStreamOptions options;
-    co_return co_await sb->exec_stream(std::move(command), std::move(on_output), std::move(options));
+    StreamedExit ended = co_await sb->exec_stream(std::move(command), std::move(on_output), std::move(options));
+    // The marker exec is this coroutine's to finish (an implementation that delivers at exit
+    // spawns it only now): it must not outlive the runner.
+    while (marker_spawned && !marker_done) co_await support::sleep_for(std::chrono::milliseconds(10));
+    co_return ended;
   });
   CHECK(marker_spawned);
   CHECK(marker_done);

@@ -49,8 +49,12 @@ std::vector<std::string> guest_group_kill_argv(const std::string& token, const s
 /// fed by one read loop, in reading order.
 class GuestStreamGate {
 public:
-  /// `cap` bytes per stream at most reach the sink; `cap_name` is the setting that says so.
-  GuestStreamGate(ExecOutputSink& sink, std::uint64_t cap, std::string cap_name);
+  /// How `cap` counts: each stream on its own, or both together.
+  enum class CapScope { PerStream, Together };
+  /// At most `cap` bytes (per stream, or both streams together) reach the sink; `cap_name`
+  /// is the setting that says so.
+  GuestStreamGate(ExecOutputSink& sink, std::uint64_t cap, std::string cap_name,
+                  CapScope scope = CapScope::PerStream);
 
   /// One chunk as read. False: stop reading (a cap passed, or the handler threw).
   bool feed(OutputStream stream, std::string_view bytes);
@@ -79,6 +83,7 @@ private:
   ExecOutputSink& sink_;
   std::uint64_t cap_;
   std::string cap_name_;
+  CapScope scope_;
   std::optional<std::string> pgid_;
   bool no_header_ = false;  ///< stdout began with something else: never a header now
   std::string pre_stdout_, pre_stderr_;
