@@ -107,7 +107,9 @@ bool GuestStreamGate::feed(OutputStream stream, std::string_view bytes) {
   if (started()) return forward(stream, bytes);
   // Before the header: held. A bound keeps a program that never started from growing it.
   std::string& held = stream == OutputStream::Stdout ? pre_stdout_ : pre_stderr_;
-  const std::size_t bound = static_cast<std::size_t>(std::min<std::uint64_t>(cap_, std::uint64_t{1} << 20)) + 1;
+  // Never below a header's length, whatever the cap: a small cap must not hide the header.
+  const std::size_t bound =
+      std::max(kMaxHeader, static_cast<std::size_t>(std::min<std::uint64_t>(cap_, std::uint64_t{1} << 20)) + 1);
   held.append(bytes.substr(0, std::min(bytes.size(), bound - std::min(bound, held.size()))));
   if (stream == OutputStream::Stderr || no_header_) return true;
   const std::size_t newline = pre_stdout_.find('\n');

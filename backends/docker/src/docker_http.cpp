@@ -224,6 +224,10 @@ asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::func
   response.status = static_cast<int>(parser.get().result_int());
   if (auto it = parser.get().find("X-Docker-Container-Path-Stat"); it != parser.get().end())
     response.path_stat = std::string(it->value());
+  // A live stream's error answer (an exec start refused) is the engine's JSON, not the
+  // stream: it is kept in `body` for the caller to read, never handed to the sink.
+  const bool to_sink = sink && (!request.live || response.status == 101 ||
+                                (response.status >= 200 && response.status < 300));
   if (request.expected_body && !sink)
     if (const std::size_t expected = request.expected_body(response); expected > 0)
       response.body.reserve(std::min(expected, request.max_body));
@@ -237,7 +241,7 @@ asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::func
     auto token = asio::redirect_error(asio::use_awaitable, ec);
     // async_read returns only once the chunk buffer is full or the body ends; a live
     // stream must see each read's bytes as they come (a 6-byte line would wait otherwise).
-    if (request.live && sink)
+    if (request.live && to_sink)
       co_await http::async_read_some(stream, buffer, parser, token);
     else
       co_await http::async_read(stream, buffer, parser, token);
@@ -246,7 +250,7 @@ asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::func
     check(ec, "reading the response body");
     const std::size_t n = chunk.size() - parser.get().body().size;
     const std::string_view got(chunk.data(), n);
-    if (sink) {
+    if (to_sink) {
       if (!sink(got)) {
         stopped = true;
         break;

@@ -59,7 +59,8 @@ struct HttpRequest {
   /// as soon as the read returns — never held until a 64 KiB buffer fills — and no read
   /// waits longer than `idle_timeout` (then HttpIdle, the connection closed). The deadline
   /// still bounds the whole exchange; nothing else does, so a stream that keeps producing
-  /// is never cut by the transport.
+  /// is never cut by the transport. An answer other than 2xx/101 is not the stream: its body
+  /// goes to HttpResponse::body (bounded by max_body), not to the sink.
   bool live = false;
   std::optional<std::chrono::milliseconds> idle_timeout;
 };
