@@ -9,6 +9,7 @@
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <memory>
 
@@ -48,17 +49,19 @@ StreamedExit stream(ProbeContext& c, const std::string& shell, OutputHandler han
   return c.subject.runner()([&] { return sb.exec_stream(Command(shell), handler, o); });
 }
 
-/// A command line unique to this probe run, so the host-side scan finds only its process.
-std::string sleeper(const char* tag) {
-  return "sleep 283." + std::to_string(::getpid() % 1000) + tag;
+/// A command line unique to this probe run, so the host-side scan finds only its process
+/// (and not one an earlier, failed run left behind). `sleep 283.<pid><n>` — a valid number.
+std::string sleeper() {
+  static std::atomic<unsigned> runs{0};
+  return "sleep 283." + std::to_string(::getpid() % 1000) + std::to_string(++runs);
 }
 
 void chunks_arrive_before_the_program_exits(ProbeContext& c) {
-  // The program prints `first`, then waits up to 30 s for a marker that the caller makes only
+  // The program prints `first`, then waits up to 15 s for a marker that the caller makes only
   // after it received `first`. Output held back until exit never lets the marker be made,
   // and the program says so (STR-1). No clock is read: the order of events is the proof.
   const std::string marker = c.paths.in_work(".st1-marker");
-  const std::string script = "rm -f '" + marker + "'; printf first; i=0; while [ $i -lt 300 ]; do "
+  const std::string script = "rm -f '" + marker + "'; printf first; i=0; while [ $i -lt 150 ]; do "
                              "[ -e '" + marker + "' ] && { printf saw-marker; exit 0; }; sleep 0.1; "
                              "i=$((i+1)); done; printf no-marker; exit 3";
   Sandbox& sb = c.subject.sandbox();
@@ -129,7 +132,7 @@ void expect_ending(ProbeContext& c, const std::string& shell, OutputHandler hand
 struct Nothing : std::exception {};
 
 void silence_ends_at_the_read_timeout(ProbeContext& c) {
-  const std::string marker = sleeper("1");
+  const std::string marker = sleeper();
   Received got;
   expect_ending<SandboxStreamIdle, Nothing>(c, "printf started; " + marker + "; printf late", recording(got),
                                             seconds(60), seconds(1), "SandboxStreamIdle", "");
@@ -138,7 +141,7 @@ void silence_ends_at_the_read_timeout(ProbeContext& c) {
 }
 
 void the_deadline_is_not_the_read_timeout(ProbeContext& c) {
-  const std::string marker = sleeper("2");
+  const std::string marker = sleeper();
   // Prints every 0.2 s, so the 30 s read timeout never fires; the 2 s deadline must.
   Received got;
   expect_ending<TimeoutError, SandboxStreamIdle>(
@@ -153,14 +156,14 @@ struct HandlerRefused : std::runtime_error {
 };
 
 void a_throwing_handler_ends_the_program(ProbeContext& c) {
-  const std::string marker = sleeper("3");
+  const std::string marker = sleeper();
   std::size_t calls = 0;
   OutputHandler thrower = [&calls](OutputStream, std::string_view) {
     ++calls;
     throw HandlerRefused();
   };
   expect_ending<HandlerRefused, Nothing>(c, "printf first; (" + marker + " &); " + marker + "; printf second",
-                                         thrower, seconds(60), seconds(45), "the handler's own exception", "");
+                                         thrower, seconds(15), seconds(10), "the handler's own exception", "");
   if (calls != 1) fail("the handler was called " + std::to_string(calls) + " times after it threw on the first");
   if (!host_stops_running(marker)) fail("'" + marker + "' still runs after the handler threw");
   const ExecResult after = exec(c, Command("echo after"));
@@ -188,14 +191,14 @@ void stream_bytes_are_exact_and_apart(ProbeContext& c) {
 }
 
 void the_output_cap_still_ends_the_program(ProbeContext& c) {
-  // 1 GiB is past every backend's cap (the defaults are 16 MiB); nothing keeps it but the
-  // handler's count. The program would sleep after it, so "gone" is checkable.
-  const std::string marker = sleeper("4");
+  // 256 MiB is past every backend's default cap (16 MiB); nothing keeps it but the handler's
+  // count. The program would sleep after it, so "gone" is checkable.
+  const std::string marker = sleeper();
   std::uint64_t delivered = 0;
   OutputHandler counting = [&delivered](OutputStream, std::string_view bytes) { delivered += bytes.size(); };
-  expect_ending<SandboxTransferCapExceeded, Nothing>(c, "head -c 1073741824 /dev/zero; " + marker, counting,
-                                                     seconds(120), seconds(45), "SandboxTransferCapExceeded", "");
-  if (delivered >= (std::uint64_t{1} << 30)) fail("all of 1 GiB was delivered: no cap applied");
+  expect_ending<SandboxTransferCapExceeded, Nothing>(c, "head -c 268435456 /dev/zero; " + marker, counting,
+                                                     seconds(60), seconds(10), "SandboxTransferCapExceeded", "");
+  if (delivered >= (std::uint64_t{256} << 20)) fail("all of 256 MiB was delivered: no cap applied");
   if (!host_stops_running(marker)) fail("'" + marker + "' still runs after the cap ended its program");
 }
 

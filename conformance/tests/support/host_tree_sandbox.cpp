@@ -19,7 +19,8 @@ HostTreeSandbox::HostTreeSandbox(const fs::path& root, Flaw flaw, CapabilitySet 
     : Sandbox(Identity{"host-tree", "conformance",
                        CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesList,
                                      Capability::FilesDelete}
-                           .united(cleanup_rungs.intersection({Capability::Reclaim, Capability::Snapshot, Capability::HostTools})),
+                           .united(cleanup_rungs.intersection({Capability::Reclaim, Capability::Snapshot, Capability::HostTools,
+                                                                   Capability::ExecStream})),
                        (root / "work").string(), "host-tree-0"}),
       work_(root / "work"),
       snapshot_(root / ".snapshot-work"),
