@@ -20,25 +20,7 @@ using Ids = std::vector<std::string>;
 
 namespace {
 
-struct StreamFixture {
-  test::TempDir dir{"maf-conformance-stream"};
-  BlockingRunner run;
-  std::shared_ptr<test::StreamDouble> sandbox;
-  std::unique_ptr<PosixGuestSubject> subject;
-
-  explicit StreamFixture(test::StreamFlaw flaw = test::StreamFlaw::None) {
-    sandbox = std::make_shared<test::StreamDouble>(dir.path(), flaw);
-    subject = std::make_unique<PosixGuestSubject>(run, sandbox, sandbox->capabilities(), std::nullopt);
-    subject->set_exec_timeout(std::chrono::seconds(20));
-  }
-};
-
-std::string messages(const std::vector<ProbeResult>& results) {
-  std::string out;
-  for (const auto& r : results)
-    if (!r.passed()) out += r.id + ": " + r.message + "\n";
-  return out;
-}
+using StreamFixture = test::DoubleFixture<test::StreamDouble>;
 
 /// The programs a flawed double let escape (the probes' sleepers, `sleep 283.<our pid>…`):
 /// killed here so they do not outlive the test.
@@ -54,9 +36,9 @@ void kill_escaped_sleepers() {
 }
 
 Ids failing(test::StreamFlaw flaw) {
-  StreamFixture f(flaw);
+  StreamFixture f("maf-conformance-stream", flaw);
   const auto results = run_stream(*f.subject);
-  INFO(messages(results));
+  INFO(test::failure_messages(results));
   CHECK(ids_with(results, Outcome::Skip).empty());
   return ids_with(results, Outcome::Fail);
 }
@@ -64,10 +46,10 @@ Ids failing(test::StreamFlaw flaw) {
 }  // namespace
 
 TEST_CASE("conformance STREAM STR-1…STR-7: an honest streaming double passes ST-1…ST-6") {
-  StreamFixture f;
+  StreamFixture f("maf-conformance-stream", test::StreamFlaw::None);
   std::vector<ProbeResult> results;
   REQUIRE_NOTHROW(results = check_stream(*f.subject));
-  INFO(messages(results));
+  INFO(test::failure_messages(results));
   CHECK(ids_with(results, Outcome::Pass) == Ids{"ST-1", "ST-2", "ST-3", "ST-4", "ST-5", "ST-6"});
 }
 

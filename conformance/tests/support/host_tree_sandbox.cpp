@@ -215,4 +215,11 @@ TempDir::~TempDir() {
   fs::remove_all(path_, ec);
 }
 
+std::string failure_messages(const std::vector<ProbeResult>& results) {
+  std::string out;
+  for (const auto& r : results)
+    if (!r.passed()) out += r.id + ": " + r.message + "\n";
+  return out;
+}
+
 }  // namespace maf::sandbox::conformance::test
