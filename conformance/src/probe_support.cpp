@@ -1,6 +1,13 @@
 #include "probe_support.hpp"
 
 #include <cxxabi.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <thread>
 
 #include <cstdlib>
 #include <memory>
@@ -100,6 +107,35 @@ std::string quoted(std::string_view text) {
   for (char& c : shown)
     if (static_cast<unsigned char>(c) < 0x20 && c != '\n') c = '?';
   return "'" + shown + (text.size() > kMax ? "…" : "") + "'";
+}
+
+bool host_runs(const std::string& marker) {
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return false;
+  bool found = false;
+  const std::string self = std::to_string(::getpid());
+  while (const dirent* e = ::readdir(proc)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9' || self == e->d_name) continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    // Arguments are NUL-separated in cmdline; the marker is written with spaces.
+    std::string cmdline = s.str();
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(marker) != std::string::npos) found = true;
+  }
+  ::closedir(proc);
+  return found;
+}
+
+
+bool host_stops_running(const std::string& marker) {
+  // The stop may land asynchronously (an engine removing a container); a bounded while.
+  for (int i = 0; i < 100; ++i) {
+    if (!host_runs(marker)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return !host_runs(marker);
 }
 
 std::string join(const std::vector<std::string>& problems) {

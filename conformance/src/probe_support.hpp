@@ -41,6 +41,12 @@ std::string fidelity_payload();
 /// or `\` of the payload is interpreted (dash, bash and busybox printf all accept it).
 std::string printf_octal(std::string_view bytes);
 
+/// Whether a process whose command line holds `marker` runs on the runner's host. The
+/// engines the runners drive are local, so a guest's processes are host processes too.
+bool host_runs(const std::string& marker);
+/// host_runs turning false within about ten seconds (a stop may land asynchronously).
+bool host_stops_running(const std::string& marker);
+
 /// "stdout 'x', stderr 'y', exit n" for messages (bounded).
 std::string describe(const ExecResult& result);
 /// A probe's problems as one failure message: "a; b; c".
