@@ -11,6 +11,8 @@
 #include <optional>
 #include <type_traits>
 
+#include <maf/sandbox/conformance/conformance.hpp>
+
 #include "engine_fixture.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/sleep.hpp"
@@ -240,4 +242,15 @@ TEST_CASE("STR-7 on Docker: a command that cannot start reports the engine's wor
   CHECK(plain.exit_code != 0);
   CHECK(got.out.empty());
   CHECK(got.err.find("no-such-program-here") != std::string::npos);
+}
+
+TEST_CASE("STREAM on Docker: the shared suite's ST-n pass with no skips, on this transport") {
+  docker_test::Scope scope;
+  auto sb = scope.acquire(docker_test::spec_for(docker_test::kImage, kStreamCaps, "conformance"));
+  conformance::PosixGuestSubject subject(scope.run, sb, scope.backend->declarations().capabilities, Egress::Closed);
+  const auto results = conformance::run_stream(subject);
+  for (const auto& r : results)
+    if (!r.passed()) UNSCOPED_INFO(r.id << " " << to_string(r.outcome) << ": " << r.message);
+  REQUIRE_FALSE(results.empty());
+  for (const auto& r : results) CHECK(r.outcome == conformance::Outcome::Pass);
 }

@@ -8,6 +8,8 @@
 
 #include <optional>
 
+#include <maf/sandbox/conformance/conformance.hpp>
+
 #include "engine_fixture.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/sleep.hpp"
@@ -136,4 +138,15 @@ TEST_CASE("STR-7 on WSLC: binary bytes arrive exact, stdout and stderr apart, th
   CHECK(s.out == out_bytes);
   CHECK(s.err == err_bytes);
   CHECK(exit.exit_code == 7);
+}
+
+TEST_CASE("STREAM on WSLC: the shared suite's ST-n pass with no skips, through the shim") {
+  wslc_test::Engine engine;
+  auto sb = engine.acquire(wslc_test::spec_for(kStreamCaps, "conformance"));
+  conformance::PosixGuestSubject subject(engine.run, sb, engine.backend->declarations().capabilities, Egress::Closed);
+  const auto results = conformance::run_stream(subject);
+  for (const auto& r : results)
+    if (!r.passed()) UNSCOPED_INFO(r.id << " " << to_string(r.outcome) << ": " << r.message);
+  REQUIRE_FALSE(results.empty());
+  for (const auto& r : results) CHECK(r.outcome == conformance::Outcome::Pass);
 }
