@@ -29,8 +29,9 @@ printf 'maf-exec-stream %s\n' "$$"
 exec "$@"
 )SH";
 
-// $1 the token, $2 the group (may be empty). Zombies are gone for this purpose: the
-// container's init (`sleep infinity`) never reaps the orphans a killed program leaves.
+// $1 the token, $2 the group (may be empty). Zombies are gone for this purpose: they are
+// reaped by the guest's init where it has one that reaps (Docker's `--init`, LIM-9), and
+// hold nothing but a pid slot where it has not.
 constexpr const char* kKiller = R"SH(t=$1
 g=$2
 if [ -z "$g" ]; then

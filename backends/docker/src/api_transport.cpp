@@ -302,6 +302,7 @@ public:
     json host = {{"PidsLimit", q.pids_limit},
                  {"SecurityOpt", json::array({"no-new-privileges"})},
                  {"NetworkMode", q.network}};
+    if (q.init) host["Init"] = true;
     if (q.cap_drop_all) host["CapDrop"] = json::array({"ALL"});
     else if (!q.cap_drop.empty()) host["CapDrop"] = q.cap_drop;
     if (!q.sysctls.empty()) {

@@ -251,6 +251,7 @@ awaitable<bool> DockerSandboxBackend::create_container(const std::string& contai
   request.pids_limit = asked.processes() ? static_cast<int>(*asked.processes()) : config_.pids_limit;
   request.cap_drop_all = config_.cap_drop_all;
   request.cap_drop = detail::workload_cap_drop();
+  request.init = config_.init;
   request.memory = asked.memory_bytes() ? std::optional<std::string>(std::to_string(*asked.memory_bytes())) : config_.memory;
   request.cpus = asked.cpus() ? std::optional<std::string>(format_cpus(*asked.cpus())) : config_.cpus_argument();
   if (detail::behind_proxy(config_, *transport_, spec)) {

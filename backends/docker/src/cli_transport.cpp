@@ -205,6 +205,7 @@ public:
     std::vector<std::string> args{"run", "-d", "--pull", "never", "--name", q.name,
                                   "--security-opt", "no-new-privileges", "--pids-limit",
                                   std::to_string(q.pids_limit)};
+    if (q.init) args.push_back("--init");
     if (q.cap_drop_all) args.insert(args.end(), {"--cap-drop", "ALL"});
     else
       for (const auto& cap : q.cap_drop) args.insert(args.end(), {"--cap-drop", cap});

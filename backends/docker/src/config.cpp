@@ -53,7 +53,7 @@ std::string format_cpus(double cpus) {
 DockerConfig parse_docker_config(const nlohmann::json& json) {
   require_known_keys(json,
                      {"docker_path", "egress_proxy_image", "outbound_network", "command_timeout_seconds",
-                      "image_pull_timeout_seconds", "pids_limit", "memory", "cpus", "cap_drop_all",
+                      "image_pull_timeout_seconds", "pids_limit", "memory", "cpus", "cap_drop_all", "init",
                       "max_exec_output_bytes", "declare_os_family", "transport", "docker_host", "egress_proxy_args",
                       "egress_inhibit_ipv4_fallback", "egress_event_log"},
                      "docker");
@@ -100,6 +100,10 @@ DockerConfig parse_docker_config(const nlohmann::json& json) {
   if (auto it = json.find("cap_drop_all"); it != json.end()) {
     if (!it->is_boolean()) refuse("cap_drop_all", "must be true or false, got " + it->dump());
     c.cap_drop_all = it->get<bool>();
+  }
+  if (auto it = json.find("init"); it != json.end()) {
+    if (!it->is_boolean()) refuse("init", "must be true or false, got " + it->dump());
+    c.init = it->get<bool>();
   }
   if (auto it = json.find("max_exec_output_bytes"); it != json.end()) {
     if (!it->is_number_unsigned() || it->get<unsigned long long>() < 1)

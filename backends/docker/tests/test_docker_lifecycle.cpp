@@ -5,6 +5,9 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <chrono>
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "engine_fixture.hpp"
@@ -79,6 +82,26 @@ TEST_CASE("D-1 D-2 D-4 issue-22: the container is hardened (no NET_RAW), unmount
   const auto caps = std::stoull(bounding, nullptr, 16);
   CHECK((caps & (1ULL << 13)) == 0);  // CAP_NET_RAW
   CHECK((caps & (1ULL << 1)) != 0);   // CAP_DAC_OVERRIDE: D-23's removals as root rely on it
+}
+
+TEST_CASE("LIM-9 D-3: the workload runs under the engine's reaping init, so orphans do not pile up as zombies") {
+  Scope s;
+  auto sb = s.acquire(spec_for(kImage, kAllCaps));
+  const std::string name = docker::DockerSandboxBackend::container_name(s.key(), "shell");
+  auto host = nlohmann::json::parse(docker_cli({"container", "inspect", "--format", "{{json .HostConfig}}", name}));
+  CHECK(host["Init"] == true);
+  // Twenty orphans: each background sleeper's parent exits at once, so it is re-parented to
+  // PID 1 and, when it ends, only PID 1 can reap it. `sleep infinity` never would.
+  REQUIRE(s.sh(*sb, "i=0; while [ $i -lt 20 ]; do (sleep 0.2 &); i=$((i+1)); done").exit_code == 0);
+  const std::string zombies = "n=0; for s in /proc/[0-9]*/stat; do read -r line < $s 2>/dev/null || continue; "
+                              "case \"${line##*) }\" in Z*) n=$((n+1));; esac; done; echo $n";
+  std::string left;
+  for (int i = 0; i < 50; ++i) {  // bounded: the sleepers end after 0.2 s
+    left = s.sh(*sb, zombies).stdout_bytes;
+    if (left == "0\n") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  CHECK(left == "0\n");
 }
 
 TEST_CASE("D-3: cap_drop_all, memory and cpus reach the container only when configured") {

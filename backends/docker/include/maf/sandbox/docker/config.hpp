@@ -53,6 +53,11 @@ struct DockerConfig {
   std::optional<std::string> memory;
   std::optional<double> cpus;
   bool cap_drop_all = false;
+  /// `--init` (HostConfig.Init): the workload's PID 1 is the engine's reaping init (tini), so
+  /// the orphans a killed or backgrounded program leaves are reaped instead of staying as
+  /// zombies that hold `pids_limit` slots (docs/limits.md). False only for an engine without
+  /// its init binary.
+  bool init = true;
   /// TEST-ONLY broken double of the LIMITS suite (not a JSON key): a spec's memory, cpus
   /// and processes are declared but not applied — only the three settings above are. Never
   /// set it outside a test.

@@ -60,6 +60,8 @@ struct CreateRequest {
   std::optional<std::string> memory;
   std::optional<std::string> cpus;  ///< already formatted (Python's str(float))
   std::vector<std::string> command{"sleep", "infinity"};
+  /// `--init` (Engine API: `HostConfig.Init`): the engine's reaping init runs `command`.
+  bool init = false;
   /// `none` (CLOSED) or the sandbox's internal network N (ALLOWLIST, docker.md §11.2).
   std::string network = "none";
   std::vector<std::pair<std::string, std::string>> env;  ///< `-e NAME=value`, in order
