@@ -110,6 +110,8 @@ public:
                                   Capability::FilesList,   Capability::FilesDelete, Capability::Reclaim,
                                   Capability::Snapshot,    Capability::HostTools};
     if (!config_->run_code_interpreter.empty()) declarations_.capabilities.insert(Capability::RunCode);
+    // Background: proven by the BACKGROUND suite on this backend (docs/background.md BG-9).
+    declarations_.capabilities.insert(Capability::Background);
     declarations_.os_families = {OsFamily::Posix};
     declarations_.isolation_scopes = {IsolationScope::Conversation, IsolationScope::Call};
     if (probe_network_namespace(*config_, *boundary_)) declarations_.egress_modes = {Egress::Closed};
