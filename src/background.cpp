@@ -36,7 +36,7 @@ constexpr int kMissing = 3;
 /// Guest-side poll interval of the supervisor and of the wait/signal scripts.
 constexpr std::chrono::milliseconds kGuestPoll{50};
 /// Bound on the supervisor taking a signal request (it looks every kGuestPoll).
-constexpr int kSignalPolls = 600;
+constexpr int kSignalPolls = 200;
 /// Margin of a query exec's timeout over the guest-side loop it runs.
 constexpr std::chrono::milliseconds kExecMargin{30000};
 

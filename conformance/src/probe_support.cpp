@@ -1,6 +1,12 @@
 #include "probe_support.hpp"
 
 #include <cxxabi.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include <cstdlib>
 #include <memory>
@@ -111,6 +117,25 @@ std::string join(const std::vector<std::string>& problems) {
 std::string describe(const ExecResult& r) {
   return "stdout " + quoted(r.stdout_bytes) + ", stderr " + quoted(r.stderr_bytes) + ", exit " +
          std::to_string(r.exit_code);
+}
+
+bool host_runs(const std::string& marker) {
+  DIR* proc = ::opendir("/proc");
+  if (!proc) return false;
+  bool found = false;
+  const std::string self = std::to_string(::getpid());
+  while (const dirent* e = ::readdir(proc)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9' || self == e->d_name) continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    // Arguments are NUL-separated in cmdline; the marker is written with spaces.
+    std::string cmdline = s.str();
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(marker) != std::string::npos) found = true;
+  }
+  ::closedir(proc);
+  return found;
 }
 
 }  // namespace detail

@@ -80,4 +80,9 @@ void expect_confinement(std::string_view what, Call&& call) {
   expect_refusal<ValueError>(what, kConfinement, std::forward<Call>(call));
 }
 
+/// Whether a process whose command line holds `marker` runs on the runner's host (one scan
+/// of /proc). The engines this runner drives are local, so a guest's processes are host
+/// processes too (HT-4, BG-4).
+bool host_runs(const std::string& marker);
+
 }  // namespace maf::sandbox::conformance::detail

@@ -5,14 +5,11 @@
 // refuse past their count and size (HT-3), and a program past its deadline is stopped with
 // everything it started (HT-4). The transport runs its program attached to one exec, so
 // what HT-1 proves is that file operations made during a running exec are seen by it.
-#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 #include "maf/sandbox/host_tools.hpp"
@@ -96,27 +93,6 @@ void caps_refuse_past_count_and_size(ProbeContext& c) {
   if (r.output.find("dispatch cap (2) is exhausted") == std::string::npos || r.output.find("count=1") == std::string::npos)
     problems.push_back("a third dispatch passed a cap of 2");
   if (!problems.empty()) fail(join(problems) + ": " + shown(r));
-}
-
-/// Whether a process whose command line holds `marker` runs on the runner's host. The
-/// engines this runner drives are local, so a guest's processes are host processes too.
-bool host_runs(const std::string& marker) {
-  DIR* proc = ::opendir("/proc");
-  if (!proc) return false;
-  bool found = false;
-  const std::string self = std::to_string(::getpid());
-  while (const dirent* e = ::readdir(proc)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9' || self == e->d_name) continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    // Arguments are NUL-separated in cmdline; the marker is written with spaces.
-    std::string cmdline = s.str();
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.find(marker) != std::string::npos) found = true;
-  }
-  ::closedir(proc);
-  return found;
 }
 
 void an_overrun_is_stopped_with_its_group(ProbeContext& c) {
