@@ -140,8 +140,11 @@ void require_background(const Sandbox& s, std::string_view what) {
                                   id);
 }
 
-awaitable<ExecResult> run(Sandbox& s, Command command, std::chrono::milliseconds timeout) {
-  co_return co_await s.exec(std::move(command), ".", timeout);
+/// The awaitable is made first, then awaited: GCC 12 destroys by-value arguments made inside
+/// a co_await expression twice. Callers pass a named Command, by reference, for the same reason.
+awaitable<ExecResult> run(Sandbox& s, const Command& command, std::chrono::milliseconds timeout) {
+  auto running = s.exec(command, ".", timeout);
+  co_return co_await std::move(running);
 }
 
 BackgroundStatus parse_status(const Sandbox& s, const std::string& id, const ExecResult& r) {
@@ -289,7 +292,8 @@ awaitable<BackgroundProcess> start_background(std::shared_ptr<Sandbox> sandbox, 
   boost::asio::co_spawn(
       executor,
       [sandbox, argv = std::move(argv), wd, lifetime = options.lifetime]() -> awaitable<ExecResult> {
-        co_return co_await sandbox->exec(Command(argv), wd, lifetime);
+        auto running = sandbox->exec(Command(argv), wd, lifetime);
+        co_return co_await std::move(running);
       },
       [st, id](std::exception_ptr e, ExecResult r) {
         st->done = true;

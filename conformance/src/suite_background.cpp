@@ -106,8 +106,11 @@ void output_so_far(ProbeContext& c) {
   if (cut.stdout_bytes != "0123" || !cut.stdout_truncated)
     problems.push_back("stdout under a cap of 4 is " + quoted(cut.stdout_bytes) + (cut.stdout_truncated ? "" : ", not flagged cut"));
   if (!c.subject.runner()([&] { return s->process.poll(); }).running) problems.push_back("the program ended before its go");
-  if (!problems.empty()) fail(join(problems));
   exec(c, Command("touch '" + go + "'"));
+  // Read so far means "while it runs on": the program must still finish on its own after.
+  const auto ended = wait_for(c, s->process);
+  if (ended.running || ended.exit_code != 0) problems.push_back("after its go the program is " + shown(ended));
+  if (!problems.empty()) fail(join(problems));
 }
 
 /// host_runs, polled a bounded while: a stop may land asynchronously.

@@ -191,3 +191,111 @@ TEST_CASE("background process BG-10: RESET (the process backend's) stops every b
   CHECK_FALSE(host_still_runs(marker));
   CHECK_THROWS_AS(p.run([&] { return find_background(p.sandbox, bg.id()); }), BackgroundProcessNotFound);
 }
+
+// --- the cleanup ladder (docs/tools.md, BG-10) ---
+
+namespace {
+
+/// A tool whose body starts a background process through its session ("start": returns the
+/// id) or looks one up by id ("find": returns "running" or "ended").
+struct ToolHarness {
+  ProcessSandbox p;  // only for its backend and runner; the tool acquires its own sandbox
+  std::shared_ptr<SandboxRouter> router;
+  CallerContext context;
+  std::shared_ptr<std::shared_ptr<Sandbox>> last = std::make_shared<std::shared_ptr<Sandbox>>();
+
+  ToolHarness() {
+    router = std::make_shared<SandboxRouter>(std::vector<std::shared_ptr<SandboxBackend>>{p.backend},
+                                             RouterOptions::lowered_floor(Isolation::OsProcess, LowerIsolationFloor{}));
+    context.current_scope = [] { return std::string("bg-tools"); };
+    context.current_thread_id = [] { return std::optional<std::string>("thread-1"); };
+  }
+  SandboxedTool tool(Cleanup cleanup) {
+    auto last_seen = last;
+    ToolBody body = [last_seen](SandboxToolSession session, nlohmann::json args) -> boost::asio::awaitable<ToolResult> {
+      auto sandbox = co_await session.acquire();
+      if (!sandbox) co_return ToolResult::error(sandbox.refusal());
+      *last_seen = *sandbox;
+      if (args["mode"] == "start") {
+        // Awaitables made first, then awaited (the GCC 12 by-value-argument trap).
+        auto starting = session.start_background(*sandbox, Command(args["command"].get<std::string>()));
+        auto started = co_await std::move(starting);
+        co_return ToolResult::text(started.id());
+      }
+      auto finding = find_background(*sandbox, args["id"].get<std::string>());
+      auto found = co_await std::move(finding);
+      const auto status = co_await found.poll();
+      co_return ToolResult::text(status.running ? "running" : "ended");
+    };
+    SandboxedToolOptions o;
+    o.cleanup = cleanup;
+    auto tools = sandboxed_tool(body, router, context, "agent-1", kSpec, "bg", std::move(o));
+    REQUIRE(tools.size() == 1);
+    return tools.front();
+  }
+  ToolResult call(const SandboxedTool& t, nlohmann::json args) {
+    return p.run([&] { return t.invoke(ToolCall{"call-1", "bg", std::move(args)}); });
+  }
+  /// A background process of the host's own, in the sandbox the last call used.
+  BackgroundProcess host_started(const std::string& line) {
+    return p.run([&] { return start_background(*last, Command(line)); });
+  }
+};
+
+}  // namespace
+
+TEST_CASE("background BG-10 RECLAIM: the rung stops the processes the call started and forgets them; one the host "
+          "started outside any call survives and a later call finds it by id") {
+  ToolHarness h;
+  auto tool = h.tool(Cleanup::Reclaim);
+  const std::string in_call = marker_sleep();
+  const ToolResult started = h.call(tool, {{"mode", "start"}, {"command", in_call + " & wait"}});
+  REQUIRE_FALSE(started.is_error);
+  const std::string id = started.joined_text();
+  CHECK_FALSE(host_still_runs(in_call));  // the call's RECLAIM stopped it, children included
+  auto sandbox = *h.last;
+  REQUIRE(sandbox);
+  CHECK_THROWS_AS(h.p.run([&] { return find_background(sandbox, id); }), BackgroundProcessNotFound);
+
+  const std::string hosts = "sleep 2719." + std::to_string(::getpid() % 1000 + 1000);
+  auto own = h.host_started(hosts + " & wait");
+  const ToolResult found = h.call(tool, {{"mode", "find"}, {"id", own.id()}});
+  CHECK(found.joined_text() == "running");
+  CHECK((*h.last)->instance_id() == sandbox->instance_id());  // RECLAIM kept the sandbox
+  CHECK(host_still_runs(hosts));  // a later call's RECLAIM did not touch it
+  CHECK(h.p.run([&] { return own.stop(30s); }).exit_code == 128 + 9);
+  CHECK_FALSE(host_still_runs(hosts));
+  h.p.run([&] { return h.router->dispose(SandboxKey{"bg-tools", "thread-1", "agent-1", ""}); });
+}
+
+TEST_CASE("background BG-10 RESET: the rung ends every background process of the sandbox, the call's and the host's") {
+  ToolHarness h;
+  auto tool = h.tool(Cleanup::Reset);
+  const std::string in_call = marker_sleep();
+  const ToolResult first = h.call(tool, {{"mode", "start"}, {"command", "touch ready; " + in_call + " & wait"}});
+  REQUIRE_FALSE(first.is_error);
+  // RESET ran after the first call: the call's process is gone already.
+  CHECK_FALSE(host_still_runs(in_call));
+  const std::string hosts = "sleep 2719." + std::to_string(::getpid() % 1000 + 1000);
+  auto own = h.host_started(hosts + " & wait");
+  REQUIRE(host_still_runs(hosts));
+  const ToolResult second = h.call(tool, {{"mode", "find"}, {"id", own.id()}});
+  CHECK(second.joined_text() == "running");  // found by id during the call
+  CHECK_FALSE(host_still_runs(hosts));        // and ended by the call's RESET
+  h.p.run([&] { return h.router->dispose(SandboxKey{"bg-tools", "thread-1", "agent-1", ""}); });
+}
+
+TEST_CASE("background BG-10 DISPOSE: the rung ends the call's background process with the sandbox") {
+  ToolHarness h;
+  auto tool = h.tool(Cleanup::Dispose);
+  const std::string in_call = marker_sleep();
+  const ToolResult first = h.call(tool, {{"mode", "start"}, {"command", in_call + " & wait"}});
+  REQUIRE_FALSE(first.is_error);
+  CHECK_FALSE(host_still_runs(in_call));
+}
+
+TEST_CASE("background BG-10: start_background on a session outside a call is a RuntimeError; nothing starts") {
+  ProcessSandbox p;
+  const SandboxToolSession outside;
+  CHECK_THROWS_AS(p.run([&] { return outside.start_background(p.sandbox, Command("sleep 100")); }), RuntimeError);
+}

@@ -82,6 +82,8 @@ public:
   const std::string& id() const noexcept { return id_; }
   /// The guest directory that holds its state (absolute).
   const std::string& directory() const noexcept { return directory_; }
+  /// The sandbox it runs in.
+  Sandbox& sandbox() const noexcept { return *sandbox_; }
 
   /// Running, or ended with its exit code. BackgroundProcessNotFound when its state is gone.
   boost::asio::awaitable<BackgroundStatus> poll() const;
