@@ -41,9 +41,11 @@ constexpr int kSignalPolls = 200;
 constexpr std::chrono::milliseconds kExecMargin{30000};
 
 // The supervisor: `sh -c SUPERVISOR maf-background DIR LINE`. It runs the program as the
-// leader of a process group of its own (BG-6), records the group, the program's status
-// (BG-4) and, once the group is empty, `ended`; between, it delivers the signal requests
-// later calls leave as DIR/*.signal. `setsid` never forks here: a background job of a shell
+// leader of a process group of its own (BG-4) and records the group; until the program ends
+// it delivers the signal requests later calls leave as DIR/*.signal. When the program ends it
+// kills what the program left in its group (BG-4: nothing outlives it unobserved — and a
+// group of zombies under an init that does not reap would never look empty), then records
+// the status, then `ended`. `setsid` never forks here: a background job of a shell
 // without job control is no group leader, so the program's pid is its group's id.
 constexpr const char* kSupervisor = R"SH(d=$1
 fail() { printf '%s\n' "$*" > "$d/launch-error.part" && mv "$d/launch-error.part" "$d/launch-error"; exit 125; }
@@ -59,13 +61,14 @@ child=$!
       kill -"$(cat "$f")" -"$pg" 2>/dev/null
       rm -f "$f"
     done
-    if [ -e "$d/status" ] && ! kill -0 -"$pg" 2>/dev/null; then break; fi
+    [ -e "$d/status" ] && break
     sleep 0.05 2>/dev/null || sleep 1
   done
 ) < /dev/null > /dev/null 2>&1 &
 watcher=$!
 wait "$child"
 code=$?
+pg=$(cat "$d/pgid" 2>/dev/null) && kill -9 -"$pg" 2>/dev/null
 printf %s "$code" > "$d/status.part" && mv "$d/status.part" "$d/status"
 wait "$watcher"
 : > "$d/ended"
@@ -227,7 +230,7 @@ awaitable<BackgroundOutput> BackgroundProcess::output(std::int64_t max_bytes) co
   if (max_bytes < 0)
     throw ValueError("BackgroundProcess::output: max_bytes must not be negative, got " + std::to_string(max_bytes));
   BackgroundOutput out;
-  // One byte past the cap tells "over" from "exactly at" without a second look (BG-5).
+  // One byte past the cap tells "over" from "exactly at" without a second look (BG-3).
   const std::string past_cap = std::to_string(max_bytes + 1);
   for (const std::string& stream : {std::string("stdout"), std::string("stderr")}) {
     Command r_command = script(kRead, {directory_, stream, past_cap});

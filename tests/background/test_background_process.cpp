@@ -83,7 +83,7 @@ std::string marker_sleep() { return "sleep 2718." + std::to_string(::getpid() % 
 
 }  // namespace
 
-TEST_CASE("background process BG-1/BG-4: the program runs on after start; a later exec feeds it; wait reports its own "
+TEST_CASE("background process BG-1/BG-2: the program runs on after start; a later exec feeds it; wait reports its own "
           "exit code; a wait that times out says running") {
   ProcessSandbox p;
   auto bg = p.run([&] {
@@ -103,7 +103,7 @@ TEST_CASE("background process BG-1/BG-4: the program runs on after start; a late
   CHECK(p.run([&] { return bg.poll(); }).exit_code == 7);
 }
 
-TEST_CASE("background process BG-5: output so far while it runs; each stream over its cap is cut and flagged") {
+TEST_CASE("background process BG-3: output so far while it runs; each stream over its cap is cut and flagged") {
   ProcessSandbox p;
   auto bg = p.run([&] {
     return start_background(p.sandbox,
@@ -125,7 +125,7 @@ TEST_CASE("background process BG-5: output so far while it runs; each stream ove
   CHECK(p.run([&] { return bg.wait(60s); }).exit_code == 0);
 }
 
-TEST_CASE("background process BG-6: a signal reaches the whole group (a child it forked is gone too); a signal after "
+TEST_CASE("background process BG-4: a signal reaches the whole group (a child it forked is gone too); a signal after "
           "the end is not sent") {
   ProcessSandbox p;
   const std::string marker = marker_sleep();
@@ -140,7 +140,7 @@ TEST_CASE("background process BG-6: a signal reaches the whole group (a child it
   CHECK_FALSE(p.run([&] { return bg.signal(15); }));
 }
 
-TEST_CASE("background process BG-3: a handle rebuilt from the id (another runner, as from another call) sees the same "
+TEST_CASE("background process BG-5/BG-6: a handle rebuilt from the id (another runner, as from another call) sees the same "
           "process; an unknown id is refused naming it") {
   ProcessSandbox p;
   auto bg = p.run([&] { return start_background(p.sandbox, Command("while [ ! -e go ]; do sleep 0.05; done; exit 3"),
@@ -165,7 +165,7 @@ TEST_CASE("background process BG-3: a handle rebuilt from the id (another runner
                   ValueError);
 }
 
-TEST_CASE("background process BG-2/BG-7: bad input is a ValueError naming the value") {
+TEST_CASE("background process BG-6/BG-7: bad input is a ValueError naming the value") {
   ProcessSandbox p;
   auto starts = [&](Command c, BackgroundOptions o = {}) {
     return p.run([&] { return start_background(p.sandbox, c, o); });

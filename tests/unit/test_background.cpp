@@ -1,5 +1,5 @@
 // background.hpp against the in-process double (it runs no program): the gate and every bad
-// input are refused before anything reaches the sandbox (docs/background.md BG-2, BG-7, BG-9).
+// input are refused before anything reaches the sandbox (docs/background.md BG-6, BG-7, BG-9).
 // What a running program does is proven on the process backend (tests/background/).
 #include <catch2/catch.hpp>
 
@@ -34,7 +34,7 @@ TEST_CASE("background BG-9: a sandbox that does not declare background refuses s
   CHECK(sb->hook_counts().exec == 0);
 }
 
-TEST_CASE("background BG-2: an id is 16 characters of [a-z0-9]; anything else is a ValueError naming it") {
+TEST_CASE("background BG-6: an id is 16 characters of [a-z0-9]; anything else is a ValueError naming it") {
   CHECK_NOTHROW(validate_background_id("0123456789abcdef"));
   CHECK_NOTHROW(validate_background_id("zzzzzzzzzzzzzzzz"));
   for (const std::string bad : {"", "0123456789abcde", "0123456789abcdef0", "0123456789ABCDEF", "../../etc/passwd",

@@ -36,6 +36,8 @@ BackendDeclarations base_declarations() {
   // cold acquire (docs/backends/docker.md "SNAPSHOT, measured").
   d.capabilities = CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesDelete,
                                  Capability::HostTools, Capability::Reclaim};
+  // Background: proven by the BACKGROUND suite on a real engine, both transports (docs/background.md BG-9).
+  d.capabilities.insert(Capability::Background);
   // docker.md §1: 64 MiB per file, 256 MiB total, 256 files, in each direction.
   const TransferLimits limits{64 * kMiB, 256 * kMiB, 256};
   d.limits = SandboxLimits{limits, limits};

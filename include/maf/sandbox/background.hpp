@@ -49,7 +49,7 @@ private:
 struct BackgroundOptions {
   /// Where the program runs; relative values resolve under the storage base, as for exec.
   std::string working_directory = ".";
-  /// The id to file it under (BG-2: 16 characters of [a-z0-9]); absent: a random one.
+  /// The id to file it under (BG-6: 16 characters of [a-z0-9]); absent: a random one.
   std::optional<std::string> id{};
   /// The longest the program may run: the timeout of the exec that supervises it (BG-8).
   std::chrono::milliseconds lifetime = std::chrono::hours(24);
@@ -58,14 +58,14 @@ struct BackgroundOptions {
 };
 
 /// Where a background process is. `exit_code` is set once it ended: the program's own
-/// status, or 128 + N when a signal N ended it (the shell's convention, BG-4).
+/// status, or 128 + N when a signal N ended it (the shell's convention, BG-2).
 struct BackgroundStatus {
   bool running = true;
   std::optional<int> exit_code{};
 };
 
 /// What a background process wrote so far, each stream under the cap it was read with.
-/// A stream over the cap is cut at the cap and says so (BG-5): never silently.
+/// A stream over the cap is cut at the cap and says so (BG-3): never silently.
 struct BackgroundOutput {
   std::string stdout_bytes;
   std::string stderr_bytes;
@@ -91,7 +91,7 @@ public:
   /// returns `running`, it does not throw.
   boost::asio::awaitable<BackgroundStatus> wait(std::chrono::milliseconds timeout) const;
   /// Send signal number `signal` (1…64, else ValueError) to the program's whole process group
-  /// (BG-6) and return once the supervisor delivered it: true, or false when the program had
+  /// (BG-4) and return once the supervisor delivered it: true, or false when the program had
   /// already ended (nothing is sent then).
   boost::asio::awaitable<bool> signal(int signal) const;
   /// What it wrote so far; `max_bytes` per stream (not negative, else ValueError).
@@ -111,11 +111,11 @@ private:
 boost::asio::awaitable<BackgroundProcess> start_background(std::shared_ptr<Sandbox> sandbox, Command command,
                                                            BackgroundOptions options = {});
 
-/// BG-3: the handle of the background process `id` of this sandbox; BackgroundProcessNotFound
+/// BG-5: the handle of the background process `id` of this sandbox; BackgroundProcessNotFound
 /// naming the id when there is none, ValueError when the id is malformed.
 boost::asio::awaitable<BackgroundProcess> find_background(std::shared_ptr<Sandbox> sandbox, std::string id);
 
-/// BG-2: refuse (ValueError naming it) an id that is not 16 characters of [a-z0-9].
+/// BG-6: refuse (ValueError naming it) an id that is not 16 characters of [a-z0-9].
 void validate_background_id(std::string_view id);
 
 }  // namespace maf::sandbox
