@@ -2,6 +2,7 @@
 // Every assertion is causal: a program waits for a file the test creates, never for time.
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -163,6 +164,33 @@ TEST_CASE("background process BG-5/BG-6: a handle rebuilt from the id (another r
   // An id is filed once per sandbox.
   CHECK_THROWS_AS(p.run([&] { return start_background(p.sandbox, Command("true"), BackgroundOptions{.id = "mybuild000000001"}); }),
                   ValueError);
+}
+
+TEST_CASE("background process BG-5: another host process, holding only the id, finds it and signals it") {
+  ProcessSandbox p;
+  auto bg = p.run([&] { return start_background(p.sandbox, Command("while :; do sleep 0.05; done")); });
+  const std::string id = bg.id();
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    // Another host process: its own runner, nothing of the parent's handle but the id.
+    int code = 3;
+    try {
+      BlockingRunner own;
+      auto found = own([&] { return find_background(p.sandbox, id); });
+      const bool running = own([&] { return found.poll(); }).running;
+      const bool delivered = own([&] { return found.signal(15); });
+      code = running && delivered ? 0 : 1;
+    } catch (...) {
+      code = 2;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(p.run([&] { return bg.wait(60s); }).exit_code == 128 + 15);  // the other process's signal ended it
 }
 
 TEST_CASE("background process BG-6/BG-7: bad input is a ValueError naming the value") {
