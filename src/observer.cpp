@@ -106,6 +106,7 @@ std::string event_to_json(const SandboxEvent& event) {
                  },
                  [&](const ExecEvent& e) {
                    j["run_code"] = e.run_code;
+                   j["streamed"] = e.streamed;
                    j["argv_digest"] = e.argv_digest;
                    j["exit_code"] = e.exit_code ? json(*e.exit_code) : json();
                    j["timed_out"] = e.timed_out;

@@ -232,6 +232,50 @@ void Bench::operations(int runs) {
             return timed([&] { spawn_and_wait_all(one); });
           });
 
+  // Streaming (issue 31): the first byte of a streamed `echo` beside the same command run to
+  // completion by exec — alone, where the two should cost the same, and with a 300 ms tail
+  // after the line, where the stream shows what it buys (docs/streaming.md).
+  auto first_byte = [&](const std::string& shell) {
+    double first = -1;
+    const auto start = Clock::now();
+    run_([&] {
+      return warm->exec_stream(shell, [&](OutputStream, std::string_view) {
+        if (first < 0) first = micros(Clock::now() - start);
+      });
+    });
+    require(first >= 0, "no chunk of the streamed echo arrived");
+    return first;
+  };
+  auto to_completion = [&](const std::string& shell) {
+    return timed([&] { require(run_([&] { return warm->exec(shell); }).stdout_bytes == "hi\n", "echo lost"); });
+  };
+  measure("exec_stream `echo`: first byte", "exec of the same `echo` to completion", runs,
+          [&] { return first_byte("echo hi"); }, [&] { return to_completion("echo hi"); });
+  measure("exec_stream `echo; sleep 0.3`: first byte", "exec of the same command to completion", runs,
+          [&] { return first_byte("echo hi; sleep 0.3"); }, [&] { return to_completion("echo hi; sleep 0.3"); });
+
+  // A sandbox's cgroups (made at its first command, one per usable controller, limits
+  // written; removed at disposal) beside the cold acquire they add to.
+  int cgroup_serial = 0;
+  const auto cgroups = process::CgroupLimits::detect(config_.cgroup_root, config_.pids_limit, config_.memory_limit_bytes);
+  measure("cgroup set-up + removal", "acquire (cold) of a sandbox", runs,
+          [&] {
+            const std::string name = "maf-bench-cgroup-" + std::to_string(::getpid()) + "-" +
+                                     std::to_string(cgroup_serial++);
+            return timed([&] {
+              const auto dirs = cgroups.prepare(name, ResourceLimits({.memory_bytes = 256 << 20,
+                                                                                .processes = 128}));
+              require(!dirs.empty(), "no usable cgroup controller here: nothing to measure");
+              require(process::remove_cgroups(dirs).empty(), "a bench cgroup was left behind");
+            });
+          },
+          [&] {
+            const auto k = key("cold-cg-" + std::to_string(serial++));
+            const double t = timed([&] { acquire(k, spec()); });
+            dispose(k);
+            return t;
+          });
+
   for (const std::size_t size : {std::size_t{1024}, std::size_t{1} << 20}) {
     const std::string payload(size, 'p');
     const std::string label = size == 1024 ? "1 KiB" : "1 MiB";

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <cstdlib>
 #include <memory>
@@ -108,17 +109,6 @@ std::string quoted(std::string_view text) {
   return "'" + shown + (text.size() > kMax ? "…" : "") + "'";
 }
 
-std::string join(const std::vector<std::string>& problems) {
-  std::string out;
-  for (const auto& p : problems) out += (out.empty() ? "" : "; ") + p;
-  return out;
-}
-
-std::string describe(const ExecResult& r) {
-  return "stdout " + quoted(r.stdout_bytes) + ", stderr " + quoted(r.stderr_bytes) + ", exit " +
-         std::to_string(r.exit_code);
-}
-
 bool host_runs(const std::string& marker) {
   DIR* proc = ::opendir("/proc");
   if (!proc) return false;
@@ -136,6 +126,27 @@ bool host_runs(const std::string& marker) {
   }
   ::closedir(proc);
   return found;
+}
+
+
+bool host_stops_running(const std::string& marker) {
+  // The stop may land asynchronously (an engine removing a container); a bounded while.
+  for (int i = 0; i < 100; ++i) {
+    if (!host_runs(marker)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return !host_runs(marker);
+}
+
+std::string join(const std::vector<std::string>& problems) {
+  std::string out;
+  for (const auto& p : problems) out += (out.empty() ? "" : "; ") + p;
+  return out;
+}
+
+std::string describe(const ExecResult& r) {
+  return "stdout " + quoted(r.stdout_bytes) + ", stderr " + quoted(r.stderr_bytes) + ", exit " +
+         std::to_string(r.exit_code);
 }
 
 }  // namespace detail

@@ -41,6 +41,12 @@ std::string fidelity_payload();
 /// or `\` of the payload is interpreted (dash, bash and busybox printf all accept it).
 std::string printf_octal(std::string_view bytes);
 
+/// Whether a process whose command line holds `marker` runs on the runner's host. The
+/// engines the runners drive are local, so a guest's processes are host processes too.
+bool host_runs(const std::string& marker);
+/// host_runs turning false within about ten seconds (a stop may land asynchronously).
+bool host_stops_running(const std::string& marker);
+
 /// "stdout 'x', stderr 'y', exit n" for messages (bounded).
 std::string describe(const ExecResult& result);
 /// A probe's problems as one failure message: "a; b; c".
@@ -79,10 +85,5 @@ template <class Call>
 void expect_confinement(std::string_view what, Call&& call) {
   expect_refusal<ValueError>(what, kConfinement, std::forward<Call>(call));
 }
-
-/// Whether a process whose command line holds `marker` runs on the runner's host (one scan
-/// of /proc). The engines this runner drives are local, so a guest's processes are host
-/// processes too (HT-4, BG-4).
-bool host_runs(const std::string& marker);
 
 }  // namespace maf::sandbox::conformance::detail

@@ -184,11 +184,7 @@ RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, Subje
     std::unique_ptr<ConformanceSubject> subject = subject_for(sandbox);
     report.work_dir = subject->working_directory();
 
-    // BACKGROUND beside the suites of kAllSuites, run like them where its gate is met, and
-    // before EXEC, which stays last (R9).
-    std::vector<Suite> suites(std::begin(kAllSuites), std::end(kAllSuites));
-    suites.insert(std::find(suites.begin(), suites.end(), Suite::Exec), Suite::Background);
-    for (Suite suite : suites) {
+    for (Suite suite : kAllSuites) {
       const bool asked = requested(o, suite);
       if (!o.suites.empty() && !asked) continue;
       SuiteReport sr{suite, SuiteStatus::Ran, {}, {}};

@@ -113,15 +113,6 @@ void output_so_far(ProbeContext& c) {
   if (!problems.empty()) fail(join(problems));
 }
 
-/// host_runs, polled a bounded while: a stop may land asynchronously.
-bool still_runs(const std::string& marker) {
-  for (int i = 0; i < 100; ++i) {
-    if (!host_runs(marker)) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return true;
-}
-
 void a_signal_stops_the_group(ProbeContext& c) {
   const std::string ready = fresh("ready4");
   const std::string marker = "sleep 3141." + std::to_string(::getpid() % 1000 + 1000);
@@ -134,7 +125,7 @@ void a_signal_stops_the_group(ProbeContext& c) {
   if (!delivered || ended.running || ended.exit_code != 128 + 15)
     fail(std::string("SIGTERM was ") + (delivered ? "delivered" : "not delivered") + " and the program is " + shown(ended) +
          " (not ended by the signal: 143)");
-  if (still_runs(marker)) fail("'" + marker + "', forked by the program, still runs after the signal to its group");
+  if (!host_stops_running(marker)) fail("'" + marker + "', forked by the program, still runs after the signal to its group");
 }
 
 void a_rebuilt_handle_works(ProbeContext& c) {

@@ -18,25 +18,10 @@ namespace {
 
 constexpr CapabilitySet kBothRungs{Capability::Reclaim, Capability::Snapshot};
 
-struct CleanupFixture {
-  test::TempDir dir{"maf-conformance-cleanup"};
-  BlockingRunner run;
-  std::shared_ptr<test::HostTreeSandbox> sandbox;
-  std::unique_ptr<PosixGuestSubject> subject;
-
-  explicit CleanupFixture(test::Flaw flaw = test::Flaw::None, CapabilitySet rungs = kBothRungs) {
-    sandbox = std::make_shared<test::HostTreeSandbox>(dir.path(), flaw, rungs);
-    subject = std::make_unique<PosixGuestSubject>(run, sandbox, sandbox->capabilities(), std::nullopt);
-    subject->set_exec_timeout(std::chrono::seconds(20));
-  }
+struct CleanupFixture : test::DoubleFixture<test::HostTreeSandbox> {
+  explicit CleanupFixture(test::Flaw flaw = test::Flaw::None, CapabilitySet rungs = kBothRungs)
+      : DoubleFixture("maf-conformance-cleanup", flaw, rungs) {}
 };
-
-std::string messages(const std::vector<ProbeResult>& results) {
-  std::string out;
-  for (const auto& r : results)
-    if (!r.passed()) out += r.id + ": " + r.message + "\n";
-  return out;
-}
 
 }  // namespace
 
@@ -44,7 +29,7 @@ TEST_CASE("conformance CLEANUP §9.2: an honest double passes every RC and RS pr
   CleanupFixture f;
   std::vector<ProbeResult> results;
   REQUIRE_NOTHROW(results = check_cleanup(*f.subject));
-  INFO(messages(results));
+  INFO(test::failure_messages(results));
   CHECK(ids_with(results, Outcome::Pass).size() == probes(Suite::Cleanup).size());
   CHECK(ids_with(results, Outcome::Pass) == Ids{"RC-1", "RC-2", "RC-3", "RC-4", "RC-5", "RC-6", "RC-7", "RC-8", "RS-1",
                                                 "RS-2", "RS-3", "RS-4"});
@@ -80,7 +65,7 @@ TEST_CASE("conformance CLEANUP: each rung skips the other's probes, naming the c
 TEST_CASE("conformance CLEANUP broken double: a reclaim that removes nothing fails RC-1…RC-4, RC-6, RC-7") {
   CleanupFixture f(test::Flaw::ReclaimNothing, {Capability::Reclaim});
   const auto results = run_cleanup(*f.subject);
-  INFO(messages(results));
+  INFO(test::failure_messages(results));
   CHECK(ids_with(results, Outcome::Fail) == Ids{"RC-1", "RC-2", "RC-3", "RC-4", "RC-6", "RC-7"});
   CHECK_THROWS_AS(check_cleanup(*f.subject), ConformanceFailure);
 }
@@ -88,14 +73,14 @@ TEST_CASE("conformance CLEANUP broken double: a reclaim that removes nothing fai
 TEST_CASE("conformance CLEANUP broken double: a reclaim that follows links fails RC-3 and RC-6") {
   CleanupFixture f(test::Flaw::ReclaimFollowsLinks, {Capability::Reclaim});
   const auto results = run_cleanup(*f.subject);
-  INFO(messages(results));
+  INFO(test::failure_messages(results));
   CHECK(ids_with(results, Outcome::Fail) == Ids{"RC-3", "RC-6"});
 }
 
 TEST_CASE("conformance CLEANUP broken double: an over-broad reclaim fails RC-1 (a sibling call's directory)") {
   CleanupFixture f(test::Flaw::ReclaimTakesTheParent, {Capability::Reclaim});
   const auto results = run_cleanup(*f.subject);
-  INFO(messages(results));
+  INFO(test::failure_messages(results));
   const auto failed = ids_with(results, Outcome::Fail);
   REQUIRE(!failed.empty());
   CHECK(failed.front() == "RC-1");
@@ -105,21 +90,21 @@ TEST_CASE("conformance CLEANUP broken double: an over-broad reclaim fails RC-1 (
 TEST_CASE("conformance CLEANUP broken double: a reclaim refusing a missing directory fails RC-4 and RC-5 (§9.2)") {
   CleanupFixture f(test::Flaw::ReclaimRefusesMissing, {Capability::Reclaim});
   const auto results = run_cleanup(*f.subject);
-  INFO(messages(results));
+  INFO(test::failure_messages(results));
   CHECK(ids_with(results, Outcome::Fail) == Ids{"RC-4", "RC-5"});
 }
 
 TEST_CASE("conformance CLEANUP broken double: a reset that restores nothing fails RS-1, RS-2, RS-3") {
   CleanupFixture f(test::Flaw::ResetNothing, {Capability::Snapshot});
   const auto results = run_cleanup(*f.subject);
-  INFO(messages(results));
+  INFO(test::failure_messages(results));
   CHECK(ids_with(results, Outcome::Fail) == Ids{"RS-1", "RS-2", "RS-3"});
 }
 
 TEST_CASE("conformance CLEANUP broken double: a reset that only empties the tree fails RS-2 and RS-3") {
   CleanupFixture f(test::Flaw::ResetOnlyEmpties, {Capability::Snapshot});
   const auto results = run_cleanup(*f.subject);
-  INFO(messages(results));
+  INFO(test::failure_messages(results));
   CHECK(ids_with(results, Outcome::Fail) == Ids{"RS-2", "RS-3"});
 }
 

@@ -58,6 +58,13 @@ SandboxSpec build_spec(const Args& args) {
   return SandboxSpec(std::move(f));
 }
 
+/// One chunk of a streamed program, untranslated, on the matching stream of ours, at once.
+void print_chunk(OutputStream stream, std::string_view bytes) {
+  FILE* to = stream == OutputStream::Stdout ? stdout : stderr;
+  std::fwrite(bytes.data(), 1, bytes.size(), to);
+  std::fflush(to);
+}
+
 /// The program's own bytes, untranslated, on our own streams (human form).
 void print_program_output(const ExecResult& result) {
   std::fwrite(result.stdout_bytes.data(), 1, result.stdout_bytes.size(), stdout);
@@ -68,7 +75,7 @@ void print_program_output(const ExecResult& result) {
 /// Collection failed after the program ran: the program's output and exit status are printed
 /// first (human form), or carried beside the error (JSON: `{"error": {…}, "run": {"exit_code",
 /// "stdout", "stderr"}}`), so a collection error never hides what the program said.
-int report_after_run(Session& session, const ExecResult& result, const Failure& failure) {
+int report_after_run(Session& session, const ExecResult& result, bool streamed, const Failure& failure) {
   if (session.reporter.json()) {
     session.reporter.result({{"error", {{"type", failure.type}, {"message", failure.message}}},
                              {"run",
@@ -77,7 +84,7 @@ int report_after_run(Session& session, const ExecResult& result, const Failure& 
                                {"stderr", result.stderr_text()}}}},
                             {});
   } else {
-    print_program_output(result);
+    if (!streamed) print_program_output(result);
     fmt::print(stderr, "maf-sandbox: exit code {}\n", result.exit_code);
     session.reporter.error(failure);
   }
@@ -120,6 +127,11 @@ int cmd_run(Session& session) {
   const auto timeout = args.get("timeout") ? std::chrono::milliseconds(parse_duration(*args.get("timeout"), "timeout"))
                                            : kDefaultExecTimeout;
   if (timeout.count() == 0) throw ValueError("--timeout must be positive");
+  // Silence is bounded only when asked: a quiet build is not a hung one (docs/streaming.md).
+  const auto read_timeout = args.get("read-timeout")
+                                ? std::chrono::milliseconds(parse_duration(*args.get("read-timeout"), "read-timeout"))
+                                : timeout;
+  if (read_timeout.count() == 0) throw ValueError("--read-timeout must be positive");
   std::vector<Input> inputs;
   for (const auto& put : args.all("put")) inputs.push_back(read_put(put));
   const auto out_dir = args.get("out");
@@ -148,6 +160,7 @@ int cmd_run(Session& session) {
   std::vector<LandedArtifact> landed;
   std::exception_ptr failure;
   bool ran = false;  // the program ran: its output and exit status are the user's, whatever follows
+  bool streamed = false;  // its output is on our streams already
   try {
     sandbox = session.run([&] { return router.acquire(key, spec); });
     for (const auto& in : inputs) {
@@ -155,7 +168,18 @@ int cmd_run(Session& session) {
       session.run([&] { return sandbox->write_file(in.guest, in.content); });
     }
     session.reporter.progress("running " + Command(args.argv).shell_line());
-    result = session.run([&] { return sandbox->exec(Command(args.argv), ".", timeout); });
+    // Human form: the program's output as it arrives, where the backend streams (STR-1); the
+    // JSON form carries it in the result, so it waits for the end.
+    streamed = !session.reporter.json() && sandbox->capabilities().contains(Capability::ExecStream);
+    if (streamed) {
+      const StreamedExit done = session.run([&] {
+        return sandbox->exec_stream(Command(args.argv), print_chunk, {".", timeout, read_timeout});
+      });
+      result.exit_code = done.exit_code;
+      result.limits_hit = done.limits_hit;
+    } else {
+      result = session.run([&] { return sandbox->exec(Command(args.argv), ".", timeout); });
+    }
     ran = true;
     if (!spec.declared_outputs().empty()) {
       session.reporter.progress("collecting outputs");
@@ -184,7 +208,7 @@ int cmd_run(Session& session) {
     fmt::print(stderr, "maf-sandbox: OTLP export lost {} span(s), dropped {} event(s)\n",
                exporter->stats().spans_lost, exporter->stats().events_dropped);
   if (failure && !ran) std::rethrow_exception(failure);
-  if (failure) return report_after_run(session, result, classify(failure, Phase::Work));
+  if (failure) return report_after_run(session, result, streamed, classify(failure, Phase::Work));
 
   nlohmann::json j = {{"backend", backend->name()}, {"kind", spec.kind()},     {"key", key_json(key)},
                       {"exit_code", result.exit_code}, {"stdout", result.stdout_text()},
@@ -207,7 +231,7 @@ int cmd_run(Session& session) {
   if (session.reporter.json()) {
     session.reporter.result(j, {});
   } else {
-    print_program_output(result);  // our summary after it
+    if (!streamed) print_program_output(result);  // our summary after it
     fmt::print(stderr, "{}", summary);
   }
   return result.exit_code == 0 ? kExitOk : kExitProgramFailed;

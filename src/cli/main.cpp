@@ -19,7 +19,7 @@ constexpr const char* kUsage = R"(usage: maf-sandbox SUBCOMMAND [options] [--jso
   check --backend B [--config F] --spec S.json [--min-isolation R]
       would the router let B serve the spec? prints what matched or the refusal
   run --backend B [--config F] [--spec S.json] [--image I] [--put LOCAL=GUEST]...
-      [--output PATH]... [--out DIR] [--keep] [--min-isolation R] [--timeout T]
+      [--output PATH]... [--out DIR] [--keep] [--min-isolation R] [--timeout T] [--read-timeout T]
       [--scope S] [--thread T] [--agent A] [--call C] [--events FILE] -- ARGV...
       acquire, write inputs, run ARGV, collect outputs into DIR, dispose unless --keep
       (also when a step failed); without --spec: kind `cli` requiring exec, files_in
@@ -55,7 +55,8 @@ std::map<std::string, CommandSpec> command_specs() {
       {"check", {{json, backend, config, {"spec"}, {"min-isolation"}}}},
       {"run",
        {{json, backend, config, {"spec"}, {"image"}, {"put", true, true}, {"output", true, true}, {"out"},
-         {"keep", false}, {"min-isolation"}, {"timeout"}, {"scope"}, {"thread"}, {"agent"}, {"call"}, {"events"}},
+         {"keep", false}, {"min-isolation"}, {"timeout"}, {"read-timeout"}, {"scope"}, {"thread"}, {"agent"},
+         {"call"}, {"events"}},
         true}},
       {"dispose-scope", {{json, backend, config, {"scope"}, {"thread"}}}},
       {"reap", {{json, backend, config, {"older-than"}, {"expired", false}, {"scope"}}}},

@@ -193,6 +193,7 @@ void SpanBuilder::add(const SandboxEvent& event, std::vector<json>& out) {
                    attributes.push_back(attr("maf_sandbox.argv_digest", e.argv_digest));
                    if (e.exit_code) attributes.push_back(attr("maf_sandbox.exit_code", std::int64_t{*e.exit_code}));
                    attributes.push_back(attr("maf_sandbox.timed_out", e.timed_out));
+                   if (e.streamed) attributes.push_back(attr("maf_sandbox.streamed", true));
                    attributes.push_back(attr("maf_sandbox.stdout_bytes", static_cast<std::int64_t>(e.stdout_bytes)));
                    attributes.push_back(attr("maf_sandbox.stderr_bytes", static_cast<std::int64_t>(e.stderr_bytes)));
                    error_type = e.error_type;

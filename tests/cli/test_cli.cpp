@@ -462,3 +462,35 @@ TEST_CASE("cli: C-81: an output name that can never land is refused before anyth
   CHECK(o.parsed()["error"]["type"] == "SandboxArtifactNameInvalid");
   CHECK_THAT(o.parsed()["error"]["message"].get<std::string>(), Contains("/tmp/o.txt"));
 }
+
+TEST_CASE("cli: STR-1: run prints a streaming backend's output as it arrives, before the program exits") {
+  // Causality, not a clock: the program waits for a marker that this test makes only after
+  // `first` came out of `maf-sandbox run`; output held until exit would never let it.
+  Scratch s;
+  const fs::path root = s.dir / "root";
+  const auto config = s.write("process.json", json{{"root", root.string()}}.dump());
+  const std::string program =
+      "printf first; i=0; while [ $i -lt 150 ]; do [ -e go ] && { echo saw-marker; exit 0; }; sleep 0.1; "
+      "i=$((i+1)); done; echo no-marker; exit 3";
+  std::string command = "MAF_SANDBOX_PLUGIN_PATH=" + quote(MAF_TEST_PROCESS_PLUGIN_DIR) + " " + quote(MAF_TEST_CLI) +
+                        " run --backend process --config " + quote(config.string()) +
+                        " --min-isolation os_process -- sh -c " + quote(program) + " 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  bool marked = false;
+  char buf[256];
+  for (ssize_t n; (n = ::read(fileno(pipe), buf, sizeof buf)) > 0;) {
+    out.append(buf, static_cast<std::size_t>(n));
+    if (marked || out.find("first") == std::string::npos) continue;
+    // The guest's working directory is a host directory under the backend's root.
+    for (const auto& e : fs::directory_iterator(root))
+      if (fs::exists(e.path() / "root/maf-sandbox/work")) std::ofstream(e.path() / "root/maf-sandbox/work/go");
+    marked = true;
+  }
+  const int status = pclose(pipe);
+  CHECK(marked);
+  CHECK(out == "firstsaw-marker\n");
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}

@@ -253,6 +253,50 @@ TEST_CASE("subprocess: a sink that throws kills the child and the exception prop
   CHECK(child_count() == 0);
 }
 
+TEST_CASE("subprocess: stderr has a sink of its own, apart from stdout's, within its own cap", "[subprocess]") {
+  std::string out, err;
+  auto r = run({.argv = {"sh", "-c", "printf o1; printf e1 >&2; printf o2; printf e2-long >&2"},
+                .max_stderr = 5,
+                .on_stdout = [&](std::string_view c) { return out.append(c), true; },
+                .on_stderr = [&](std::string_view c) { return err.append(c), true; }});
+  CHECK(out == "o1o2");
+  CHECK(err == "e1e2-");  // the first 5 bytes, then the cap
+  CHECK(r.stderr_overflowed);
+  CHECK(r.stderr_bytes.empty());
+  CHECK(r.stderr_total == 5);
+  CHECK(child_count() == 0);
+}
+
+TEST_CASE("subprocess: idle_timeout ends a silent child — and what it started — as a result flag", "[subprocess]") {
+  std::string out;
+  auto r = run({.argv = {"sh", "-c", "printf started; (sleep 30 &); sleep 30; printf late"},
+                .on_stdout = [&](std::string_view c) { return out.append(c), true; },
+                .idle_timeout = 300ms,
+                .timeout = 60s});
+  CHECK(r.idle_expired);
+  CHECK_FALSE(r.ok());
+  CHECK(out == "started");
+  CHECK(child_count() == 0);
+}
+
+TEST_CASE("subprocess: output keeps idle_timeout from firing; the deadline still does", "[subprocess]") {
+  // Writes every 50 ms for longer than the 1 s idle bound several times over: never silent.
+  auto r = run({.argv = {"sh", "-c", "i=0; while [ $i -lt 60 ]; do printf .; sleep 0.05; i=$((i+1)); done; exit 4"},
+                .idle_timeout = 1s,
+                .timeout = 60s});
+  CHECK_FALSE(r.idle_expired);
+  CHECK(r.exit_code == 4);
+  CHECK(r.stdout_bytes == std::string(60, '.'));
+  BlockingRunner runner;
+  CHECK_THROWS_AS(runner([&] {
+                    return run_subprocess({.argv = {"sh", "-c", "while :; do printf .; sleep 0.05; done"},
+                                           .idle_timeout = 10s,
+                                           .timeout = 500ms});
+                  }),
+                  SubprocessTimeout);
+  CHECK(child_count() == 0);
+}
+
 TEST_CASE("subprocess: death by signal reads as minus the signal", "[subprocess]") {
   auto r = run({.argv = {"/bin/sh", "-c", "kill -9 $$"}});
   REQUIRE(r.signal);

@@ -103,26 +103,18 @@ std::string filters_query(const std::vector<std::string>& labels, const std::opt
   return "filters=" + url_escape(filters.dump());
 }
 
-/// The 8-byte-header multiplexed exec stream, demultiplexed with per-stream caps. Each
-/// stream is captured in a support::CaptureBuffer (no doubling: an exec printing 8 MiB
-/// peaked at 2x its output) and moved into `out` by finish().
-struct Demux {
+/// The 8-byte-header framing of a multiplexed stream (Tty=false: stream byte, three zeros,
+/// big-endian length), split incrementally: each payload piece goes to `on_payload` as soon
+/// as it is fed, a frame split across reads included, so a streamed exec never waits for a
+/// frame to complete. Stream 2 is stderr, anything else stdout.
+struct FrameSplitter {
   std::string header;
   std::size_t body_left = 0;
   int stream = 0;
-  ExecOutcome* out = nullptr;
-  std::size_t max_stdout = 0;
-  std::size_t max_stderr = 0;
-  support::CaptureBuffer stdout_bytes, stderr_bytes;
 
-  /// What was captured, into out->stdout_bytes / stderr_bytes.
-  void finish() {
-    out->stdout_bytes = stdout_bytes.take();
-    out->stderr_bytes = stderr_bytes.take();
-  }
-
-  /// False once a cap is passed (reading stops).
-  bool feed(std::string_view bytes) {
+  /// False as soon as `on_payload` returns false (the rest is not split).
+  template <class OnPayload>
+  bool feed(std::string_view bytes, OnPayload&& on_payload) {
     while (!bytes.empty()) {
       if (body_left == 0) {
         const std::size_t take = std::min<std::size_t>(8 - header.size(), bytes.size());
@@ -138,19 +130,43 @@ struct Demux {
         continue;
       }
       const std::size_t take = std::min(body_left, bytes.size());
-      const bool to_stderr = stream == 2;
-      support::CaptureBuffer& sink = to_stderr ? stderr_bytes : stdout_bytes;
-      const std::size_t cap = to_stderr ? max_stderr : max_stdout;
-      const std::size_t room = cap - std::min(cap, sink.size());
-      sink.append(bytes.substr(0, std::min(take, room)));
-      if (take > room) {
-        (to_stderr ? out->stderr_overflowed : out->stdout_overflowed) = true;
-        return false;
-      }
+      if (!on_payload(stream == 2, bytes.substr(0, take))) return false;
       bytes.remove_prefix(take);
       body_left -= take;
     }
     return true;
+  }
+};
+
+/// The multiplexed exec stream, demultiplexed with per-stream caps. Each stream is captured
+/// in a support::CaptureBuffer (no doubling: an exec printing 8 MiB peaked at 2x its
+/// output) and moved into `out` by finish().
+struct Demux {
+  FrameSplitter frames;
+  ExecOutcome* out = nullptr;
+  std::size_t max_stdout = 0;
+  std::size_t max_stderr = 0;
+  support::CaptureBuffer stdout_bytes, stderr_bytes;
+
+  /// What was captured, into out->stdout_bytes / stderr_bytes.
+  void finish() {
+    out->stdout_bytes = stdout_bytes.take();
+    out->stderr_bytes = stderr_bytes.take();
+  }
+
+  /// False once a cap is passed (reading stops).
+  bool feed(std::string_view bytes) {
+    return frames.feed(bytes, [this](bool to_stderr, std::string_view payload) {
+      support::CaptureBuffer& sink = to_stderr ? stderr_bytes : stdout_bytes;
+      const std::size_t cap = to_stderr ? max_stderr : max_stdout;
+      const std::size_t room = cap - std::min(cap, sink.size());
+      sink.append(payload.substr(0, std::min(payload.size(), room)));
+      if (payload.size() > room) {
+        (to_stderr ? out->stderr_overflowed : out->stdout_overflowed) = true;
+        return false;
+      }
+      return true;
+    });
   }
 };
 
@@ -372,17 +388,8 @@ public:
       return TimeoutError("backend 'docker': exec in container " + c.container + " did not finish within " +
                           std::to_string(c.timeout ? c.timeout->count() : 0) + " ms");
     };
-    json create = {{"AttachStdin", false}, {"AttachStdout", true}, {"AttachStderr", true}, {"Tty", false},
-                   {"Cmd", c.argv}, {"WorkingDir", c.working_directory}};
-    if (c.user) create["User"] = *c.user;
     ExecOutcome o;
-    HttpRequest request;
-    request.method = "POST";
-    std::string arg27 = "/containers/" + url_escape(c.container) + "/exec";
-    request.target = co_await versioned(std::move(arg27));
-    request.body = create.dump();
-    request.content_type = "application/json";
-    request.deadline = deadline;
+    HttpRequest request = co_await exec_create_request(c.container, c.argv, c.working_directory, c.user, deadline);
     HttpResponse created;
     try {
       created = co_await http_.request(std::move(request));
@@ -400,20 +407,8 @@ public:
       o.paused_refusal = contains_ci(o.stderr_bytes, "is paused, unpause the container");
       co_return o;
     }
-    std::string exec_id;
-    try {
-      exec_id = json::parse(created.body).at("Id").get<std::string>();
-    } catch (const json::exception& e) {
-      throw OSError("backend 'docker': unreadable exec create answer for container " + c.container + ": " + e.what());
-    }
-
-    HttpRequest start_request;
-    start_request.method = "POST";
-    std::string arg28 = "/exec/" + exec_id + "/start";
-    start_request.target = co_await versioned(std::move(arg28));
-    start_request.body = R"({"Detach":false,"Tty":false})";
-    start_request.content_type = "application/json";
-    start_request.deadline = deadline;
+    const std::string exec_id = exec_id_of(created, c.container);
+    HttpRequest start_request = co_await exec_start_request(exec_id, deadline);
     Demux demux;
     demux.out = &o;
     demux.max_stdout = c.max_stdout;
@@ -447,6 +442,71 @@ public:
     }
     o.could_not_start = (o.exit_code == 126 || o.exit_code == 127) && contains_ci(o.stderr_bytes, "oci runtime");
     co_return o;
+  }
+
+  awaitable<ExecStreamEnd> exec_stream(ExecStreamCall c, ExecChunkSink sink) override {
+    // Create, then start with the attach stream read live: each frame's payload goes to the
+    // sink as its bytes arrive. The deadline is the command's and the silence bound re-arms
+    // at every read, so nothing of the transport's own cuts a stream that still produces.
+    const auto deadline_end = [] { return ExecStreamEnd{ExecStreamEnd::How::DeadlineExpired, 0}; };
+    HttpRequest request = co_await exec_create_request(c.container, c.argv, c.working_directory, c.user, c.deadline);
+    HttpResponse created;
+    bool expired = false;
+    try {
+      created = co_await http_.request(std::move(request));
+    } catch (const detail::HttpTimeout&) {
+      expired = true;
+    } catch (const detail::HttpFailure& e) {
+      throw OSError("backend 'docker': exec in container " + c.container + " via " + http_.endpoint().display + ": " +
+                    e.what());
+    }
+    if (expired) co_return deadline_end();
+    // A refusal is what the client would print and exit 1 with (the caller classifies it).
+    const auto refused = [&](const HttpResponse& r) {
+      const std::string text = "Error response from daemon: " + message_of(r) + "\n";
+      sink(OutputStream::Stderr, text);
+      return ExecStreamEnd{ExecStreamEnd::How::Exited, 1};
+    };
+    if (created.status != 201) co_return refused(created);
+    const std::string exec_id = exec_id_of(created, c.container);
+    HttpRequest start_request = co_await exec_start_request(exec_id, c.deadline);
+    start_request.live = true;
+    start_request.idle_timeout = c.idle_timeout;
+    FrameSplitter frames;
+    bool stopped = false;
+    std::function<bool(std::string_view)> feed = [&](std::string_view b) {
+      const bool more = frames.feed(b, [&](bool to_stderr, std::string_view payload) {
+        return sink(to_stderr ? OutputStream::Stderr : OutputStream::Stdout, payload);
+      });
+      if (!more) stopped = true;
+      return more;
+    };
+    HttpResponse started;
+    bool idle = false;
+    try {
+      started = co_await http_.request(std::move(start_request), std::move(feed));
+    } catch (const detail::HttpTimeout&) {
+      expired = true;
+    } catch (const detail::HttpIdle&) {
+      idle = true;
+    } catch (const detail::HttpFailure& e) {
+      throw OSError("backend 'docker': exec stream in container " + c.container + ": " + e.what());
+    }
+    if (expired) co_return deadline_end();
+    if (idle) co_return ExecStreamEnd{ExecStreamEnd::How::IdleExpired, 0};
+    if (stopped) co_return ExecStreamEnd{ExecStreamEnd::How::Stopped, 0};
+    if (started.status != 200 && started.status != 101) co_return refused(started);
+    const auto timed_out = [&] {
+      return TimeoutError("backend 'docker': exec in container " + c.container + " passed its deadline");
+    };
+    int code = 0;
+    try {
+      code = co_await exec_exit_code(exec_id, c.container, c.deadline, timed_out);
+    } catch (const TimeoutError&) {
+      expired = true;
+    }
+    if (expired) co_return deadline_end();
+    co_return ExecStreamEnd{ExecStreamEnd::How::Exited, code};
   }
 
   awaitable<ArchiveGet> archive_get(std::string container, std::string path, std::size_t read_limit) override {
@@ -665,6 +725,45 @@ public:
   }
 
 private:
+  /// Exec create (both exec forms): attached stdout and stderr, no stdin, no tty.
+  awaitable<HttpRequest> exec_create_request(const std::string& container, const std::vector<std::string>& argv,
+                                             const std::string& working_directory,
+                                             const std::optional<std::string>& user,
+                                             std::optional<std::chrono::steady_clock::time_point> deadline) {
+    json create = {{"AttachStdin", false}, {"AttachStdout", true}, {"AttachStderr", true}, {"Tty", false},
+                   {"Cmd", argv}, {"WorkingDir", working_directory}};
+    if (user) create["User"] = *user;
+    HttpRequest request;
+    request.method = "POST";
+    std::string arg27 = "/containers/" + url_escape(container) + "/exec";
+    request.target = co_await versioned(std::move(arg27));
+    request.body = create.dump();
+    request.content_type = "application/json";
+    request.deadline = deadline;
+    co_return request;
+  }
+
+  static std::string exec_id_of(const HttpResponse& created, const std::string& container) {
+    try {
+      return json::parse(created.body).at("Id").get<std::string>();
+    } catch (const json::exception& e) {
+      throw OSError("backend 'docker': unreadable exec create answer for container " + container + ": " + e.what());
+    }
+  }
+
+  /// Exec start with the attach stream (the multiplexed framing, Tty=false).
+  awaitable<HttpRequest> exec_start_request(const std::string& exec_id,
+                                            std::optional<std::chrono::steady_clock::time_point> deadline) {
+    HttpRequest request;
+    request.method = "POST";
+    std::string arg28 = "/exec/" + exec_id + "/start";
+    request.target = co_await versioned(std::move(arg28));
+    request.body = R"({"Detach":false,"Tty":false})";
+    request.content_type = "application/json";
+    request.deadline = deadline;
+    co_return request;
+  }
+
   std::string failure(const std::string& what, const HttpResponse& r) const {
     return "backend 'docker': docker API " + what + " failed (HTTP " + std::to_string(r.status) +
            "): " + message_of(r);

@@ -38,6 +38,10 @@ BackendDeclarations base_declarations() {
                                  Capability::HostTools, Capability::Reclaim};
   // Background: proven by the BACKGROUND suite on a real engine, both transports (docs/background.md BG-9).
   d.capabilities.insert(Capability::Background);
+  // ExecStream (docs/streaming.md, docker.md "Streaming exec"): both transports read the
+  // exec's output as it comes and stop the program's group in the guest on every ending but
+  // its own exit; proven on a real engine by test_docker_stream (each transport).
+  d.capabilities.insert(Capability::ExecStream);
   // docker.md §1: 64 MiB per file, 256 MiB total, 256 files, in each direction.
   const TransferLimits limits{64 * kMiB, 256 * kMiB, 256};
   d.limits = SandboxLimits{limits, limits};
@@ -116,7 +120,7 @@ std::string work_dir_tar(const std::vector<std::string>& chain, std::size_t firs
 std::vector<std::string> probe_names(CapabilitySet needs) {
   std::vector<std::string> out;
   if (needs.contains(Capability::HostTools)) out.emplace_back("host-tools");
-  else if (needs.contains(Capability::Exec)) out.emplace_back("sh");
+  else if (needs.contains(Capability::Exec) || needs.contains(Capability::ExecStream)) out.emplace_back("sh");
   if (needs.contains(Capability::FilesDelete)) out.emplace_back("rm");
   return out;
 }

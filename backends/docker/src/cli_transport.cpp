@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cctype>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +28,11 @@ boost::asio::awaitable<void> DockerTransport::archive_put_upload(std::string con
                                                                  TarUpload upload) {
   std::string tar = upload.joined();
   co_await archive_put(std::move(container), std::move(destination), std::move(tar));
+}
+
+boost::asio::awaitable<ExecStreamEnd> DockerTransport::exec_stream(ExecStreamCall call, ExecChunkSink) {
+  throw NotImplementedError("backend 'docker': this transport does not stream exec output (container " +
+                            call.container + ")");
 }
 
 // The CLI's `run -d` creates and starts in one client process; splitting it would spawn two.
@@ -267,6 +273,41 @@ public:
     o.paused_refusal = o.exit_code == 1 && contains_ci(o.stderr_bytes, "is paused, unpause the container");
     o.could_not_start = (o.exit_code == 126 || o.exit_code == 127) && contains_ci(o.stderr_bytes, "oci runtime");
     co_return o;
+  }
+
+  awaitable<ExecStreamEnd> exec_stream(ExecStreamCall call, ExecChunkSink sink) override {
+    co_await bind();
+    SubprocessOptions o;
+    o.argv = {config_.docker_path, "--context", context_, "exec", "-w", call.working_directory};
+    if (call.user) o.argv.insert(o.argv.end(), {"--user", *call.user});
+    o.argv.push_back(call.container);
+    o.argv.insert(o.argv.end(), call.argv.begin(), call.argv.end());
+    o.env_mode = support::EnvMode::replace;
+    o.env = env_;
+    // The caps are the caller's (it stops reading through the sink); the client's pipes are
+    // read as they fill, so each chunk is what one read of the client's output returned.
+    o.max_stdout = o.max_stderr = std::numeric_limits<std::size_t>::max();
+    o.on_stdout = [&sink](std::string_view b) { return sink(OutputStream::Stdout, b); };
+    o.on_stderr = [&sink](std::string_view b) { return sink(OutputStream::Stderr, b); };
+    o.idle_timeout = call.idle_timeout;
+    o.timeout = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline -
+                                                                              std::chrono::steady_clock::now()),
+                         std::chrono::milliseconds(1));
+    // Only the client is stopped here, and its shutdown says nothing: no grace for it.
+    o.kill_grace = std::chrono::milliseconds(100);
+    SubprocessResult r;
+    bool expired = false;
+    try {
+      r = co_await spawn(std::move(o));
+    } catch (const support::SubprocessTimeout&) {
+      expired = true;
+    }
+    ExecStreamEnd end;
+    if (expired) end.how = ExecStreamEnd::How::DeadlineExpired;
+    else if (r.stopped_early) end.how = ExecStreamEnd::How::Stopped;
+    else if (r.idle_expired) end.how = ExecStreamEnd::How::IdleExpired;
+    else end.exit_code = r.exit_code;
+    co_return end;
   }
 
   awaitable<ArchiveGet> archive_get(std::string container, std::string path, std::size_t read_limit) override {

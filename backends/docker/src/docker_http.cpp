@@ -121,6 +121,20 @@ void arm(Stream& stream, const std::optional<std::chrono::steady_clock::time_poi
     stream.expires_never();
 }
 
+/// A live read's bound: the sooner of the deadline and the silence bound from now.
+void arm_read(Stream& stream, const HttpRequest& request) {
+  if (!request.live || !request.idle_timeout) return arm(stream, request.deadline);
+  const auto idle_at = std::chrono::steady_clock::now() + *request.idle_timeout;
+  stream.expires_at(request.deadline ? std::min(*request.deadline, idle_at) : idle_at);
+}
+
+/// A live read's timeout before the deadline is the silence bound's.
+void check_idle(const boost::system::error_code& ec, const HttpRequest& request, const char* what) {
+  if (ec != beast::error::timeout || !request.live || !request.idle_timeout) return;
+  if (!request.deadline || std::chrono::steady_clock::now() < *request.deadline)
+    throw HttpIdle(std::string(what) + " read nothing for " + std::to_string(request.idle_timeout->count()) + " ms");
+}
+
 void check(const boost::system::error_code& ec, const char* what) {
   if (!ec) return;
   if (ec == beast::error::timeout) throw HttpTimeout(std::string(what) + " timed out");
@@ -198,10 +212,11 @@ asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::func
   http::response_parser<http::buffer_body> parser;
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // bounded below, by max_body or the sink
   if (request.method == "HEAD") parser.skip(true);
-  arm(stream, request.deadline);
+  arm_read(stream, request);
   {
     auto token = asio::redirect_error(asio::use_awaitable, ec);
     co_await http::async_read_header(stream, buffer, parser, token);
+    check_idle(ec, request, "reading the response header");
     check(ec, "reading the response header");
   }
 
@@ -209,6 +224,10 @@ asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::func
   response.status = static_cast<int>(parser.get().result_int());
   if (auto it = parser.get().find("X-Docker-Container-Path-Stat"); it != parser.get().end())
     response.path_stat = std::string(it->value());
+  // A live stream's error answer (an exec start refused) is the engine's JSON, not the
+  // stream: it is kept in `body` for the caller to read, never handed to the sink.
+  const bool to_sink = sink && (!request.live || response.status == 101 ||
+                                (response.status >= 200 && response.status < 300));
   if (request.expected_body && !sink)
     if (const std::size_t expected = request.expected_body(response); expected > 0)
       response.body.reserve(std::min(expected, request.max_body));
@@ -218,14 +237,20 @@ asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::func
   while (!parser.is_done()) {
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();
-    arm(stream, request.deadline);
+    arm_read(stream, request);
     auto token = asio::redirect_error(asio::use_awaitable, ec);
-    co_await http::async_read(stream, buffer, parser, token);
+    // async_read returns only once the chunk buffer is full or the body ends; a live
+    // stream must see each read's bytes as they come (a 6-byte line would wait otherwise).
+    if (request.live && to_sink)
+      co_await http::async_read_some(stream, buffer, parser, token);
+    else
+      co_await http::async_read(stream, buffer, parser, token);
     if (ec == http::error::need_buffer) ec = {};
+    check_idle(ec, request, "reading the response body");
     check(ec, "reading the response body");
     const std::size_t n = chunk.size() - parser.get().body().size;
     const std::string_view got(chunk.data(), n);
-    if (sink) {
+    if (to_sink) {
       if (!sink(got)) {
         stopped = true;
         break;

@@ -55,6 +55,14 @@ struct HttpRequest {
   /// so a large body is not grown by doubling — old and new buffer both resident while it
   /// moves. Unset, or 0: grow as bytes come.
   std::function<std::size_t(const struct HttpResponse&)> expected_body;
+  /// Streaming (an exec's attach under exec_stream): with a sink, each read's bytes go to it
+  /// as soon as the read returns — never held until a 64 KiB buffer fills — and no read
+  /// waits longer than `idle_timeout` (then HttpIdle, the connection closed). The deadline
+  /// still bounds the whole exchange; nothing else does, so a stream that keeps producing
+  /// is never cut by the transport. An answer other than 2xx/101 is not the stream: its body
+  /// goes to HttpResponse::body (bounded by max_body), not to the sink.
+  bool live = false;
+  std::optional<std::chrono::milliseconds> idle_timeout;
 };
 
 struct HttpResponse {
@@ -66,6 +74,11 @@ struct HttpResponse {
 
 /// The deadline passed; the connection was closed.
 class HttpTimeout : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+/// A live request read nothing for its idle_timeout (before its deadline); the connection
+/// was closed.
+class HttpIdle : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 /// Connecting, writing or reading failed (daemon gone, malformed answer).

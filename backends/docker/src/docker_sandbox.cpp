@@ -11,6 +11,7 @@
 
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/paths.hpp"
+#include "maf/sandbox/support/guest_stream.hpp"
 #include "maf/sandbox/support/sleep.hpp"
 #include "tar_plane.hpp"
 
@@ -132,19 +133,52 @@ awaitable<std::optional<std::uint64_t>> DockerSandbox::oom_kills() {
   co_return kills;
 }
 
-awaitable<ExecResult> DockerSandbox::do_exec(const ExecRequest& request) {
-  if (p_.watch_oom_kills) {
-    std::optional<std::uint64_t> seen;
-    {
-      std::lock_guard lock(oom_mutex_);
-      seen = oom_seen_;
-    }
-    if (!seen) {
-      const std::optional<std::uint64_t> baseline = co_await oom_kills();
-      std::lock_guard lock(oom_mutex_);
-      if (!oom_seen_) oom_seen_ = baseline.value_or(0);
-    }
+awaitable<void> DockerSandbox::oom_baseline() {
+  if (!p_.watch_oom_kills) co_return;
+  std::optional<std::uint64_t> seen;
+  {
+    std::lock_guard lock(oom_mutex_);
+    seen = oom_seen_;
   }
+  if (seen) co_return;
+  const std::optional<std::uint64_t> baseline = co_await oom_kills();
+  std::lock_guard lock(oom_mutex_);
+  if (!oom_seen_) oom_seen_ = baseline.value_or(0);
+}
+
+awaitable<void> DockerSandbox::oom_after(ResourceBoundSet& limits_hit) {
+  if (!p_.watch_oom_kills) co_return;
+  // LIM-6: overlapping commands of one sandbox share the counter, so either may see the other's kill.
+  const std::optional<std::uint64_t> now = co_await oom_kills();
+  std::lock_guard lock(oom_mutex_);
+  if (now && *now > oom_seen_.value_or(0)) limits_hit.insert(ResourceBound::Memory);
+  if (now) oom_seen_ = *now;
+}
+
+awaitable<void> DockerSandbox::refuse_lost_container(int exit_code, bool not_running_text) {
+  // A container killed or stopped under a running exec (docker kill, a daemon restart) ends
+  // the exec with 137, and a later exec with "is not running": neither is the program's
+  // own status. Only then is the state asked, so an ordinary exit costs nothing. The engine
+  // reports the exec's end before it has handled the container's (measured on 20.10: the
+  // Engine API's first inspect after a kill still reads "running"), so a 137 from a
+  // container that still reads running is asked again until it settles — a bounded wait
+  // that only a program killed by SIGKILL inside a live container pays in full.
+  if (exit_code != 137 && !not_running_text) co_return;
+  auto state = co_await p_.transport->container_state(p_.container);
+  const auto settle_until = std::chrono::steady_clock::now() + kKilledExecSettle;
+  while (exit_code == 137 && state && state->running && state->id == instance_id() &&
+         std::chrono::steady_clock::now() < settle_until) {
+    co_await support::sleep_for(std::chrono::milliseconds(20));
+    state = co_await p_.transport->container_state(p_.container);
+  }
+  if (!state || !state->running || state->id != instance_id())
+    throw OSError("backend 'docker': container " + p_.container + " (kind '" + kind() + "') is " +
+                  (state ? "'" + state->status + "'" : "gone") +
+                  " after the exec: it was stopped under the command; acquire again to restart it");
+}
+
+awaitable<ExecResult> DockerSandbox::do_exec(const ExecRequest& request) {
+  co_await oom_baseline();
   std::vector<std::string> argv;
   if (request.command.is_argv())
     argv = request.command.argv();  // verbatim, no shell (D-12)
@@ -192,35 +226,93 @@ awaitable<ExecResult> DockerSandbox::do_exec(const ExecRequest& request) {
                   (outcome.stdout_overflowed ? "stdout" : "stderr") +
                   " (max_exec_output_bytes); the client was stopped and the container removed");
   }
-  // A container killed or stopped under a running exec (docker kill, a daemon restart) ends
-  // the exec with 137, and a later exec with "is not running": neither is the program's
-  // own status. Only then is the state asked, so an ordinary exit costs nothing. The engine
-  // reports the exec's end before it has handled the container's (measured on 20.10: the
-  // Engine API's first inspect after a kill still reads "running"), so a 137 from a
-  // container that still reads running is asked again until it settles — a bounded wait
-  // that only a program killed by SIGKILL inside a live container pays in full.
-  if (outcome.exit_code == 137 || boost::algorithm::icontains(outcome.stderr_bytes, "is not running")) {
-    auto state = co_await p_.transport->container_state(p_.container);
-    const auto settle_until = std::chrono::steady_clock::now() + kKilledExecSettle;
-    while (outcome.exit_code == 137 && state && state->running && state->id == instance_id() &&
-           std::chrono::steady_clock::now() < settle_until) {
-      co_await support::sleep_for(std::chrono::milliseconds(20));
-      state = co_await p_.transport->container_state(p_.container);
-    }
-    if (!state || !state->running || state->id != instance_id())
-      throw OSError("backend 'docker': container " + p_.container + " (kind '" + kind() + "') is " +
-                    (state ? "'" + state->status + "'" : "gone") +
-                    " after the exec: it was stopped under the command; acquire again to restart it");
-  }
+  co_await refuse_lost_container(outcome.exit_code, boost::algorithm::icontains(outcome.stderr_bytes, "is not running"));
   ExecResult result{std::move(outcome.stdout_bytes), std::move(outcome.stderr_bytes), outcome.exit_code, {}};
-  if (p_.watch_oom_kills) {
-    // LIM-6: overlapping commands of one sandbox share the counter, so either may see the other's kill.
-    const std::optional<std::uint64_t> now = co_await oom_kills();
-    std::lock_guard lock(oom_mutex_);
-    if (now && *now > oom_seen_.value_or(0)) result.limits_hit.insert(ResourceBound::Memory);
-    if (now) oom_seen_ = *now;
-  }
+  co_await oom_after(result.limits_hit);
   co_return result;
+}
+
+awaitable<void> DockerSandbox::stop_streamed(const std::string& token, const std::optional<std::string>& pgid) {
+  auto make_call = [&] {
+    ExecCall call;
+    call.container = p_.container;
+    call.argv = support::guest_group_kill_argv(token, pgid);
+    call.working_directory.assign(1, '/');  // (assign: see do_remove)
+    call.timeout = p_.command_timeout;  // the backend's own bound: the caller's deadline may be spent
+    call.max_stdout = call.max_stderr = 4096;
+    return call;
+  };
+  ExecOutcome killed;
+  bool timed_out = false;
+  try {
+    killed = co_await exec_respecting_freeze(*p_.transport, *p_.freeze, make_call);
+  } catch (const TimeoutError&) {
+    timed_out = true;
+  }
+  if (!timed_out && killed.exit_code == 0) co_return;
+  // A container that is gone or stopped took the program with it.
+  auto state = co_await p_.transport->container_state(p_.container);
+  if (!state || !state->running || state->id != instance_id()) co_return;
+  throw OSError("backend 'docker': could not stop the streamed command in container " + p_.container + " (kind '" +
+                kind() + "'" + (pgid ? ", process group " + *pgid : std::string()) + "): " +
+                (timed_out ? "the stop did not finish within command_timeout_seconds"
+                           : "exit " + std::to_string(killed.exit_code) + ": " + killed.stderr_bytes));
+}
+
+awaitable<StreamOutcome> DockerSandbox::do_exec_stream(const ExecRequest& request, ExecOutputSink& sink) {
+  co_await oom_baseline();
+  std::vector<std::string> program;
+  if (request.command.is_argv())
+    program = request.command.argv();  // verbatim, no shell (D-12): the wrapper `exec`s it
+  else
+    program = {"sh", "-c", request.shell_line};
+  const std::string token = support::guest_stream_token();
+  std::optional<support::GuestStreamGate> gate;
+  ExecStreamEnd end;
+  // A paused refusal arrives before the header and so reaches no handler: it is re-issued
+  // like a plain exec's (§7.4), each attempt with a fresh gate.
+  const std::function<awaitable<bool>()> attempt = [&]() -> awaitable<bool> {
+    gate.emplace(sink, p_.max_exec_output_bytes, "max_exec_output_bytes");
+    ExecStreamCall call;
+    call.container = p_.container;
+    call.argv = support::guest_stream_argv(token, program);
+    call.working_directory = request.working_directory;
+    call.deadline = request.deadline;
+    call.idle_timeout = request.read_timeout;
+    ExecChunkSink feed = [&gate](OutputStream stream, std::string_view bytes) { return gate->feed(stream, bytes); };
+    end = co_await p_.transport->exec_stream(std::move(call), std::move(feed));
+    co_return end.how == ExecStreamEnd::How::Exited && !gate->started() && end.exit_code == 1 &&
+        boost::algorithm::icontains(gate->preamble(), "is paused, unpause the container");
+  };
+  co_await retry_past_own_freeze(*p_.transport, *p_.freeze, p_.container, attempt);
+
+  if (end.how == ExecStreamEnd::How::Exited) {
+    if (!gate->started()) {
+      const std::string said = gate->preamble();
+      if (end.exit_code == support::kGuestStreamNotLeader && said.rfind("maf-exec-stream:", 0) == 0)
+        throw OSError("backend 'docker': cannot stream exec in container " + p_.container + " (kind '" + kind() +
+                      "'): " + said);
+      // Never started (a missing working directory, a refusal): the engine's words are the
+      // command's stderr, as plain exec reports them.
+      gate->deliver_preamble();
+      co_await refuse_lost_container(end.exit_code, boost::algorithm::icontains(said, "is not running"));
+      co_return StreamOutcome::exited(end.exit_code);
+    }
+    co_await refuse_lost_container(end.exit_code, false);
+    ResourceBoundSet hit;
+    co_await oom_after(hit);
+    co_return StreamOutcome::exited(end.exit_code, hit);
+  }
+  // STR-2: the client stopped reading; the command still runs in the container until its
+  // group is killed there. The container stays (issue 25).
+  co_await stop_streamed(token, gate->pgid());
+  if (gate->over_cap())
+    co_return StreamOutcome::over_cap(*gate->over_cap(), gate->cap_name(), gate->cap());
+  if (gate->stopped()) co_return StreamOutcome::ended(StreamOutcome::End::Stopped);
+  if (end.how == ExecStreamEnd::How::IdleExpired) co_return StreamOutcome::ended(StreamOutcome::End::ReadTimedOut);
+  if (end.how == ExecStreamEnd::How::DeadlineExpired)
+    co_return StreamOutcome::ended(StreamOutcome::End::DeadlineExpired);
+  co_return StreamOutcome::ended(StreamOutcome::End::Stopped);
 }
 
 awaitable<std::optional<GuestStat>> DockerSandbox::do_lstat(const std::string& absolute_path) {

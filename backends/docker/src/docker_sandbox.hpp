@@ -62,6 +62,7 @@ public:
 
 protected:
   boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) override;
+  boost::asio::awaitable<StreamOutcome> do_exec_stream(const ExecRequest& request, ExecOutputSink& sink) override;
   boost::asio::awaitable<std::optional<GuestStat>> do_lstat(const std::string& absolute_path) override;
   boost::asio::awaitable<void> do_write_file(const std::string& absolute_path, const std::string& content) override;
   boost::asio::awaitable<std::string> do_read_file(const std::string& absolute_path, std::int64_t max_bytes) override;
@@ -75,6 +76,15 @@ private:
   /// The container's oom_kill counter as its own cgroup files tell it (v1
   /// memory.oom_control, v2 memory.events); absent when neither answers.
   boost::asio::awaitable<std::optional<std::uint64_t>> oom_kills();
+  /// LIM-6 around one command: the counter's baseline before it, what it gained after.
+  boost::asio::awaitable<void> oom_baseline();
+  boost::asio::awaitable<void> oom_after(ResourceBoundSet& limits_hit);
+  /// A command that ended 137 (or "is not running") may mean the container was stopped
+  /// under it: OSError when it was, after a bounded settle (see do_exec).
+  boost::asio::awaitable<void> refuse_lost_container(int exit_code, bool not_running_text);
+  /// Stop a streamed program in the guest (its whole group; guest_stream.hpp) before the
+  /// stream's ending is reported; OSError when something of it survives in a live container.
+  boost::asio::awaitable<void> stop_streamed(const std::string& token, const std::optional<std::string>& pgid);
 
   DockerSandboxParts p_;
   std::mutex oom_mutex_;

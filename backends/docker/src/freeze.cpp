@@ -93,20 +93,18 @@ boost::asio::awaitable<void> run_frozen(DockerTransport& transport, FreezeSlot& 
   if (failure) std::rethrow_exception(failure);
 }
 
-boost::asio::awaitable<ExecOutcome> exec_respecting_freeze(DockerTransport& transport, FreezeSlot& slot,
-                                                           const std::function<ExecCall()>& make_call) {
-  const std::string container = make_call().container;
+boost::asio::awaitable<void> retry_past_own_freeze(DockerTransport& transport, FreezeSlot& slot,
+                                                   const std::string& container,
+                                                   const std::function<boost::asio::awaitable<bool>()>& attempt) {
   for (;;) {
     const std::uint64_t before = slot.live_claim.load();
     const std::int64_t thawed_before = slot.thawed_at.load();
-    ExecCall call = make_call();  // the deadline recomputed for each attempt
-    ExecOutcome outcome = co_await transport.exec(std::move(call));
+    const bool paused_refusal = co_await attempt();
     const std::uint64_t after = slot.live_claim.load();
-    if (outcome.paused_refusal && before == 0 && after == 0 && within_lag(thawed_before)) {
+    if (paused_refusal && before == 0 && after == 0 && within_lag(thawed_before)) {
       // Refused just after our own thaw: the engine's flag may not have caught up. Our
       // claim covers the refusal only if the flag clears within the window; a pause that
-      // stays is someone else's, and its refusal is returned unchanged after this one
-      // attempt (D-22).
+      // stays is someone else's, and its refusal stands after this one attempt (D-22).
       bool cleared = false;
       while (!cleared && within_lag(thawed_before)) {
         auto state = co_await transport.container_state(container);
@@ -114,13 +112,27 @@ boost::asio::awaitable<ExecOutcome> exec_respecting_freeze(DockerTransport& tran
         if (!cleared) co_await support::sleep_for(kFlagPoll);
       }
       if (cleared) continue;
-      co_return outcome;
+      co_return;
     }
-    if (!outcome.paused_refusal || before == 0 || before != after) co_return outcome;
+    if (!paused_refusal || before == 0 || before != after) co_return;
     // Our own freeze refused it: wait for the thaw, then re-issue.
     co_await slot.mutex.lock();
     slot.mutex.unlock();
   }
+}
+
+boost::asio::awaitable<ExecOutcome> exec_respecting_freeze(DockerTransport& transport, FreezeSlot& slot,
+                                                           const std::function<ExecCall()>& make_call) {
+  const std::string container = make_call().container;
+  ExecOutcome outcome;
+  // The deadline is recomputed for each attempt (make_call).
+  const std::function<boost::asio::awaitable<bool>()> attempt = [&]() -> boost::asio::awaitable<bool> {
+    ExecCall call = make_call();
+    outcome = co_await transport.exec(std::move(call));
+    co_return outcome.paused_refusal;
+  };
+  co_await retry_past_own_freeze(transport, slot, container, attempt);
+  co_return outcome;
 }
 
 }  // namespace maf::sandbox::docker::detail

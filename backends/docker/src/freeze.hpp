@@ -39,6 +39,13 @@ std::shared_ptr<FreezeSlot> freeze_slot(const std::string& endpoint, const std::
 boost::asio::awaitable<void> run_frozen(DockerTransport& transport, FreezeSlot& slot, const std::string& container,
                                         const std::function<boost::asio::awaitable<void>()>& body);
 
+/// The re-issue rule below for any kind of attempt: `attempt` makes one and answers whether
+/// the engine refused it as paused; it is made again only when this process's own freeze
+/// covered the refusal (§7.4), and this returns once an attempt stands.
+boost::asio::awaitable<void> retry_past_own_freeze(DockerTransport& transport, FreezeSlot& slot,
+                                                   const std::string& container,
+                                                   const std::function<boost::asio::awaitable<bool>()>& attempt);
+
 /// Run a guest command, re-issuing a paused refusal only when this process's own freeze
 /// covered the whole attempt (§7.4); otherwise the refusal is returned unchanged.
 /// `make_call` is asked again for each attempt so the remaining deadline is recomputed.

@@ -112,6 +112,8 @@ public:
     if (!config_->run_code_interpreter.empty()) declarations_.capabilities.insert(Capability::RunCode);
     // Background: proven by the BACKGROUND suite on this backend (docs/background.md BG-9).
     declarations_.capabilities.insert(Capability::Background);
+    // ExecStream: proven by the STREAM suite on this backend (docs/streaming.md).
+    declarations_.capabilities.insert(Capability::ExecStream);
     declarations_.os_families = {OsFamily::Posix};
     declarations_.isolation_scopes = {IsolationScope::Conversation, IsolationScope::Call};
     if (probe_network_namespace(*config_, *boundary_)) declarations_.egress_modes = {Egress::Closed};

@@ -27,23 +27,24 @@ ProcessSandbox::ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> confi
       resources_(resources),
       tree_(sandbox_dir_ + "/root", guest_read_only_views(*config_), guest_virtual_dirs(), boundary_->run_as) {}
 
-boost::asio::awaitable<ExecResult> ProcessSandbox::run_confined(std::vector<std::string> command,
-                                                                std::string working_directory,
-                                                                std::optional<std::string> stdin_bytes,
-                                                                std::chrono::steady_clock::time_point deadline,
-                                                                std::chrono::milliseconds timeout) {
+ProcessSandbox::Confined ProcessSandbox::prepare_confined(const std::vector<std::string>& command,
+                                                          const std::string& working_directory,
+                                                          std::optional<std::string> stdin_bytes,
+                                                          std::chrono::steady_clock::time_point deadline) {
   const auto wd = tree_.lstat(working_directory);
   if (!wd) throw FileNotFoundError("working directory '" + working_directory + "' does not exist in the sandbox");
   if (wd->kind != EntryKind::Directory)
     throw NotADirectoryError("working directory '" + working_directory + "' is not a directory");
   touch_last_used(sandbox_dir_);
-  const std::vector<std::string> cgroups = join_cgroups();
-  const Launch launch(*config_, *boundary_, tree_.root_dir(), working_directory, storage_base(), command,
-                      cgroup_procs_files(cgroups));
+  Confined c;
+  c.cgroups = join_cgroups();
+  c.launch = std::make_unique<const Launch>(*config_, *boundary_, tree_.root_dir(), working_directory,
+                                            storage_base(), command, cgroup_procs_files(c.cgroups));
+  const Launch& launch = *c.launch;
   // LIM-6: what the kernel counts over this command's run (overlapping commands of the same
   // sandbox share the counters, so either may see the other's event).
-  const CgroupEvents before = read_cgroup_events(cgroups);
-  support::SubprocessOptions o;
+  c.before = read_cgroup_events(c.cgroups);
+  auto& o = c.options;
   o.argv = launch.argv;
   o.keep_fds = launch.keep_fds;
   o.cwd = "/";  // the caller's cwd may be closed to the identity bubblewrap runs as
@@ -54,9 +55,47 @@ boost::asio::awaitable<ExecResult> ProcessSandbox::run_confined(std::vector<std:
   o.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}};
   const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   o.timeout = std::max(remaining, std::chrono::milliseconds(1));
+  return c;
+}
+
+namespace {
+/// Whether `head` is, or could still become, the start of a set-up failure report
+/// (refuse_setup_failure's two forms).
+bool may_be_setup_failure(std::string_view head) {
+  for (const std::string_view marker : {std::string_view("bwrap: "), kCgroupJoinFailure}) {
+    const std::size_t n = std::min(head.size(), marker.size());
+    if (head.substr(0, n) == marker.substr(0, n)) return true;
+  }
+  return false;
+}
+}  // namespace
+
+void ProcessSandbox::refuse_setup_failure(int exit_code, const std::string& stderr_head) const {
+  if (exit_code == 125 && stderr_head.rfind(kCgroupJoinFailure, 0) == 0)
+    throw OSError("process sandbox could not bound the command: " + stderr_head);
+  // bwrap reports its own setup failures as exit 1 with a "bwrap: " line; that is not the
+  // program's status (C-39) and must not be mistaken for it.
+  if (exit_code == 1 && stderr_head.rfind("bwrap: ", 0) == 0)
+    throw OSError("process sandbox could not start the command: " + stderr_head);
+}
+
+ResourceBoundSet ProcessSandbox::Confined::limits_hit() const {
+  ResourceBoundSet hit;
+  const CgroupEvents after = read_cgroup_events(cgroups);
+  if (after.oom_kills > before.oom_kills) hit.insert(ResourceBound::Memory);
+  if (after.fork_refusals > before.fork_refusals) hit.insert(ResourceBound::Processes);
+  return hit;
+}
+
+boost::asio::awaitable<ExecResult> ProcessSandbox::run_confined(std::vector<std::string> command,
+                                                                std::string working_directory,
+                                                                std::optional<std::string> stdin_bytes,
+                                                                std::chrono::steady_clock::time_point deadline,
+                                                                std::chrono::milliseconds timeout) {
+  Confined c = prepare_confined(command, working_directory, std::move(stdin_bytes), deadline);
   support::SubprocessResult r;
   try {
-    r = co_await support::run_subprocess(std::move(o));
+    r = co_await support::run_subprocess(std::move(c.options));
   } catch (const support::SubprocessTimeout& e) {
     throw TimeoutError("command in process sandbox (kind '" + kind() + "') exceeded its timeout of " +
                        std::to_string(timeout.count()) + " ms and was killed");
@@ -68,17 +107,53 @@ boost::asio::awaitable<ExecResult> ProcessSandbox::run_confined(std::vector<std:
                                           : "max_stderr_bytes=" + std::to_string(config_->max_stderr_bytes)) +
                                      " to " + (out ? "stdout" : "stderr") + "; it was killed");
   }
-  if (r.exit_code == 125 && r.stderr_bytes.rfind(kCgroupJoinFailure, 0) == 0)
-    throw OSError("process sandbox could not bound the command: " + r.stderr_bytes);
-  // bwrap reports its own setup failures as exit 1 with a "bwrap: " line; that is not the
-  // program's status (C-39) and must not be mistaken for it.
-  if (r.exit_code == 1 && r.stderr_bytes.rfind("bwrap: ", 0) == 0)
-    throw OSError("process sandbox could not start the command: " + r.stderr_bytes);
+  refuse_setup_failure(r.exit_code, r.stderr_bytes);
   ExecResult result{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code, {}};
-  const CgroupEvents after = read_cgroup_events(cgroups);
-  if (after.oom_kills > before.oom_kills) result.limits_hit.insert(ResourceBound::Memory);
-  if (after.fork_refusals > before.fork_refusals) result.limits_hit.insert(ResourceBound::Processes);
+  result.limits_hit = c.limits_hit();
   co_return result;
+}
+
+boost::asio::awaitable<StreamOutcome> ProcessSandbox::do_exec_stream(const ExecRequest& request,
+                                                                     ExecOutputSink& sink) {
+  std::vector<std::string> command = guest_argv(request);
+  Confined c = prepare_confined(command, request.working_directory, std::nullopt, request.deadline);
+  // bwrap's own set-up failure arrives on stderr before the program runs; its first bytes
+  // are held back until they cannot be one (STR-7: the caller never sees bwrap's words as
+  // the program's, and the program's bytes are never changed).
+  std::string held;
+  bool holding = true;
+  auto release = [&]() -> bool {
+    holding = false;
+    if (held.empty()) return true;
+    const std::string bytes = std::move(held);
+    held.clear();
+    return sink.deliver(OutputStream::Stderr, bytes);
+  };
+  c.options.on_stdout = [&](std::string_view bytes) {
+    if (holding && !release()) return false;
+    return sink.deliver(OutputStream::Stdout, bytes);
+  };
+  c.options.on_stderr = [&](std::string_view bytes) {
+    if (!holding) return sink.deliver(OutputStream::Stderr, bytes);
+    held.append(bytes);
+    return may_be_setup_failure(held) || release();
+  };
+  c.options.idle_timeout = request.read_timeout;
+  support::SubprocessResult r;
+  try {
+    r = co_await support::run_subprocess(std::move(c.options));
+  } catch (const support::SubprocessTimeout&) {
+    co_return StreamOutcome::ended(StreamOutcome::End::DeadlineExpired);
+  }
+  if (r.stopped_early) co_return StreamOutcome::ended(StreamOutcome::End::Stopped);
+  if (r.idle_expired) co_return StreamOutcome::ended(StreamOutcome::End::ReadTimedOut);
+  if (r.stdout_overflowed) co_return StreamOutcome::over_cap(OutputStream::Stdout, "max_stdout_bytes", config_->max_stdout_bytes);
+  if (r.stderr_overflowed) co_return StreamOutcome::over_cap(OutputStream::Stderr, "max_stderr_bytes", config_->max_stderr_bytes);
+  if (holding) {
+    refuse_setup_failure(r.exit_code, held);
+    if (!release()) co_return StreamOutcome::ended(StreamOutcome::End::Stopped);
+  }
+  co_return StreamOutcome::exited(r.exit_code, c.limits_hit());
 }
 
 std::vector<std::string> ProcessSandbox::join_cgroups() const {
@@ -89,12 +164,16 @@ std::vector<std::string> ProcessSandbox::join_cgroups() const {
   return dirs;
 }
 
-boost::asio::awaitable<ExecResult> ProcessSandbox::do_exec(const ExecRequest& request) {
+std::vector<std::string> ProcessSandbox::guest_argv(const ExecRequest& request) {
   // The argv form runs without any shell; the string form through the guest's sh.
   std::vector<std::string> command =
       request.command.is_argv() ? request.command.argv() : std::vector<std::string>{"sh", "-c", request.shell_line};
   if (command.empty()) throw ValueError("exec: an argv command needs at least one element");
-  co_return co_await run_confined(std::move(command), request.working_directory, std::nullopt, request.deadline,
+  return command;
+}
+
+boost::asio::awaitable<ExecResult> ProcessSandbox::do_exec(const ExecRequest& request) {
+  co_return co_await run_confined(guest_argv(request), request.working_directory, std::nullopt, request.deadline,
                                   request.timeout);
 }
 

@@ -5,10 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "bwrap.hpp"
 #include "guest_tree.hpp"
 #include "host_boundary.hpp"
 #include "maf/sandbox/process/process_backend.hpp"
 #include "maf/sandbox/sandbox.hpp"
+#include "maf/sandbox/support/subprocess.hpp"
 
 namespace maf::sandbox::process {
 
@@ -24,6 +26,8 @@ public:
 
 protected:
   boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) override;
+  /// STR-2: the bubblewrap process group is killed on every ending but the program's own exit.
+  boost::asio::awaitable<StreamOutcome> do_exec_stream(const ExecRequest& request, ExecOutputSink& sink) override;
   boost::asio::awaitable<ExecResult> do_run_code(const std::string& code, std::chrono::milliseconds timeout,
                                                  std::chrono::steady_clock::time_point deadline) override;
   boost::asio::awaitable<std::optional<GuestStat>> do_lstat(const std::string& absolute_path) override;
@@ -37,6 +41,20 @@ protected:
                                         std::chrono::steady_clock::time_point deadline) override;
 
 private:
+  /// One command's launch under bubblewrap, prepared; what its run is judged against.
+  struct Confined {
+    std::unique_ptr<const Launch> launch;  ///< owns the descriptors `options.keep_fds` names
+    support::SubprocessOptions options;
+    std::vector<std::string> cgroups;
+    CgroupEvents before;
+    /// LIM-6: the bounds the kernel counted this run reaching.
+    ResourceBoundSet limits_hit() const;
+  };
+  static std::vector<std::string> guest_argv(const ExecRequest& request);
+  Confined prepare_confined(const std::vector<std::string>& command, const std::string& working_directory,
+                            std::optional<std::string> stdin_bytes, std::chrono::steady_clock::time_point deadline);
+  /// OSError for bubblewrap's own set-up failures, which are not the program's status (C-39).
+  void refuse_setup_failure(int exit_code, const std::string& stderr_head) const;
   boost::asio::awaitable<ExecResult> run_confined(std::vector<std::string> command, std::string working_directory,
                                                   std::optional<std::string> stdin_bytes,
                                                   std::chrono::steady_clock::time_point deadline,

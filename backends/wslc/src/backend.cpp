@@ -30,6 +30,10 @@ BackendDeclarations wslc_declarations(bool proxy_configured) {
   // over `wslc exec` as the container's user, proven by CLEANUP through the shim
   // (docs/backends/wslc.md "Cleanup"). Never SNAPSHOT.
   d.capabilities = CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::Reclaim};
+  // ExecStream (docs/streaming.md, wslc.md "Streaming exec"): `container exec`'s pipes read
+  // as they fill, the program's group stopped by a second exec; proven through the shim by
+  // test_wslc_stream.
+  d.capabilities.insert(Capability::ExecStream);
   d.os_families = OsFamilySet{OsFamily::Posix};                          // W-3
   // W-4: ALLOWLIST only with a proxy to enforce it; never UNRESTRICTED.
   d.egress_modes = proxy_configured ? EgressSet{Egress::Closed, Egress::Allowlist} : EgressSet{Egress::Closed};

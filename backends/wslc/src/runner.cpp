@@ -26,6 +26,9 @@ public:
     o.max_stdout = call.max_stdout;
     o.max_stderr = call.max_stderr;
     o.cwd = std::move(call.cwd);
+    o.on_stdout = std::move(call.on_stdout);
+    o.on_stderr = std::move(call.on_stderr);
+    o.idle_timeout = call.idle_timeout;
     support::SubprocessResult r;
     try {
       r = co_await support::run_subprocess(std::move(o));
@@ -33,8 +36,9 @@ public:
       throw WslcBackendUnavailable("backend 'wslc': cannot run wslc_path '" + path_ + "': " + e.what());
     }
     // After a capped read the child was killed: its status means nothing, the flags say why.
-    co_return WslcOutcome{r.exit_code, std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.stdout_overflowed,
-                          r.stderr_overflowed};
+    co_return WslcOutcome{r.exit_code,        std::move(r.stdout_bytes), std::move(r.stderr_bytes),
+                          r.stdout_overflowed, r.stderr_overflowed,      r.stopped_early,
+                          r.idle_expired};
   }
 
 private:

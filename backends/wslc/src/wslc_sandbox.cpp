@@ -3,8 +3,10 @@
 #include "wslc_sandbox.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/support/guest_stream.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 #include "maf/sandbox/wslc/commands.hpp"
 #include "maf/sandbox/wslc/errors.hpp"
@@ -65,6 +67,61 @@ awaitable<ExecResult> WslcSandbox::do_exec(const ExecRequest& request) {
   }
   // W-27: the guest's stderr is never classified as a wslc error.
   co_return ExecResult{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code, {}};
+}
+
+awaitable<void> WslcSandbox::stop_streamed(const std::string& token, const std::optional<std::string>& pgid) {
+  WslcCall call;
+  call.args = exec_args(p_.container, "/", support::guest_group_kill_argv(token, pgid));
+  call.timeout = p_.command_timeout;  // the backend's own bound: the caller's deadline may be spent
+  call.max_stdout = call.max_stderr = 4096;
+  const WslcOutcome r = co_await run_lifecycle(*p_.runner, std::move(call), "container exec (stop)");
+  if (r.exit_code != 0)
+    throw OSError("backend 'wslc': could not stop the streamed command in container " + p_.container + " (kind '" +
+                  kind() + "'" + (pgid ? ", process group " + *pgid : std::string()) + "): exit " +
+                  std::to_string(r.exit_code) + ": " + r.stderr_bytes);
+}
+
+awaitable<StreamOutcome> WslcSandbox::do_exec_stream(const ExecRequest& request, ExecOutputSink& sink) {
+  const std::vector<std::string> program =
+      request.command.is_argv() ? request.command.argv() : std::vector<std::string>{"sh", "-c", request.shell_line};
+  if (program.empty()) throw ValueError("backend 'wslc': exec_stream of kind '" + kind() + "' got an empty argv");
+  const std::string token = support::guest_stream_token();
+  // W-7's budget is stdout and stderr together, as for exec.
+  support::GuestStreamGate gate(sink, kMaxExecOutputBytes, "the W-7 exec output budget (stdout and stderr together)",
+                                support::GuestStreamGate::CapScope::Together);
+  WslcCall call;
+  call.args = exec_args(p_.container, request.working_directory, support::guest_stream_argv(token, program));
+  call.timeout = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(request.deadline -
+                                                                                std::chrono::steady_clock::now()),
+                          std::chrono::milliseconds(1));
+  call.idle_timeout = request.read_timeout;
+  // The budget is the gate's; wslc's pipes are only read, never capped here.
+  call.max_stdout = call.max_stderr = std::numeric_limits<std::size_t>::max();
+  call.on_stdout = [&gate](std::string_view b) { return gate.feed(OutputStream::Stdout, b); };
+  call.on_stderr = [&gate](std::string_view b) { return gate.feed(OutputStream::Stderr, b); };
+  WslcOutcome r;
+  bool expired = false;
+  try {
+    r = co_await p_.runner->run(std::move(call));
+  } catch (const support::SubprocessTimeout&) {
+    expired = true;
+  }
+  if (!expired && !r.stopped_early && !r.idle_expired) {
+    if (!gate.started()) {
+      const std::string said = gate.preamble();
+      if (r.exit_code == support::kGuestStreamNotLeader && said.rfind("maf-exec-stream:", 0) == 0)
+        throw OSError("backend 'wslc': cannot stream exec in container " + p_.container + " (kind '" + kind() +
+                      "'): " + said);
+      gate.deliver_preamble();  // never started: wslc's words are the command's stderr, as for exec
+    }
+    co_return StreamOutcome::exited(r.exit_code);
+  }
+  // STR-2: wslc was killed; the program runs on in the guest until its group is (W-28).
+  co_await stop_streamed(token, gate.pgid());
+  if (gate.over_cap()) co_return StreamOutcome::over_cap(*gate.over_cap(), gate.cap_name(), gate.cap());
+  if (gate.stopped() || r.stopped_early) co_return StreamOutcome::ended(StreamOutcome::End::Stopped);
+  if (expired) co_return StreamOutcome::ended(StreamOutcome::End::DeadlineExpired);
+  co_return StreamOutcome::ended(StreamOutcome::End::ReadTimedOut);
 }
 
 awaitable<std::optional<GuestStat>> WslcSandbox::do_lstat(const std::string& absolute_path) {

@@ -320,7 +320,8 @@ TEST_CASE("W-1…W-5: declarations without a proxy image — container, {EXEC, F
   CHECK(backend.isolation() == "container");
   const auto& d = backend.declarations();
   // W-2's set plus RECLAIM (issue 26, §9.2); never SNAPSHOT.
-  CHECK(d.capabilities == CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::Reclaim});
+  CHECK(d.capabilities ==
+        CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::Reclaim, Capability::ExecStream});
   CHECK(d.os_families == OsFamilySet{OsFamily::Posix});
   CHECK(d.egress_modes == EgressSet{Egress::Closed});
   CHECK(d.isolation_scopes == IsolationScopeSet{IsolationScope::Conversation, IsolationScope::Call});

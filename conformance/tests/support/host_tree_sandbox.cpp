@@ -22,7 +22,7 @@ HostTreeSandbox::HostTreeSandbox(const fs::path& root, Flaw flaw, CapabilitySet 
                        CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesList,
                                      Capability::FilesDelete}
                            .united(cleanup_rungs.intersection({Capability::Reclaim, Capability::Snapshot, Capability::HostTools,
-                                                               Capability::Background})),
+                                                               Capability::ExecStream, Capability::Background})),
                        (root / "work").string(), "host-tree-0"}),
       work_(root / "work"),
       snapshot_(root / ".snapshot-work"),
@@ -238,6 +238,13 @@ TempDir::TempDir(const std::string& prefix) {
 TempDir::~TempDir() {
   std::error_code ec;
   fs::remove_all(path_, ec);
+}
+
+std::string failure_messages(const std::vector<ProbeResult>& results) {
+  std::string out;
+  for (const auto& r : results)
+    if (!r.passed()) out += r.id + ": " + r.message + "\n";
+  return out;
 }
 
 }  // namespace maf::sandbox::conformance::test

@@ -14,7 +14,10 @@
 #include <memory>
 #include <string>
 
+#include "maf/sandbox/conformance/posix_guest_subject.hpp"
+#include "maf/sandbox/conformance/results.hpp"
 #include "maf/sandbox/sandbox.hpp"
+#include "maf/sandbox/sync.hpp"
 #include "maf/sandbox/testing/in_process.hpp"
 
 namespace maf::sandbox::conformance::test {
@@ -105,5 +108,25 @@ public:
 private:
   std::filesystem::path path_;
 };
+
+/// A double of type `D` over a fresh directory, and the POSIX subject that attacks it (no
+/// egress claimed; 20 s per exec).
+template <class D>
+struct DoubleFixture {
+  TempDir dir;
+  BlockingRunner run;
+  std::shared_ptr<D> sandbox;
+  std::unique_ptr<PosixGuestSubject> subject;
+
+  template <class... Args>
+  explicit DoubleFixture(const std::string& prefix, Args&&... args) : dir(prefix) {
+    sandbox = std::make_shared<D>(dir.path(), std::forward<Args>(args)...);
+    subject = std::make_unique<PosixGuestSubject>(run, sandbox, sandbox->capabilities(), std::nullopt);
+    subject->set_exec_timeout(std::chrono::seconds(20));
+  }
+};
+
+/// "id: message" of every probe that did not pass, one per line (for a test's INFO).
+std::string failure_messages(const std::vector<ProbeResult>& results);
 
 }  // namespace maf::sandbox::conformance::test

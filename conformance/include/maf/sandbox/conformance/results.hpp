@@ -41,7 +41,8 @@ enum class Suite {
 /// a sandbox of its own.
 inline constexpr Suite kAllSuites[] = {Suite::FilesOut,      Suite::ReadCap,  Suite::FilesIn,   Suite::FilesDelete,
                                        Suite::Egress,        Suite::EgressClosed, Suite::HostIntegrity,
-                                       Suite::Cleanup,       Suite::HostTools, Suite::Exec};
+                                       Suite::Cleanup,       Suite::HostTools, Suite::Stream,
+                                       Suite::Background,    Suite::Exec};
 
 /// "FILES_OUT", "EXEC", … (the upstream labels).
 std::string_view suite_label(Suite suite) noexcept;

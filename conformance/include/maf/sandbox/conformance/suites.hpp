@@ -75,6 +75,9 @@ inline std::vector<ProbeResult> check_cleanup(ConformanceSubject& s) { return ch
 
 inline std::vector<ProbeResult> run_host_tools(ConformanceSubject& s) { return run_suite(Suite::HostTools, s); }
 inline std::vector<ProbeResult> check_host_tools(ConformanceSubject& s) { return check_suite(Suite::HostTools, s); }
+/// STREAM (docs/streaming.md): exec_stream hands output over as it arrives, within its bounds.
+inline std::vector<ProbeResult> run_stream(ConformanceSubject& s) { return run_suite(Suite::Stream, s); }
+inline std::vector<ProbeResult> check_stream(ConformanceSubject& s) { return check_suite(Suite::Stream, s); }
 
 inline std::vector<ProbeResult> run_background(ConformanceSubject& s) { return run_suite(Suite::Background, s); }
 inline std::vector<ProbeResult> check_background(ConformanceSubject& s) { return check_suite(Suite::Background, s); }

@@ -19,12 +19,14 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "maf/sandbox/exec_stream.hpp"
 #include "maf/sandbox/support/tar.hpp"
 
 namespace maf::sandbox::docker {
@@ -110,6 +112,32 @@ struct ExecOutcome {
   bool paused_refusal = false;
   /// The engine could not start the command (126/127 with an `OCI runtime` message).
   bool could_not_start = false;
+};
+
+/// One streamed `docker exec` (exec_stream; docker.md "Streaming exec"). No `-i`, no tty.
+struct ExecStreamCall {
+  std::string container;
+  std::vector<std::string> argv;
+  std::string working_directory;
+  std::optional<std::string> user;
+  /// The command's own deadline (C-40); the transport adds no bound of its own.
+  std::chrono::steady_clock::time_point deadline;
+  /// The longest silence on both streams together (STR-4).
+  std::chrono::milliseconds idle_timeout{60'000};
+};
+
+/// Receives each chunk as the transport reads it; false: stop reading.
+using ExecChunkSink = std::function<bool(OutputStream stream, std::string_view bytes)>;
+
+/// How a streamed exec's *client side* ended. Only `Exited` means the command is over: on
+/// every other ending the transport stopped reading (killed the client, dropped the
+/// connection) and the command may still run in the container — the caller stops it there.
+struct ExecStreamEnd {
+  enum class How { Exited, DeadlineExpired, IdleExpired, Stopped };
+  How how = How::Exited;
+  /// For Exited: the exec's status (an engine refusal is 1 with the engine's words sent to
+  /// the sink as stderr first, as the CLI prints them).
+  int exit_code = 0;
 };
 
 enum class ArchiveStatus { Ok, Absent };
@@ -199,6 +227,11 @@ public:
 
   /// Throws TimeoutError when `call.timeout` expires (the client is killed and reaped).
   virtual boost::asio::awaitable<ExecOutcome> exec(ExecCall call) = 0;
+  /// Run `call`, handing each chunk to `sink` in reading order as it is read, never
+  /// buffered until exit; stop reading when `sink` returns false, at `call.deadline` and
+  /// after `call.idle_timeout` of silence, and say which (no TimeoutError for these). A
+  /// failure of the transport itself throws. The default refuses (a test double without it).
+  virtual boost::asio::awaitable<ExecStreamEnd> exec_stream(ExecStreamCall call, ExecChunkSink sink);
 
   /// Read the start of the tar stream of one guest path; reading stops at `read_limit`.
   /// Absent only when the engine says the requested path is not there (D-20); any other

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace maf::sandbox::wslc {
@@ -29,6 +30,12 @@ struct WslcCall {
   std::size_t max_stdout = std::size_t{1} << 20;
   std::size_t max_stderr = std::size_t{1} << 20;
   std::string cwd;  ///< empty = the host's
+  /// Streaming (exec_stream): each chunk of stdout / stderr goes here as it is read instead
+  /// of into the outcome (false: stop reading, kill wslc); `idle_timeout` bounds the silence
+  /// of both together (support::SubprocessOptions).
+  std::function<bool(std::string_view)> on_stdout;
+  std::function<bool(std::string_view)> on_stderr;
+  std::optional<std::chrono::milliseconds> idle_timeout;
 };
 
 struct WslcOutcome {
@@ -37,6 +44,8 @@ struct WslcOutcome {
   std::string stderr_bytes;
   bool stdout_overflowed = false;
   bool stderr_overflowed = false;
+  bool stopped_early = false;  ///< a streaming sink returned false (wslc was killed)
+  bool idle_expired = false;   ///< `idle_timeout` passed with no output (wslc was killed)
   bool ok() const noexcept { return exit_code == 0 && !stdout_overflowed && !stderr_overflowed; }
 };
 
