@@ -63,6 +63,8 @@ struct ToolCallRecord {
   Integrity read_floor = Integrity::Trusted;  // lowered by a weak or unknown read; guarded by mutex
   bool input_refused = false;  // record_file_read refused: its sentence quotes a path; guarded by mutex
   std::stop_token stop;
+  // Background processes this call started (BG-10): its RECLAIM stops them. Guarded by mutex.
+  std::vector<BackgroundProcess> background;
 };
 
 }  // namespace detail
@@ -205,6 +207,38 @@ boost::asio::awaitable<void> report_bounded(const std::function<boost::asio::awa
   if (!state->done) logger()->warn("tool '{}': on_reclaim_failure did not finish within {} ms", tool, timeout.count());
 }
 
+/// Stop and forget each of `background`; the sandboxes where one of them did not stop.
+boost::asio::awaitable<std::vector<const Sandbox*>> stop_background(const detail::ToolBinding& b,
+                                                                   const std::vector<BackgroundProcess>& background,
+                                                                   std::chrono::milliseconds timeout) {
+  std::vector<const Sandbox*> unstopped;
+  for (const auto& process : background) {
+    std::optional<std::string> problem;
+    try {
+      const auto status = co_await process.stop(timeout);
+      if (status.running) problem = "it still runs after SIGKILL to its group";
+    } catch (const std::exception& e) {
+      problem = e.what();
+    }
+    if (!problem) {
+      try {
+        // Named first: GCC 12 miscompiles a braced temporary inside a co_await's arguments.
+        std::vector<std::string> argv{"rm", "-rf", "--", process.directory()};
+        auto removing = process.sandbox().exec(Command(std::move(argv)), ".", timeout);
+        co_await std::move(removing);
+      } catch (const std::exception& e) {
+        logger()->warn("tool '{}': background process '{}' stopped, but its state was not removed: {}",
+                       b.definition.name, process.id(), e.what());
+      }
+      continue;
+    }
+    logger()->warn("tool '{}': background process '{}' of the call was not stopped ({}); the rung becomes DISPOSE",
+                   b.definition.name, process.id(), *problem);
+    unstopped.push_back(&process.sandbox());
+  }
+  co_return unstopped;
+}
+
 /// The end of every call (result, refusal, exception, cancellation): close the record, then
 /// for every key it was admitted for, release with the rung owed — RECLAIM removes the call's
 /// directory now; RESET and DISPOSE remove it with everything else when the pair drains — and
@@ -213,19 +247,27 @@ boost::asio::awaitable<void> finish_call(const detail::ToolBinding& b, detail::T
                                          std::chrono::milliseconds timeout) {
   std::vector<detail::AdmittedKey> admitted;
   std::optional<std::string> name;
+  std::vector<BackgroundProcess> background;
   {
     std::lock_guard guard(call.mutex);
     call.closed = true;  // from here guest_call_path() raises and acquire() records nothing
     admitted = std::move(call.admitted);
     name = call.name;
+    background = std::move(call.background);
   }
+  // BG-10: RECLAIM leaves the sandbox's other processes alone, so it stops the call's own
+  // background processes first; RESET and DISPOSE end every process of the sandbox anyway.
+  std::vector<const Sandbox*> unstopped;
+  if (b.rung == Cleanup::Reclaim) unstopped = co_await stop_background(b, background, timeout);
   for (auto& entry : admitted) {
     std::vector<OwedCleanup> owed;
     std::string path;
     if (entry.sandbox) {
       // The backend's declaration decided the rung at attach; an instance whose reset is
       // refused anyway (NotImplementedError) is escalated to a disposal by release_call.
-      const Cleanup rung = b.rung;
+      // A background process RECLAIM could not stop escalates it to DISPOSE, which ends it.
+      const bool escalate = std::find(unstopped.begin(), unstopped.end(), entry.sandbox.get()) != unstopped.end();
+      const Cleanup rung = escalate ? Cleanup::Dispose : b.rung;
       if (name) path = join_guest_path(entry.sandbox->storage_base(), *name);
       // RECLAIM with no name allocated: nothing was named, so nothing is there to remove.
       if (rung != Cleanup::Reclaim || name)
@@ -356,6 +398,37 @@ std::string SandboxToolSession::guest_call_path() const {
                        "and anything written to it now would stay in the sandbox");
   if (!call_->name) call_->name = random_hex(12);
   return *call_->name;
+}
+
+boost::asio::awaitable<BackgroundProcess> SandboxToolSession::start_background(std::shared_ptr<Sandbox> sandbox,
+                                                                              Command command,
+                                                                              BackgroundOptions options) const {
+  auto open = [this] {
+    std::lock_guard guard(call_->mutex);
+    return !call_->closed;
+  };
+  if (!call_ || !open())
+    throw RuntimeError("start_background() was called outside a running tool call, so no rung would stop it; call it "
+                       "from the tool body, or maf::sandbox::start_background for a process of the host's own");
+  // The awaitable made first, then awaited: GCC 12 destroys by-value arguments made inside a
+  // co_await expression twice.
+  auto starting = maf::sandbox::start_background(std::move(sandbox), std::move(command), std::move(options));
+  auto process = co_await std::move(starting);
+  bool recorded = false;
+  {
+    std::lock_guard guard(call_->mutex);
+    if (!call_->closed) {
+      call_->background.push_back(process);
+      recorded = true;
+    }
+  }
+  if (!recorded) {
+    // The call ended while it started (a cancellation): nothing else will stop it.
+    co_await process.stop(bound(binding_).options.reclaim_timeout);
+    throw RuntimeError("start_background(): the tool call returned while background process '" + process.id() +
+                       "' started; it was stopped");
+  }
+  co_return process;
 }
 
 void SandboxToolSession::record_file_read(std::string_view path) const {

@@ -185,18 +185,21 @@ TEST_CASE("conformance: broken doubles — each file-plane flaw fails exactly it
 
 namespace {
 
+/// A host-tree double that also declares `declared` (HostTools, Background).
 struct HostToolsFixture {
   test::TempDir dir{"maf-conformance-host-tools"};
   BlockingRunner run;
   std::shared_ptr<test::HostTreeSandbox> sandbox;
   std::unique_ptr<PosixGuestSubject> subject;
-  explicit HostToolsFixture(test::Flaw flaw) {
-    sandbox = std::make_shared<test::HostTreeSandbox>(dir.path(), flaw, CapabilitySet{Capability::HostTools});
+  explicit HostToolsFixture(test::Flaw flaw, Capability declared = Capability::HostTools) {
+    sandbox = std::make_shared<test::HostTreeSandbox>(dir.path(), flaw, CapabilitySet{declared});
     subject = std::make_unique<PosixGuestSubject>(run, sandbox, sandbox->capabilities(), std::nullopt);
-    // HT-1…HT-3 give a program this long: a double that never answers costs it per probe.
+    // HT-1…HT-3 give a program this long, and BG-1…BG-5 bound each wait by it: a double that
+    // never answers, or whose program never ends, costs it per probe.
     subject->set_exec_timeout(std::chrono::seconds(5));
   }
 };
+using BackgroundFixture = HostToolsFixture;
 
 }  // namespace
 
@@ -222,5 +225,30 @@ TEST_CASE("conformance: HOST_TOOLS — an honest host-tree double passes HT-1…
     CHECK(ids_with(run_host_tools(*f.subject), Outcome::Fail) == Ids{"HT-4"});
     // What the flaw left running is this test's to stop.
     (void)!std::system("pkill -KILL -f 'sleep 271.5' >/dev/null 2>&1");
+  }
+}
+
+TEST_CASE("conformance: BACKGROUND — an honest host-tree double passes BG-1…BG-6; each broken one fails its probes") {
+  {
+    BackgroundFixture f(test::Flaw::None, Capability::Background);
+    const auto results = run_background(*f.subject);
+    for (const auto& r : results) UNSCOPED_INFO(r.id << ": " << r.message);
+    CHECK(ids_with(results, Outcome::Pass) == Ids{"BG-1", "BG-2", "BG-3", "BG-4", "BG-5", "BG-6"});
+  }
+  {
+    // One exec at a time: the next exec ends what the last one left, the program with it.
+    BackgroundFixture f(test::Flaw::EndsLeftoversOnNextExec, Capability::Background);
+    CHECK(ids_with(run_background(*f.subject), Outcome::Fail) == Ids{"BG-1", "BG-2", "BG-3", "BG-4", "BG-5"});
+  }
+  {
+    // A guest whose setsid starts no group: the signal to the program's group reaches nothing.
+    BackgroundFixture f(test::Flaw::NoNewSession, Capability::Background);
+    CHECK(ids_with(run_background(*f.subject), Outcome::Fail) == Ids{"BG-4"});
+    f.sandbox->kill_leftovers();  // what the flaw left running (its group could not be signalled)
+  }
+  {
+    // An exec that reports every exit as 0: a lookup of a never-started id finds "something".
+    BackgroundFixture f(test::Flaw::ExitCodeAlwaysZero, Capability::Background);
+    CHECK(ids_with(run_background(*f.subject), Outcome::Fail) == Ids{"BG-6"});
   }
 }

@@ -48,7 +48,8 @@ const SuiteReport* find(const RunReport& r, Suite s) {
 
 }  // namespace
 
-TEST_CASE("conformance: the process backend is green on every suite it declares (FO, CAP, FI, FD, EC, HI, CLEANUP, STREAM, EX)") {
+TEST_CASE("conformance: the process backend is green on every suite it declares (FO, CAP, FI, FD, EC, HI, CLEANUP, STREAM, "
+          "BG, EX)") {
   test::TempDir root("maf-conformance-process");
   PluginRegistry registry({MAF_TEST_PLUGIN_DIR});
   auto backend = process_backend(registry, {{"root", root.path().string()}});
@@ -57,7 +58,7 @@ TEST_CASE("conformance: the process backend is green on every suite it declares 
   const auto report = run_conformance(*backend, RunnerOptions{});
   std::cout << render_table(report);
   for (Suite s : {Suite::FilesOut, Suite::ReadCap, Suite::FilesIn, Suite::FilesDelete, Suite::EgressClosed,
-                  Suite::HostIntegrity, Suite::Cleanup, Suite::Stream, Suite::Exec}) {
+                  Suite::HostIntegrity, Suite::Cleanup, Suite::Stream, Suite::Background, Suite::Exec}) {
     INFO(suite_label(s));
     const auto* sr = find(report, s);
     REQUIRE(sr);

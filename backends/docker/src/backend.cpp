@@ -36,6 +36,8 @@ BackendDeclarations base_declarations() {
   // cold acquire (docs/backends/docker.md "SNAPSHOT, measured").
   d.capabilities = CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesDelete,
                                  Capability::HostTools, Capability::Reclaim};
+  // Background: proven by the BACKGROUND suite on a real engine, both transports (docs/background.md BG-9).
+  d.capabilities.insert(Capability::Background);
   // ExecStream (docs/streaming.md, docker.md "Streaming exec"): both transports read the
   // exec's output as it comes and stop the program's group in the guest on every ending but
   // its own exit; proven on a real engine by test_docker_stream (each transport).

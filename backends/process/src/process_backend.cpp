@@ -110,6 +110,8 @@ public:
                                   Capability::FilesList,   Capability::FilesDelete, Capability::Reclaim,
                                   Capability::Snapshot,    Capability::HostTools};
     if (!config_->run_code_interpreter.empty()) declarations_.capabilities.insert(Capability::RunCode);
+    // Background: proven by the BACKGROUND suite on this backend (docs/background.md BG-9).
+    declarations_.capabilities.insert(Capability::Background);
     // ExecStream: proven by the STREAM suite on this backend (docs/streaming.md).
     declarations_.capabilities.insert(Capability::ExecStream);
     declarations_.os_families = {OsFamily::Posix};

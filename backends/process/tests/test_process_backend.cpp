@@ -35,6 +35,7 @@ TEST_CASE("process: declarations are honest (os_process, closed egress proven by
   CHECK(d.capabilities.contains(Capability::RunCode));
   CHECK(d.capabilities.contains(Capability::FilesDelete));
   CHECK(d.capabilities.contains(Capability::HostTools));  // proven by HOST_TOOLS (docs/host-tools.md)
+  CHECK(d.capabilities.contains(Capability::Background));  // proven by BACKGROUND (docs/background.md)
   CHECK(d.os_families == OsFamilySet{OsFamily::Posix});
   CHECK(d.isolation_scopes == IsolationScopeSet{IsolationScope::Conversation, IsolationScope::Call});
   // The router serves a closed spec only with the floor lowered explicitly (C-62).

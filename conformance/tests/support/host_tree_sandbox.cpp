@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <fstream>
 #include <cstdlib>
 #include <cstring>
 
@@ -20,7 +22,7 @@ HostTreeSandbox::HostTreeSandbox(const fs::path& root, Flaw flaw, CapabilitySet 
                        CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesList,
                                      Capability::FilesDelete}
                            .united(cleanup_rungs.intersection({Capability::Reclaim, Capability::Snapshot, Capability::HostTools,
-                                                                   Capability::ExecStream})),
+                                                               Capability::ExecStream, Capability::Background})),
                        (root / "work").string(), "host-tree-0"}),
       work_(root / "work"),
       snapshot_(root / ".snapshot-work"),
@@ -79,6 +81,18 @@ boost::asio::awaitable<void> HostTreeSandbox::do_reset(std::chrono::milliseconds
   co_return;
 }
 
+void HostTreeSandbox::kill_leftovers() const {
+  // Every process whose working directory is in this double's tree: what earlier execs left.
+  const std::string root = fs::weakly_canonical(work_.parent_path()).string() + "/";
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string pid = e.path().filename().string();
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::error_code ec;
+    const std::string cwd = fs::read_symlink(e.path() / "cwd", ec).string() + "/";
+    if (!ec && cwd.rfind(root, 0) == 0) ::kill(static_cast<pid_t>(std::stol(pid)), SIGKILL);
+  }
+}
+
 boost::asio::awaitable<ExecResult> HostTreeSandbox::do_exec(const ExecRequest& request) {
   support::SubprocessOptions o;
   o.argv = request.command.is_argv() ? request.command.argv()
@@ -86,6 +100,16 @@ boost::asio::awaitable<ExecResult> HostTreeSandbox::do_exec(const ExecRequest& r
   // setsid -w: the command leads a session of its own and setsid waits for it, so a stop
   // sent to setsid's group misses the command and everything it started.
   if (flaw_ == Flaw::TimeoutSparesSession) o.argv.insert(o.argv.begin(), {"setsid", "-w"});
+  if (flaw_ == Flaw::EndsLeftoversOnNextExec) kill_leftovers();
+  if (flaw_ == Flaw::NoNewSession) {
+    // A `setsid` first on PATH that starts no session: the program shares its supervisor's group.
+    const auto shim = work_.parent_path() / ".shim";
+    fs::create_directories(shim);
+    std::ofstream(shim / "setsid") << "#!/bin/sh\nexec \"$@\"\n";
+    fs::permissions(shim / "setsid", fs::perms(0755));
+    const char* path = std::getenv("PATH");
+    o.argv.insert(o.argv.begin(), {"env", "PATH=" + shim.string() + ":" + (path ? path : "/usr/bin:/bin")});
+  }
   o.cwd = flaw_ == Flaw::IgnoreWorkingDirectory ? "/" : request.working_directory;
   const auto remaining =
       std::chrono::duration_cast<std::chrono::milliseconds>(request.deadline - std::chrono::steady_clock::now());
@@ -103,6 +127,7 @@ boost::asio::awaitable<ExecResult> HostTreeSandbox::do_exec(const ExecRequest& r
     r.stderr_bytes.clear();
   }
   if (flaw_ == Flaw::NormaliseExitCode && r.exit_code != 0) r.exit_code = 1;
+  if (flaw_ == Flaw::ExitCodeAlwaysZero) r.exit_code = 0;
   co_return ExecResult{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code, {}};
 }
 

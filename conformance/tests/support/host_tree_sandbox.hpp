@@ -40,6 +40,9 @@ enum class Flaw {
   BlindToHostToolCalls,    ///< its stat never sees a host-tools request (a file plane that lags a running exec)
   ForgesHostToolAnswers,   ///< its writes turn a host-tools refusal into a value
   TimeoutSparesSession,    ///< a command runs in a session of its own, which the timeout's stop misses
+  EndsLeftoversOnNextExec, ///< one exec at a time: a new exec first kills every process left in the tree
+  NoNewSession,            ///< the guest's `setsid` starts no session (a shim that only runs its command)
+  ExitCodeAlwaysZero,      ///< reports every exit as 0
 };
 
 class HostTreeSandbox : public Sandbox {
@@ -48,8 +51,13 @@ public:
   /// `cleanup_rungs` adds Reclaim and/or Snapshot to the declared set: reclaim is the core's
   /// default (`rm -rf` over exec), reset restores a copy of `root/work` taken now (at
   /// `root/.snapshot-work`, outside the working directory). `cleanup_rungs` may also name
-  /// HostTools, which the double then declares (its exec and file plane serve the transport).
+  /// HostTools or Background, which the double then declares (its exec and file plane serve
+  /// them).
   HostTreeSandbox(const std::filesystem::path& root, Flaw flaw = Flaw::None, CapabilitySet cleanup_rungs = {});
+
+  /// SIGKILL every process whose working directory is in this double's tree: what earlier
+  /// execs left (EndsLeftoversOnNextExec does it before each exec; a test after a flaw).
+  void kill_leftovers() const;
 
 protected:
   boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) override;

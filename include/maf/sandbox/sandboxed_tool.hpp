@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "maf/sandbox/background.hpp"
 #include "maf/sandbox/call_admission.hpp"
 #include "maf/sandbox/call_defaults.hpp"
 #include "maf/sandbox/caller_context.hpp"
@@ -128,6 +129,14 @@ public:
   /// read weaker than `requires_file_integrity` throws SandboxToolRefused, which ends the call
   /// with its sentence (PROV-3, PROV-4). A malformed path is refused the same way.
   void record_file_read(std::string_view path) const;
+  /// Start a background process (background.hpp) that belongs to this call: the call's
+  /// RECLAIM rung stops it (SIGKILL to its group) and forgets it before it removes the call's
+  /// directory; one it cannot stop escalates the rung to DISPOSE (docs/background.md BG-10).
+  /// `sandbox` is one this call acquired. RuntimeError outside a call or after it returned.
+  /// A process the host starts with start_background itself belongs to no call and outlives
+  /// them all.
+  boost::asio::awaitable<BackgroundProcess> start_background(std::shared_ptr<Sandbox> sandbox, Command command,
+                                                             BackgroundOptions options = {}) const;
 
 private:
   friend class SandboxedTool;

@@ -79,6 +79,9 @@ inline std::vector<ProbeResult> check_host_tools(ConformanceSubject& s) { return
 inline std::vector<ProbeResult> run_stream(ConformanceSubject& s) { return run_suite(Suite::Stream, s); }
 inline std::vector<ProbeResult> check_stream(ConformanceSubject& s) { return check_suite(Suite::Stream, s); }
 
+inline std::vector<ProbeResult> run_background(ConformanceSubject& s) { return run_suite(Suite::Background, s); }
+inline std::vector<ProbeResult> check_background(ConformanceSubject& s) { return check_suite(Suite::Background, s); }
+
 /// The HOST_INTEGRITY probes a guest sharing *this host's* kernel finds nothing to attack
 /// with (so they skip, with their reason): "HI-2" on a kernel without /proc/sysrq-trigger.
 /// For tests of shared-kernel backends, which must assert their skips exactly.
