@@ -27,7 +27,8 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr CapabilitySet kStream{Capability::Exec, Capability::ExecStream};
+// The gate alone (R7): a backend streams only what it can exec.
+constexpr CapabilitySet kStream{Capability::ExecStream};
 
 /// What one streamed run delivered, chunk by chunk.
 struct Received {

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -238,7 +239,13 @@ TEST_CASE("conformance: BACKGROUND — an honest host-tree double passes BG-1…
   {
     // One exec at a time: the next exec ends what the last one left, the program with it.
     BackgroundFixture f(test::Flaw::EndsLeftoversOnNextExec, Capability::Background);
-    CHECK(ids_with(run_background(*f.subject), Outcome::Fail) == Ids{"BG-1", "BG-2", "BG-3", "BG-4", "BG-5"});
+    const auto results = run_background(*f.subject);
+    // BG-4 fails, or is a skip when the flaw killed the program's children before the probe
+    // looked for them (a race the flaw itself makes) — never a pass.
+    Ids failed = ids_with(results, Outcome::Fail);
+    failed.erase(std::remove(failed.begin(), failed.end(), "BG-4"), failed.end());
+    CHECK(failed == Ids{"BG-1", "BG-2", "BG-3", "BG-5"});
+    CHECK(ids_with(results, Outcome::Pass) == Ids{"BG-6"});
   }
   {
     // A guest whose setsid starts no group: the signal to the program's group reaches nothing.
