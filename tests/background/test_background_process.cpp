@@ -18,8 +18,8 @@
 #include "maf/sandbox/sandbox.hpp"
 #include "maf/sandbox/sandboxed_tool.hpp"
 #include "maf/sandbox/sync.hpp"
+#include "../support/process_sandbox.hpp"
 
-namespace fs = std::filesystem;
 using namespace maf::sandbox;
 using namespace std::chrono_literals;
 
@@ -27,27 +27,8 @@ namespace {
 
 const SandboxSpec kSpec({.kind = "background", .requires_capabilities = {Capability::Exec, Capability::Background}});
 
-struct ProcessSandbox {
-  fs::path root = fs::temp_directory_path() / ("maf-background-process-" + std::to_string(::getpid()));
-  std::shared_ptr<SandboxBackend> backend;
-  std::shared_ptr<Sandbox> sandbox;
-  BlockingRunner run;
-  ProcessSandbox() {
-    fs::create_directories(root);
-    fs::permissions(root, fs::perms(0711));  // traversable by the guest's host uid
-    process::ProcessBackendConfig c;
-    c.root = root;
-    backend = process::make_process_backend(c);
-    sandbox = run([&] { return backend->acquire(SandboxKey{"bg-scope", "t", "a", ""}, kSpec); });
-  }
-  ~ProcessSandbox() {
-    try {
-      run([&] { return backend->reap(std::chrono::seconds(0), std::nullopt); });
-    } catch (...) {
-    }
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
+struct ProcessSandbox : test::ProcessSandbox {
+  ProcessSandbox() : test::ProcessSandbox("maf-background-process", SandboxKey{"bg-scope", "t", "a", ""}, kSpec) {}
   ExecResult guest(const std::string& line) {
     return run([&] { return sandbox->exec(Command(line), ".", 60s); });
   }

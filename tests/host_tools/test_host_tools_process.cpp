@@ -1,41 +1,21 @@
 // Host tools over exec on the process backend (real bubblewrap): docs/host-tools.md HT-T1…T6.
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <filesystem>
 
 #include "host_tool_scenarios.hpp"
 #include "maf/sandbox/process/process_backend.hpp"
+#include "../support/process_sandbox.hpp"
 
-namespace fs = std::filesystem;
 using namespace maf::sandbox;
 
 namespace {
 
-struct ProcessSandbox {
-  fs::path root = fs::temp_directory_path() / ("maf-host-tools-process-" + std::to_string(::getpid()));
-  std::shared_ptr<SandboxBackend> backend;
-  std::shared_ptr<Sandbox> sandbox;
-  BlockingRunner run;
-  ProcessSandbox() {
-    fs::create_directories(root);
-    fs::permissions(root, fs::perms(0711));  // traversable by the guest's host uid
-    process::ProcessBackendConfig c;
-    c.root = root;
-    backend = process::make_process_backend(c);
-    SandboxSpec spec({.kind = "host-tools",
-                      .requires_capabilities = {Capability::Exec, Capability::FilesIn, Capability::FilesOut,
-                                                Capability::HostTools}});
-    sandbox = run([&] { return backend->acquire(SandboxKey{"ht-scope", "t", "a", ""}, spec); });
-  }
-  ~ProcessSandbox() {
-    try {
-      run([&] { return backend->reap(std::chrono::seconds(0), std::nullopt); });
-    } catch (...) {
-    }
-    std::error_code ec;
-    fs::remove_all(root, ec);
-  }
+struct ProcessSandbox : test::ProcessSandbox {
+  ProcessSandbox()
+      : test::ProcessSandbox("maf-host-tools-process", SandboxKey{"ht-scope", "t", "a", ""},
+                             SandboxSpec({.kind = "host-tools",
+                                          .requires_capabilities = {Capability::Exec, Capability::FilesIn,
+                                                                    Capability::FilesOut, Capability::HostTools}})) {}
 };
 
 }  // namespace
