@@ -48,8 +48,11 @@ BackendDeclarations base_declarations() {
   d.egress_modes = EgressSet{Egress::Closed};
   d.isolation_scopes = IsolationScopeSet{IsolationScope::Conversation, IsolationScope::Call};
   // LIM-3: the engine's own cgroup limits, set at create on both transports and proven by the
-  // LIMITS suite on a real engine. No TTL or idle timeout: nothing here keeps them yet.
-  d.resource_bounds = ResourceBoundSet{ResourceBound::Memory, ResourceBound::Cpus, ResourceBound::Processes};
+  // LIMITS suite on a real engine. The ttl is kept from the engine's own record (the
+  // container's Created, its ttl label); no idle timeout: the engine records no last use
+  // that every host sees and the guest cannot forge (docs/limits.md "Decisions").
+  d.resource_bounds =
+      ResourceBoundSet{ResourceBound::Memory, ResourceBound::Cpus, ResourceBound::Processes, ResourceBound::Ttl};
   return d;
 }
 
@@ -256,6 +259,8 @@ awaitable<bool> DockerSandboxBackend::create_container(const std::string& contai
   request.init = config_.init;
   request.memory = asked.memory_bytes() ? std::optional<std::string>(std::to_string(*asked.memory_bytes())) : config_.memory;
   request.cpus = asked.cpus() ? std::optional<std::string>(format_cpus(*asked.cpus())) : config_.cpus_argument();
+  // LIM-7: the lifetime bound rides on the container, so any host's acquire or reap reads it.
+  if (asked.ttl()) request.labels.emplace_back(support::kLabelTtl, std::to_string(asked.ttl()->count()));
   if (detail::behind_proxy(config_, *transport_, spec)) {
     // Only N, and the proxy variables; enforcement is the topology, not the variables.
     request.network = container + "-net";
@@ -638,6 +643,16 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::acquire(SandboxKey key
   if (state && (state->paused || freeze->possibly_frozen)) {
     co_await recover_paused(container);
     state = co_await transport_->container_state(container);
+  }
+  // LIM-7: a container past its ttl is disposed, never handed out; a fresh one follows. A
+  // disposal that fails fails the acquire.
+  if (state && spec.resources().ttl() && co_await past_ttl(container)) {
+    logger()->info("backend 'docker': disposing container {} of kind '{}': past its ttl of {} s", container,
+                   spec.kind(), spec.resources().ttl()->count());
+    if (auto failure = co_await remove_workload(container, key))
+      throw OSError("backend 'docker': container " + container + " of workload kind '" + spec.kind() +
+                    "' is past its ttl and could not be disposed, so it is not handed out: " + failure->to_string());
+    state.reset();
   }
   const bool warm = state && state->running && !state->paused;
   if (!warm) co_await check_os_family(spec);  // 4. cold: create or restart

@@ -83,6 +83,21 @@ std::optional<std::int64_t> parse_rfc3339(const std::string& text) {
   return static_cast<std::int64_t>(timegm(&tm)) - offset;
 }
 
+std::int64_t now_unix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+/// The `maf-sandbox.ttl_seconds` label's whole seconds; absent (or not a positive number: a
+/// label nobody here wrote) when the workload was created without a lifetime bound.
+std::optional<std::int64_t> ttl_label(const std::map<std::string, std::string>& labels) {
+  auto it = labels.find(std::string(support::kLabelTtl));
+  if (it == labels.end() || it->second.empty() || it->second.size() > 12 ||
+      !std::all_of(it->second.begin(), it->second.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return std::nullopt;
+  const std::int64_t seconds = std::stoll(it->second);
+  return seconds > 0 ? std::optional(seconds) : std::nullopt;
+}
+
 /// Runs every task at once and returns when all have ended, rethrowing the first exception
 /// (teardown reports its failures as values, so that is cancellation). The tasks share one
 /// strand: their engine calls overlap, their code never runs on two threads at once, so an
@@ -256,9 +271,50 @@ awaitable<DockerReapResult> DockerSandboxBackend::reap_detailed(std::chrono::sec
   if (older_than.count() <= 0)
     throw ValueError("backend 'docker': reap older_than must be positive, got " + std::to_string(older_than.count()) +
                      " s");
+  const std::int64_t cutoff = now_unix() - older_than.count();  // strict `<` (D-28)
+  co_return co_await reap_where(std::move(scope), [cutoff](std::int64_t created, const LabelledResource*) {
+    return created < cutoff;
+  });
+}
+
+awaitable<ScopePurge> DockerSandboxBackend::reap_expired(std::optional<std::string> scope) {
+  // LIM-7: judged by the workload alone (its label and Created); a proxy or network left
+  // without one is the age-based reap's, not this one's.
+  const std::int64_t now = now_unix();
+  DockerReapResult r = co_await reap_where(std::move(scope), [now](std::int64_t created, const LabelledResource* workload) {
+    if (!workload) return false;
+    const auto ttl = ttl_label(workload->labels);
+    return ttl && now >= created + *ttl;
+  });
+  co_return ScopePurge{r.disposed, fold(r.failures)};
+}
+
+awaitable<bool> DockerSandboxBackend::past_ttl(const std::string& container) {
+  auto text = co_await transport_->inspect_container(container);
+  if (!text) co_return false;  // gone meanwhile: the acquire creates it
+  const auto doc = nlohmann::json::parse(*text, nullptr, false);
+  std::map<std::string, std::string> labels;
+  std::optional<std::int64_t> created;
+  if (doc.is_object()) {
+    if (auto c = doc.find("Created"); c != doc.end() && c->is_string()) created = parse_rfc3339(c->get<std::string>());
+    const auto config = doc.find("Config");
+    if (config != doc.end() && config->is_object())
+      if (auto l = config->find("Labels"); l != config->end() && l->is_object())
+        for (const auto& [k, v] : l->items())
+          if (v.is_string()) labels[k] = v.get<std::string>();
+  }
+  const auto ttl = ttl_label(labels);
+  if (!ttl) co_return false;  // created without a lifetime bound (by a configuration that set none)
+  // An unreadable creation time cannot be judged young: the bound is not kept, so refuse.
+  if (!created)
+    throw OSError("backend 'docker': container " + container +
+                  " carries a ttl but the engine's creation time of it is unreadable; not handing it out");
+  co_return now_unix() >= *created + *ttl;
+}
+
+awaitable<DockerReapResult> DockerSandboxBackend::reap_where(
+    std::optional<std::string> scope, std::function<bool(std::int64_t, const LabelledResource*)> decide) {
   DockerReapResult result;
-  const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
-  const std::int64_t cutoff = now.count() - older_than.count();  // strict `<` below (D-28)
 
   // 1. Inventory: all four identity labels, the scope narrowed by label_value.
   std::vector<std::string> label_filters{
@@ -319,8 +375,8 @@ awaitable<DockerReapResult> DockerSandboxBackend::reap_detailed(std::chrono::sec
   // 3. Decide, then re-validate every deciding resource by ID before any deletion.
   std::vector<Group*> expired;
   for (auto& [base, g] : groups) {
-    const std::int64_t age = g.workload ? g.created_workload : g.proxy ? g.created_proxy : g.created_network;
-    if (age < cutoff) expired.push_back(&g);
+    const std::int64_t created = g.workload ? g.created_workload : g.proxy ? g.created_proxy : g.created_network;
+    if (decide(created, g.workload ? &*g.workload : nullptr)) expired.push_back(&g);
   }
   std::vector<Group*> confirmed;
   try {

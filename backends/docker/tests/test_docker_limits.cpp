@@ -1,8 +1,9 @@
 // LIMITS (docs/conformance.md "LIMITS", docs/limits.md) on a real engine, once per transport
 // (MAF_DOCKER_TRANSPORT): the bounds Docker declares — memory, cpus, processes — hold and a
-// memory kill is reported (LM-1…LM-3); LM-4 is skipped, never passed, since Docker declares
-// no ttl. The broken double — the same declarations, the spec's bounds not put on the create
-// request — fails every probe it runs.
+// memory kill is reported (LM-1…LM-3), and a container past its ttl is gone at the next
+// acquire of its key and by reap_expired (LM-4, LIM-7). The broken double — the same
+// declarations, the spec's bounds neither put on the create request nor on its labels —
+// fails every probe it runs.
 #include <iostream>
 
 #include "engine_fixture.hpp"
@@ -26,17 +27,16 @@ std::vector<ProbeResult> run_on(docker::DockerConfig config) {
 
 }  // namespace
 
-TEST_CASE("LIMITS on Docker: memory, cpus and processes hold; a memory kill is reported (LM-1…LM-3, LIM-5, LIM-6)") {
+TEST_CASE("LIMITS on Docker: memory, cpus, processes and ttl hold; a memory kill is reported (LM-1…LM-4, LIM-5…LIM-7)") {
   const auto results = run_on(docker_test::test_config());
-  CHECK(ids_with(results, Outcome::Pass) == Ids{"LM-1", "LM-2", "LM-3"});
-  CHECK(ids_with(results, Outcome::Skip) == Ids{"LM-4"});
+  CHECK(ids_with(results, Outcome::Pass) == Ids{"LM-1", "LM-2", "LM-3", "LM-4"});
 }
 
-TEST_CASE("LIMITS on Docker: a backend that declares bounds it does not apply fails LM-1…LM-3") {
+TEST_CASE("LIMITS on Docker: a backend that declares bounds it does not apply fails LM-1…LM-4") {
   auto config = docker_test::test_config();
   config.test_only_unapplied_resource_bounds = true;
   const auto results = run_on(config);
-  CHECK(ids_with(results, Outcome::Fail) == Ids{"LM-1", "LM-2", "LM-3"});
+  CHECK(ids_with(results, Outcome::Fail) == Ids{"LM-1", "LM-2", "LM-3", "LM-4"});
 }
 
 TEST_CASE("LIM-5 on Docker: the spec's bounds replace the configuration's on the container; unset ones keep it") {

@@ -45,6 +45,9 @@ inline constexpr std::string_view kLabelKind = "maf-sandbox.kind";
 inline constexpr std::string_view kLabelCall = "maf-sandbox.call";
 inline constexpr std::string_view kLabelRole = "maf-sandbox.role";
 inline constexpr std::string_view kLabelUserPrefix = "maf-sandbox.label.";
+/// A workload's lifetime bound in whole seconds (docs/limits.md LIM-7), on engines whose
+/// resources carry no other record of it: read back with the engine's creation time.
+inline constexpr std::string_view kLabelTtl = "maf-sandbox.ttl_seconds";
 
 /// Lowercase hex SHA-256 (64 characters) of `bytes`, via OpenSSL's EVP_Digest.
 std::string sha256_hex(std::string_view bytes);

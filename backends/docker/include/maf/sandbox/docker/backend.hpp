@@ -18,6 +18,8 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -79,6 +81,11 @@ public:
   /// reap() with the per-resource counts and every failure.
   boost::asio::awaitable<DockerReapResult> reap_detailed(std::chrono::seconds older_than,
                                                          std::optional<std::string> scope);
+  /// LIM-7: removes every workload (with its proxy and network) whose `ttl` — the
+  /// `maf-sandbox.ttl_seconds` label put on at creation — has run out since the engine's
+  /// `Created`, in `scope` or everywhere.
+  bool supports_reap_expired() const noexcept override { return true; }
+  boost::asio::awaitable<ScopePurge> reap_expired(std::optional<std::string> scope) override;
 
   /// {"transport", "api" | "cli" | "injected"} and {"transport_reason", why}.
   std::vector<std::pair<std::string, std::string>> facts() const override;
@@ -130,6 +137,13 @@ private:
   boost::asio::awaitable<std::optional<DisposalFailure>> remove_workload(std::string container,
                                                                          std::optional<SandboxKey> caller,
                                                                          bool* removed = nullptr);
+  /// Reap's inventory, qualification, re-validation and removal, written once; `expired`
+  /// decides a group from its oldest deciding resource's creation (Unix seconds) and its
+  /// workload, when it has one.
+  boost::asio::awaitable<DockerReapResult> reap_where(
+      std::optional<std::string> scope, std::function<bool(std::int64_t created, const LabelledResource* workload)> expired);
+  /// LIM-7: the container carries a ttl label and its lifetime ran out (one inspect).
+  boost::asio::awaitable<bool> past_ttl(const std::string& container);
   void remember(const SandboxKey& key, const std::string& container);
   std::vector<std::string> remembered(const SandboxKey& key, bool forget);
 

@@ -58,8 +58,9 @@ struct DockerConfig {
   /// zombies that hold `pids_limit` slots (docs/limits.md). False only for an engine without
   /// its init binary.
   bool init = true;
-  /// TEST-ONLY broken double of the LIMITS suite (not a JSON key): a spec's memory, cpus
-  /// and processes are declared but not applied — only the three settings above are. Never
+  /// TEST-ONLY broken double of the LIMITS suite (not a JSON key): a spec's memory, cpus,
+  /// processes and ttl are declared but not applied — only the configuration's memory, cpus
+  /// and pids_limit are, and no ttl label is put on the container. Never
   /// set it outside a test.
   bool test_only_unapplied_resource_bounds = false;
   /// [port decision] Per-stream cap on what one exec may return; past it the client is
