@@ -138,8 +138,8 @@ private:
                                                                          std::optional<SandboxKey> caller,
                                                                          bool* removed = nullptr);
   /// Reap's inventory, qualification, re-validation and removal, written once; `expired`
-  /// decides a group from its oldest deciding resource's creation (Unix seconds) and its
-  /// workload, when it has one.
+  /// decides a group from its deciding resource's creation (Unix seconds: the
+  /// workload's, else the proxy's, else the network's) and its workload, when it has one.
   boost::asio::awaitable<DockerReapResult> reap_where(
       std::optional<std::string> scope, std::function<bool(std::int64_t created, const LabelledResource* workload)> expired);
   /// LIM-7: the container carries a ttl label and its lifetime ran out (one inspect).
