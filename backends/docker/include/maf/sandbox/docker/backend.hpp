@@ -137,11 +137,11 @@ private:
   boost::asio::awaitable<std::optional<DisposalFailure>> remove_workload(std::string container,
                                                                          std::optional<SandboxKey> caller,
                                                                          bool* removed = nullptr);
-  /// Reap's inventory, qualification, re-validation and removal, written once; `expired`
+  /// Reap's inventory, qualification, re-validation and removal, written once; `decide`
   /// decides a group from its deciding resource's creation (Unix seconds: the
   /// workload's, else the proxy's, else the network's) and its workload, when it has one.
   boost::asio::awaitable<DockerReapResult> reap_where(
-      std::optional<std::string> scope, std::function<bool(std::int64_t created, const LabelledResource* workload)> expired);
+      std::optional<std::string> scope, std::function<bool(std::int64_t created, const LabelledResource* workload)> decide);
   /// LIM-7: the container carries a ttl label and its lifetime ran out (one inspect).
   boost::asio::awaitable<bool> past_ttl(const std::string& container);
   void remember(const SandboxKey& key, const std::string& container);
