@@ -40,21 +40,29 @@ constexpr int kSignalPolls = 200;
 /// Margin of a query exec's timeout over the guest-side loop it runs.
 constexpr std::chrono::milliseconds kExecMargin{30000};
 
-// The supervisor: `sh -c SUPERVISOR maf-background DIR LINE`. It runs the program as the
-// leader of a process group of its own (BG-4) and records the group; until the program ends
-// it delivers the signal requests later calls leave as DIR/*.signal. When the program ends it
+// The supervisor: `sh -c SUPERVISOR maf-background DIR LINE LIFETIME_S`. It runs the program
+// as the leader of a process group of its own (BG-4) and records the group; until the program
+// ends it delivers the signal requests later calls leave as DIR/*.signal, and once the guest's
+// clock has passed LIFETIME_S whole seconds since the start it marks `expired` and kills the
+// group itself (BG-8) — so the lifetime ends the program, never the supervisor's exec, whose
+// end on some backends takes the sandbox with it (Docker, D-13). When the program ends it
 // kills what the program left in its group (BG-4: nothing outlives it unobserved — and a
 // group of zombies under an init that does not reap would never look empty), then records
 // the status, then `ended`. `setsid` never forks here: a background job of a shell
 // without job control is no group leader, so the program's pid is its group's id.
+// The clock is read every tenth poll (a fork each): the end comes at most ~1.5 s late, never
+// early (the start's second is rounded down, so "past" means strictly more whole seconds).
 constexpr const char* kSupervisor = R"SH(d=$1
 fail() { printf '%s\n' "$*" > "$d/launch-error.part" && mv "$d/launch-error.part" "$d/launch-error"; exit 125; }
 command -v setsid >/dev/null 2>&1 || fail "setsid is not available in the guest"
+t0=$(date +%s 2>/dev/null) && [ -n "$t0" ] || fail "date +%s is not available in the guest"
+deadline=$((t0 + $3))
 setsid sh -c 'printf %s "$$" > "$1/pgid.part" && mv "$1/pgid.part" "$1/pgid" && exec sh -c "$2"' maf-background "$d" "$2" > "$d/stdout" 2> "$d/stderr" < /dev/null &
 child=$!
 (
   while [ ! -e "$d/pgid" ]; do [ -e "$d/status" ] && exit 0; sleep 0.05 2>/dev/null || sleep 1; done
   pg=$(cat "$d/pgid")
+  i=0
   while :; do
     for f in "$d"/*.signal; do
       [ -e "$f" ] || continue
@@ -62,6 +70,14 @@ child=$!
       rm -f "$f"
     done
     [ -e "$d/status" ] && break
+    i=$((i + 1))
+    if [ "$i" -ge 10 ]; then
+      i=0
+      if [ "$(date +%s)" -gt "$deadline" ]; then
+        [ -e "$d/expired" ] || : > "$d/expired"
+        kill -9 -"$pg" 2>/dev/null
+      fi
+    fi
     sleep 0.05 2>/dev/null || sleep 1
   done
 ) < /dev/null > /dev/null 2>&1 &
@@ -92,14 +108,18 @@ while :; do
 done
 )SH";
 
-// `sh -c WAIT maf-background DIR POLLS`: "running" or "ended CODE"; POLLS 0 is a poll.
+// `sh -c WAIT maf-background DIR POLLS`: "running", "ended CODE" or "ended 137 expired"
+// (BG-8); POLLS 0 is a poll.
 constexpr const char* kWait = R"SH(d=$1; n=$2
 [ -d "$d" ] || exit 3
 while [ ! -e "$d/status" ]; do
   [ "$n" -gt 0 ] || { echo running; exit 0; }
   n=$((n - 1)); sleep 0.05 2>/dev/null || sleep 1
 done
-printf 'ended %s\n' "$(cat "$d/status")"
+c=$(cat "$d/status")
+# `expired` only with the SIGKILL the lifetime sends: a program that ended by itself as the
+# clock passed keeps its own code.
+if [ "$c" = 137 ] && [ -e "$d/expired" ]; then echo "ended $c expired"; else echo "ended $c"; fi
 )SH";
 
 // `sh -c SIGNAL maf-background DIR SIGNAL NAME POLLS`: "delivered", "ended" or "undelivered".
@@ -156,7 +176,8 @@ BackgroundStatus parse_status(const Sandbox& s, const std::string& id, const Exe
   if (r.exit_code == 0 && out.rfind("running", 0) == 0) return {};
   if (r.exit_code == 0 && out.rfind("ended ", 0) == 0) {
     try {
-      return BackgroundStatus{false, std::stoi(out.substr(6))};
+      const bool expired = out.find(" expired") != std::string::npos;
+      return BackgroundStatus{false, std::stoi(out.substr(6)), expired};
     } catch (const std::exception&) {
     }
   }
@@ -290,12 +311,17 @@ awaitable<BackgroundProcess> start_background(std::shared_ptr<Sandbox> sandbox, 
 
   auto executor = co_await boost::asio::this_coro::executor;
   auto st = std::make_shared<Supervision>(executor);
-  std::vector<std::string> argv{"sh", "-c", kSupervisor, "maf-background", dir, line};
+  // The guest ends the program at its lifetime (BG-8, whole seconds rounded up); the exec's
+  // own timeout is only the backstop for a supervisor that could not, past the guest's
+  // lateness (at most ~1.5 s) and a margin.
+  const auto lifetime_s = (options.lifetime.count() + 999) / 1000;
+  const std::chrono::milliseconds backstop = std::chrono::seconds(lifetime_s + 2) + kExecMargin;
+  std::vector<std::string> argv{"sh", "-c", kSupervisor, "maf-background", dir, line, std::to_string(lifetime_s)};
   // The supervisor's coroutine holds the sandbox: the exec must not outlive its object.
   boost::asio::co_spawn(
       executor,
-      [sandbox, argv = std::move(argv), wd, lifetime = options.lifetime]() -> awaitable<ExecResult> {
-        auto running = sandbox->exec(Command(argv), wd, lifetime);
+      [sandbox, argv = std::move(argv), wd, backstop]() -> awaitable<ExecResult> {
+        auto running = sandbox->exec(Command(argv), wd, backstop);
         co_return co_await std::move(running);
       },
       [st, id](std::exception_ptr e, ExecResult r) {

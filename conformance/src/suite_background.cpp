@@ -5,7 +5,8 @@
 // returned and a later exec reaches it (BG-1); its own exit code comes back and a wait that
 // times out says "running" (BG-2); what it wrote so far is readable while it runs, under a
 // cap that flags a cut (BG-3); a signal reaches its whole process group (BG-4); a handle
-// rebuilt from the id sees the same process (BG-5); an id never started is refused (BG-6).
+// rebuilt from the id sees the same process (BG-5); an id never started is refused (BG-6); a
+// program past its lifetime is ended, and the sandbox with its files stays (BG-8).
 // Every probe waits for a file it creates, never for time; each stops what it started.
 #include <unistd.h>
 
@@ -38,8 +39,9 @@ struct Started {
   }
 };
 
-std::unique_ptr<Started> start(ProbeContext& c, std::string line) {
-  BackgroundOptions o{.working_directory = c.paths.work, .start_timeout = c.subject.exec_timeout()};
+std::unique_ptr<Started> start(ProbeContext& c, std::string line,
+                               std::chrono::milliseconds lifetime = BackgroundOptions{}.lifetime) {
+  BackgroundOptions o{.working_directory = c.paths.work, .lifetime = lifetime, .start_timeout = c.subject.exec_timeout()};
   auto p = c.subject.runner()([&] { return start_background(borrowed(c), Command(std::move(line)), o); });
   // Built in place: a moved-from temporary's destructor would stop the program.
   return std::unique_ptr<Started>(new Started{c, std::move(p)});
@@ -153,7 +155,22 @@ void an_unknown_id_is_refused(ProbeContext& c) {
   fail("find_background of id '" + id + "', never started, returned a handle");
 }
 
-constexpr std::array<Probe, 6> kProbes{{
+void a_lifetime_ends_the_program_not_the_sandbox(ProbeContext& c) {
+  const std::string keeper = fresh("keeper8");
+  exec(c, Command("echo kept > '" + keeper + "'"));
+  // Never ends by itself: only its lifetime can end it.
+  auto s = start(c, "while :; do sleep 0.05 2>/dev/null || sleep 1; done", std::chrono::seconds(1));
+  const auto ended = wait_for(c, s->process);
+  if (ended.running || ended.exit_code != 128 + 9 || !ended.expired)
+    fail("a program whose lifetime of 1 s passed is " + shown(ended) + (ended.expired ? " (expired)" : " (not flagged expired)") +
+         " (expected ended with 137, expired)");
+  // The lifetime ends the program only: the sandbox, and what is in it, stays.
+  const auto r = exec(c, Command("cat '" + keeper + "'"));
+  if (r.exit_code != 0 || r.stdout_text() != "kept\n")
+    fail("after a background program's lifetime ended it, the sandbox lost its files: " + describe(r));
+}
+
+constexpr std::array<Probe, 7> kProbes{{
     {Suite::Background, "BG-1", "runs-on-after-start",
      "a background program must keep running after its start returned, where later calls can reach it", kBackground,
      runs_on_after_start},
@@ -172,6 +189,9 @@ constexpr std::array<Probe, 6> kProbes{{
     {Suite::Background, "BG-6", "an-unknown-id-is-refused",
      "a lookup must not hand out a handle on nothing, which would report a program that never ran", kBackground,
      an_unknown_id_is_refused},
+    {Suite::Background, "BG-8", "a-lifetime-ends-the-program-not-the-sandbox",
+     "a program past its lifetime must end, and only it: a sandbox torn down with it loses every other call's work",
+     kBackground, a_lifetime_ends_the_program_not_the_sandbox},
 }};
 
 }  // namespace

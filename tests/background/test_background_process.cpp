@@ -122,6 +122,32 @@ TEST_CASE("background process BG-4: a signal reaches the whole group (a child it
   CHECK_FALSE(p.run([&] { return bg.signal(15); }));
 }
 
+TEST_CASE("background process BG-8: past its lifetime the program's group is ended and the status says expired; the "
+          "sandbox stays; a program stopped or ending by itself is not expired") {
+  ProcessSandbox p;
+  p.guest("echo kept > keeper");
+  const std::string marker = marker_sleep();
+  BackgroundOptions short_life{.lifetime = 1s};
+  // Never ends by itself, and leaves a child that only a kill of its group reaches.
+  auto bg = p.run([&] { return start_background(p.sandbox, Command(marker + " & touch ready; wait"), short_life); });
+  p.await_file("ready");
+  const auto s = p.run([&] { return bg.wait(60s); });
+  CHECK_FALSE(s.running);
+  CHECK(s.exit_code == 128 + 9);
+  CHECK(s.expired);
+  CHECK_FALSE(host_still_runs(marker));
+  CHECK(p.guest("cat keeper").stdout_text() == "kept\n");  // the lifetime ended the program, not the sandbox
+
+  auto stopped = p.run([&] { return start_background(p.sandbox, Command("while :; do sleep 0.05; done")); });
+  const auto by_stop = p.run([&] { return stopped.stop(60s); });
+  CHECK(by_stop.exit_code == 128 + 9);
+  CHECK_FALSE(by_stop.expired);
+  auto by_itself = p.run([&] { return start_background(p.sandbox, Command("exit 3"), short_life); });
+  const auto own = p.run([&] { return by_itself.wait(60s); });
+  CHECK(own.exit_code == 3);
+  CHECK_FALSE(own.expired);
+}
+
 TEST_CASE("background process BG-5/BG-6: a handle rebuilt from the id (another runner, as from another call) sees the same "
           "process; an unknown id is refused naming it") {
   ProcessSandbox p;

@@ -51,7 +51,9 @@ struct BackgroundOptions {
   std::string working_directory = ".";
   /// The id to file it under (BG-6: 16 characters of [a-z0-9]); absent: a random one.
   std::optional<std::string> id{};
-  /// The longest the program may run: the timeout of the exec that supervises it (BG-8).
+  /// The longest the program may run (BG-8): past it the guest-side supervisor kills the
+  /// program's group (whole seconds, rounded up; never early, at most ~1.5 s late) and its
+  /// status says `expired`. The sandbox stays: the lifetime ends the program, not the sandbox.
   std::chrono::milliseconds lifetime = std::chrono::hours(24);
   /// Bound on the start: until the supervisor has recorded the program's process group.
   std::chrono::milliseconds start_timeout = std::chrono::seconds(30);
@@ -62,6 +64,9 @@ struct BackgroundOptions {
 struct BackgroundStatus {
   bool running = true;
   std::optional<int> exit_code{};
+  /// Ended by its lifetime (BackgroundOptions::lifetime, BG-8): the supervisor's SIGKILL, so
+  /// `exit_code` is 137. Apart from a `stop()` or a program that exited by itself.
+  bool expired = false;
 };
 
 /// What a background process wrote so far, each stream under the cap it was read with.
