@@ -42,8 +42,7 @@ BackendDeclarations wslc_declarations(bool proxy_configured) {
   // shim — `--cpus` (LM-3). Not memory (its --memory does not bound swap: a hog may swap
   // rather than be killed, LM-1), processes (no --pids-limit), ttl (the 2.9.4 listing reports
   // no labels, so no host can read a lifetime back), idle_timeout (no engine record of a last
-  // use) — C-23 and
-  // docs/backends/wslc.md "Resource bounds".
+  // use) — C-23 and docs/backends/wslc.md "Resource bounds".
   d.resource_bounds = ResourceBoundSet{ResourceBound::Cpus};
   return d;  // limits undeclared: the core defaults apply (W-6)
 }
