@@ -4,10 +4,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -165,15 +168,42 @@ Container require_container(const std::string& name) {
 
 // ---- container verbs --------------------------------------------------------------------
 
+/// `--cpus` as wslc reads it (GetNanoCpusFromString): std::from_chars in fixed notation over
+/// the whole text — no sign, exponent or space — more than 0, and cpus * 1e9 truncated to
+/// nano-CPUs, which is what reaches the engine (HostConfig.NanoCpus). Docker's own --cpus
+/// takes a decimal, so the shim hands it those nano-CPUs back as one: the container gets
+/// what wslc would give it, no more (S-4).
+std::string wslc_cpus(const std::string& text) {
+  constexpr double kNanosPerCpu = 1'000'000'000.0;
+  constexpr double kMaxCpus = static_cast<double>(std::numeric_limits<std::int64_t>::max()) / kNanosPerCpu;
+  double cpus = 0;
+  const char* end = text.data() + text.size();
+  const auto r = std::from_chars(text.data(), end, cpus, std::chars_format::fixed);
+  if (r.ec != std::errc{} || r.ptr != end || !(cpus > 0.0) || cpus > kMaxCpus)
+    fail("Invalid value for --cpus: '" + text + "'", "E_INVALIDARG");
+  const auto nanos = static_cast<std::int64_t>(cpus * kNanosPerCpu);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%lld.%09lld", static_cast<long long>(nanos / 1'000'000'000),
+                static_cast<long long>(nanos % 1'000'000'000));
+  return buf;
+}
+
 [[noreturn]] void container_run(std::size_t at) {
   auto p = parse(at, {{"-d", "-d"}, {"--detach", "-d"}, {"--name", "--name"}, {"--network", "--network"},
-                      {"-e", "-e"}, {"--env", "-e"}, {"-l", "-l"}, {"--label", "-l"}, {"--sysctl", "--sysctl"}},
-                 {"--name", "--network", "-e", "-l", "--sysctl"});
+                      {"-e", "-e"}, {"--env", "-e"}, {"-l", "-l"}, {"--label", "-l"}, {"--sysctl", "--sysctl"},
+                      {"--cpus", "--cpus"}},
+                 {"--name", "--network", "-e", "-l", "--sysctl", "--cpus"});
   if (!p.has("-d") || !p.one("--name") || p.positional.empty()) unsupported();
+  // An argument wslc cannot take fails before any service call, as wslc's validation does.
+  const std::optional<std::string> cpus = p.one("--cpus") ? std::optional(wslc_cpus(*p.one("--cpus"))) : std::nullopt;
   maybe_fault("run");
   std::vector<std::string> args{"run", "-d", "--pull", "never", "--name", *p.one("--name")};
   const std::string network = p.one("--network").value_or("bridge");
   args.insert(args.end(), {"--network", network});
+  // C-23: --cpus exists and is forwarded as wslc converts it. --memory and --pids-limit are
+  // not accepted here: the backend never sends them (wslc has no --pids-limit; its --memory
+  // does not bound swap, so the backend does not declare memory).
+  if (cpus) args.insert(args.end(), {"--cpus", *cpus});
   for (const auto& e : p.options["-e"]) args.insert(args.end(), {"-e", e});
   // Passed through as given: the egress proxy's forwarding-off settings (issue 22).
   // WSLC_SHIM_IGNORE_SYSCTL=1 plays a wslc that accepts and drops them (the EG-3 double).

@@ -38,6 +38,12 @@ BackendDeclarations wslc_declarations(bool proxy_configured) {
   // W-4: ALLOWLIST only with a proxy to enforce it; never UNRESTRICTED.
   d.egress_modes = proxy_configured ? EgressSet{Egress::Closed, Egress::Allowlist} : EgressSet{Egress::Closed};
   d.isolation_scopes = IsolationScopeSet{IsolationScope::Conversation, IsolationScope::Call};  // W-5
+  // LIM-3: only what wslc can put on the container and the LIMITS suite proves through the
+  // shim — `--cpus` (LM-3). Not memory (its --memory does not bound swap: a hog may swap
+  // rather than be killed, LM-1), processes (no --pids-limit), ttl (the 2.9.4 listing reports
+  // no labels, so no host can read a lifetime back), idle_timeout (no engine record of a last
+  // use) — C-23 and docs/backends/wslc.md "Resource bounds".
+  d.resource_bounds = ResourceBoundSet{ResourceBound::Cpus};
   return d;  // limits undeclared: the core defaults apply (W-6)
 }
 
@@ -62,13 +68,16 @@ WslcSandboxBackend::~WslcSandboxBackend() = default;
 
 std::string WslcSandboxBackend::container_name(const SandboxKey& key, const std::string& kind,
                                                const std::string& work_base,
-                                               const std::vector<std::string>& allow_hosts) {
+                                               const std::vector<std::string>& allow_hosts,
+                                               const ResourceLimits& resources) {
   // W-10, W-31: the allow: part only behind the proxy (sorted by sandbox_name), so a closed
   // sandbox and an allowlisted one of the same key never share a container; the base
   // joins only when not the default.
   support::NameQualifiers q;
   q.egress_allow = allow_hosts;
   if (work_base != kDefaultWorkDir) q.work_base = work_base;
+  // LIM-5: a container's bounds are fixed at create, so other bounds are another container.
+  if (!resources.empty()) q.resources = resources.to_string();
   return support::sandbox_name(kContainerPrefix, key, kind, q);
 }
 
@@ -166,7 +175,12 @@ awaitable<void> WslcSandboxBackend::create(const std::string& name, const Sandbo
   // W-32 (5): behind the proxy the workload gets N-net and the proxy's address, nothing else.
   const std::string network = proxied ? name + "-net" : "none";
   const LabelList env = proxied ? detail::proxy_env(name) : LabelList{};
-  auto args = run_args(name, labels, image, network, env);
+  // LIM-5: the spec's CPU bound over the configuration's. The LIMITS broken double applies
+  // the configuration's alone.
+  const std::optional<double> spec_cpus =
+      config_.test_only_unapplied_resource_bounds ? std::nullopt : spec.resources().cpus();
+  const std::optional<double> cpus = spec_cpus ? spec_cpus : config_.cpus;
+  auto args = run_args(name, labels, image, network, env, cpus);
   WslcOutcome r = co_await lifecycle(std::move(args));
   if (r.exit_code == 0) {
     logger()->info("backend 'wslc': created container {} for kind '{}' (thread '{}', agent '{}')", name, spec.kind(),
@@ -239,7 +253,18 @@ awaitable<std::shared_ptr<Sandbox>> WslcSandboxBackend::acquire(SandboxKey key, 
     throw ValueError("backend 'wslc': spec.work_dir '" + base + "' of workload kind '" + spec.kind() +
                      "' must be a normalised absolute POSIX path below /");
   support::sandbox_labels(key, spec.kind(), spec.labels());  // refuses a bad label key (W-11) now
-  const std::string name = container_name(key, spec.kind(), base, allow_hosts);
+  // LIM-3 holds at the router; refused here too, so a direct caller is never served a bound
+  // this backend does not keep (refuse, never degrade).
+  if (const ResourceBoundSet missing = spec.resources().asked().difference(declarations_.resource_bounds);
+      !missing.empty())
+    throw SandboxResourceBoundNotEnforced(
+        "backend 'wslc' does not enforce resource bound " + missing.to_string() + ", asked by workload kind '" +
+            spec.kind() + "' (" + spec.resources().to_string() + "; it enforces: " +
+            declarations_.resource_bounds.to_string("no resource bound") +
+            "; wslc has no --pids-limit, its --memory does not bound swap, its 2.9.4 listing reports no labels "
+            "to read a ttl back from, and it records no last use: C-23, docs/backends/wslc.md)",
+        std::string(to_string(missing.sorted().front())));
+  const std::string name = container_name(key, spec.kind(), base, allow_hosts, spec.resources());
 
   auto key_lock = lock_for(name);
   auto held = co_await key_lock->scoped();  // W-13: one get-or-create per identity

@@ -1,11 +1,16 @@
 // The argv of every verb (wslc.md C-10…C-22). Options before the first positional (C-5).
 #include "maf/sandbox/wslc/commands.hpp"
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "maf/sandbox/egress_proxy/namespace_settings.hpp"
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/resource_limits.hpp"
 #include "maf/sandbox/support/labels.hpp"
 
 namespace maf::sandbox::wslc {
@@ -22,9 +27,20 @@ std::vector<std::string> list_args(const ListSelector& selector) {
   return args;
 }
 
+std::string cpus_argument(double cpus) {
+  if (!std::isfinite(cpus) || cpus < ResourceLimits::kMinCpus || cpus > ResourceLimits::kMaxCpus)
+    throw ValueError(fmt::format("backend 'wslc': cpus must be from {} to {} CPUs (wslc --cpus), got {}",
+                                 ResourceLimits::kMinCpus, ResourceLimits::kMaxCpus, cpus));
+  // wslc reads --cpus with std::from_chars(..., chars_format::fixed): "1e-02" would be refused.
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, cpus, std::chars_format::fixed);
+  return std::string(buf, ec == std::errc{} ? end : buf);
+}
+
 std::vector<std::string> run_args(const std::string& name, const LabelList& labels, const std::string& image,
-                                  const std::string& network, const LabelList& env) {
+                                  const std::string& network, const LabelList& env, std::optional<double> cpus) {
   std::vector<std::string> args{"container", "run", "-d", "--name", name, "--network", network};
+  if (cpus) args.insert(args.end(), {"--cpus", cpus_argument(*cpus)});
   for (const auto& [key, value] : env) args.insert(args.end(), {"-e", key + "=" + value});
   for (const auto& [label, value] : labels) args.insert(args.end(), {"-l", support::label_argument(label, value)});
   args.insert(args.end(), {image, "sleep", "infinity"});

@@ -7,6 +7,7 @@
 
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/plugin.hpp"
+#include "maf/sandbox/wslc/commands.hpp"
 
 namespace maf::sandbox::wslc {
 namespace {
@@ -27,7 +28,7 @@ std::chrono::milliseconds WslcConfig::command_timeout() const {
 }
 
 WslcConfig parse_wslc_config(const nlohmann::json& json) {
-  require_known_keys(json, {"wslc_path", "command_timeout_seconds", "image", "egress_proxy_image"}, "wslc");
+  require_known_keys(json, {"wslc_path", "command_timeout_seconds", "image", "egress_proxy_image", "cpus"}, "wslc");
   WslcConfig c;
   if (json.is_null()) return c;
   if (auto it = json.find("wslc_path"); it != json.end()) {
@@ -46,6 +47,15 @@ WslcConfig parse_wslc_config(const nlohmann::json& json) {
   if (auto it = json.find("egress_proxy_image"); it != json.end() && !it->is_null()) {
     // "" is unset, as upstream reads it; a real image declares ALLOWLIST (W-4, W-31).
     if (std::string image = get_string(*it, "egress_proxy_image"); !image.empty()) c.egress_proxy_image = image;
+  }
+  if (auto it = json.find("cpus"); it != json.end() && !it->is_null()) {
+    if (!it->is_number()) refuse("cpus", "must be a number of CPUs, got " + it->dump());
+    try {
+      cpus_argument(it->get<double>());  // the range wslc and the engine take (commands.hpp)
+    } catch (const ValueError& e) {
+      refuse("cpus", std::string("is out of range: ") + e.what());
+    }
+    c.cpus = it->get<double>();
   }
   return c;
 }

@@ -16,54 +16,15 @@
 #include "maf/sandbox/wslc/backend.hpp"
 #include "maf/sandbox/wslc/commands.hpp"
 #include "maf/sandbox/wslc/errors.hpp"
+#include "scripted_runner.hpp"
 
 using namespace maf::sandbox;
 using namespace maf::sandbox::wslc;
-using V = std::vector<std::string>;
+using wslc_test::ScriptedRunner;
+using wslc_test::V;
+using wslc_test::joined;
 
 namespace {
-
-std::string joined(const V& argv) {
-  std::string out;
-  for (const auto& a : argv) out += (out.empty() ? "" : " ") + a;
-  return out;
-}
-
-bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
-
-/// Answers each call by the latest rule whose prefix its joined argv starts with (so a test
-/// overrides a shared script by adding a rule); records every argv. Unmatched calls succeed
-/// with no output.
-class ScriptedRunner final : public WslcRunner {
-public:
-  using Answer = std::function<WslcOutcome(const V&)>;
-  void on(std::string prefix, WslcOutcome outcome) {
-    rules_.emplace_back(std::move(prefix), [outcome](const V&) { return outcome; });
-  }
-  void on(std::string prefix, Answer answer) { rules_.emplace_back(std::move(prefix), std::move(answer)); }
-  boost::asio::awaitable<WslcOutcome> run(WslcCall call) override {
-    calls.push_back(call.args);
-    const std::string line = joined(call.args);
-    for (auto rule = rules_.rbegin(); rule != rules_.rend(); ++rule)
-      if (starts_with(line, rule->first)) co_return rule->second(call.args);
-    co_return WslcOutcome{};
-  }
-  /// The joined argv of every call, in order.
-  V verbs() const {
-    V out;
-    for (const auto& c : calls) out.push_back(joined(c));
-    return out;
-  }
-  std::size_t count(const std::string& prefix) const {
-    std::size_t n = 0;
-    for (const auto& c : calls) n += starts_with(joined(c), prefix) ? 1 : 0;
-    return n;
-  }
-  std::vector<V> calls;
-
-private:
-  std::vector<std::pair<std::string, Answer>> rules_;
-};
 
 WslcOutcome failure(const std::string& symbol) { return WslcOutcome{1, "", "injected\r\nError code: " + symbol + "\r\n"}; }
 

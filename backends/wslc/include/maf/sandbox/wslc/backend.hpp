@@ -6,7 +6,9 @@
 /// Declarations (W-1…W-6): isolation `container`; capabilities exactly {EXEC, FILES_IN};
 /// os_families {POSIX}; egress_modes {CLOSED}, plus ALLOWLIST when `egress_proxy_image` is
 /// configured (W-4); isolation_scopes {CONVERSATION, CALL}; limits undeclared (the core
-/// defaults: 8 MiB per file). Cleanup is disposal only — no `stop`.
+/// defaults: 8 MiB per file); resource_bounds {cpus} — `--cpus`, the one bound wslc can
+/// enforce that the LIMITS suite proves (docs/backends/wslc.md "Resource bounds"). Cleanup
+/// is disposal only — no `stop`.
 /// ALLOWLIST runs the workload on an internal network `N-net` whose only way out is the
 /// per-sandbox proxy `N-proxy`, dual-homed on wslc's `bridge` (W-31…W-34, egress.cpp).
 /// Names and labels come from support/labels.hpp, so acquire and every disposal agree.
@@ -56,9 +58,11 @@ public:
 
   const WslcConfig& config() const noexcept { return config_; }
   /// W-10: the container name for (key, kind, work base, allowlist hosts when the sandbox
-  /// runs behind the proxy — W-31); derived, never stored.
+  /// runs behind the proxy — W-31, the spec's resource bounds when any — LIM-5); derived,
+  /// never stored.
   static std::string container_name(const SandboxKey& key, const std::string& kind, const std::string& work_base,
-                                    const std::vector<std::string>& allow_hosts = {});
+                                    const std::vector<std::string>& allow_hosts = {},
+                                    const ResourceLimits& resources = {});
 
 private:
   struct Removal {

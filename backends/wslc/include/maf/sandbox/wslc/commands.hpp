@@ -24,10 +24,17 @@ std::vector<std::string> version_args();
 std::vector<std::string> list_args(const ListSelector& selector);
 using LabelList = std::vector<std::pair<std::string, std::string>>;
 
-/// C-10, a workload: `--network` (`none` for closed egress, `N-net` behind the proxy), the
+/// C-10, a workload: `--network` (`none` for closed egress, `N-net` behind the proxy),
+/// `--cpus` when a CPU bound applies (C-23, docs/backends/wslc.md "Resource bounds"), the
 /// environment, the labels, the image, `sleep infinity`.
 std::vector<std::string> run_args(const std::string& name, const LabelList& labels, const std::string& image,
-                                  const std::string& network = "none", const LabelList& env = {});
+                                  const std::string& network = "none", const LabelList& env = {},
+                                  std::optional<double> cpus = std::nullopt);
+/// `--cpus`' value as wslc parses it (from_chars in fixed notation: no sign, no exponent, no
+/// space, more than 0): the shortest fixed-notation text that reads back as `cpus`. Throws
+/// ValueError naming the value outside ResourceLimits' CPU range (0.01…1024, LIM-2) — below
+/// it wslc's nano-CPU truncation and the engine's 0.01 floor stop meaning a bound.
+std::string cpus_argument(double cpus);
 /// C-10, W-32 (2): the egress proxy `N-proxy` on `N-net`, allowing `allow_hosts` (joined
 /// by `,`), with the labels plus `maf-sandbox.role=proxy`; the image's own entrypoint runs.
 std::vector<std::string> proxy_run_args(const std::string& proxy, const std::string& network,

@@ -23,6 +23,13 @@ struct WslcConfig {
   /// The egress proxy image (backends/egress-proxy, W-34). Set: egress_modes gains ALLOWLIST
   /// and a spec with hosts runs behind a per-sandbox proxy (W-4, W-31…W-33). "" reads as unset.
   std::optional<std::string> egress_proxy_image;
+  /// `--cpus` for every workload whose spec asks no CPU bound (LIM-5: a spec's `cpus` replaces
+  /// it). Absent = no CPU bound. 0.01…1024, as ResourceLimits' range (commands.hpp).
+  std::optional<double> cpus;
+  /// TEST-ONLY broken double of the LIMITS suite (not a JSON key): the spec's bounds are
+  /// declared and folded into the name, but not applied — only the configuration's `cpus` is
+  /// put on the container. Never set it outside a test.
+  bool test_only_unapplied_resource_bounds = false;
 
   std::chrono::milliseconds command_timeout() const;
 };
