@@ -87,6 +87,38 @@ void Sandbox::require_capability(Capability capability, const char* method) cons
                             " is not available to workload kind '" + identity_.kind + "'");
 }
 
+boost::asio::awaitable<ExecResult> Sandbox::settle_exec(ExecReport report, const char* what,
+                                                        std::chrono::milliseconds timeout) {
+  if (report.end == ExecReport::End::Exited) co_return std::move(report.result);
+  // EXE-1: one type per ending, whatever the backend; EXE-2: an abandon takes the backend's
+  // teardown first, and a teardown that fails is said, never hides the ending.
+  std::string abandoned;
+  if (report.abandon) {
+    std::string failure;
+    try {
+      co_await do_abandon();
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    abandoned = failure.empty() ? "; the sandbox was ended (the program could not be stopped alone)"
+                                : "; ending the sandbox failed: " + failure;
+  }
+  const std::string where = std::string(what) + " in backend '" + identity_.backend_name + "' sandbox (kind '" +
+                            identity_.kind + "')";
+  if (report.end == ExecReport::End::DeadlineExpired)
+    throw SandboxProgramTimeout(where + " did not finish within its timeout of " + std::to_string(timeout.count()) +
+                                " ms; " + report.stopped + abandoned);
+  throw SandboxTransferCapExceeded(where + " wrote more than " + report.cap_name + "=" +
+                                   std::to_string(report.cap_bytes) + " to " + report.cap_output + "; " +
+                                   report.stopped + abandoned);
+}
+
+boost::asio::awaitable<void> Sandbox::do_abandon() {
+  throw NotImplementedError("backend '" + identity_.backend_name + "' reported an exec to abandon but implements no "
+                            "do_abandon");
+  co_return;
+}
+
 boost::asio::awaitable<ExecResult> Sandbox::exec(Command command, std::string working_directory,
                                                  std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -96,11 +128,15 @@ boost::asio::awaitable<ExecResult> Sandbox::exec(Command command, std::string wo
   ExecRequest request{command, command.shell_line(),
                       resolve_working_directory(working_directory, identity_.storage_base), timeout, deadline};
   const auto observed = observation();
-  if (!observed) co_return co_await do_exec(request);
+  if (!observed) {
+    ExecReport report = co_await do_exec(request);
+    co_return co_await settle_exec(std::move(report), "exec", timeout);
+  }
   Observed o;
   ExecResult result;
   try {
-    result = co_await do_exec(request);
+    ExecReport report = co_await do_exec(request);
+    result = co_await settle_exec(std::move(report), "exec", timeout);
   } catch (...) {
     o.failure = std::current_exception();
   }
@@ -200,11 +236,15 @@ boost::asio::awaitable<ExecResult> Sandbox::run_code(std::string code, std::chro
   if (timeout.count() <= 0)
     throw ValueError("run_code timeout must be positive, got " + std::to_string(timeout.count()) + " ms");
   const auto observed = observation();
-  if (!observed) co_return co_await do_run_code(code, timeout, deadline);
+  if (!observed) {
+    ExecReport report = co_await do_run_code(code, timeout, deadline);
+    co_return co_await settle_exec(std::move(report), "run_code", timeout);
+  }
   Observed o;
   ExecResult result;
   try {
-    result = co_await do_run_code(code, timeout, deadline);
+    ExecReport report = co_await do_run_code(code, timeout, deadline);
+    result = co_await settle_exec(std::move(report), "run_code", timeout);
   } catch (...) {
     o.failure = std::current_exception();
   }
@@ -213,10 +253,10 @@ boost::asio::awaitable<ExecResult> Sandbox::run_code(std::string code, std::chro
   co_return result;
 }
 
-boost::asio::awaitable<ExecResult> Sandbox::do_run_code(const std::string&, std::chrono::milliseconds,
+boost::asio::awaitable<ExecReport> Sandbox::do_run_code(const std::string&, std::chrono::milliseconds,
                                                         std::chrono::steady_clock::time_point) {
   throw NotImplementedError("backend '" + identity_.backend_name + "' offers no run_code runtime");
-  co_return ExecResult{};
+  co_return ExecReport{};
 }
 
 boost::asio::awaitable<void> Sandbox::do_file_operation(FileOperation,
@@ -442,7 +482,8 @@ boost::asio::awaitable<void> Sandbox::do_reclaim(const std::string& absolute_dir
   auto run = [&](std::vector<std::string> argv) -> boost::asio::awaitable<ExecResult> {
     ExecRequest request{Command(std::move(argv)), {}, "/", timeout, deadline};
     request.shell_line = request.command.shell_line();
-    co_return co_await do_exec(request);
+    ExecReport report = co_await do_exec(request);
+    co_return co_await settle_exec(std::move(report), "reclaim", timeout);
   };
   auto expired = [&](const TimeoutError& e) {
     return TimeoutError("backend '" + identity_.backend_name + "': reclaiming '" + absolute_directory +

@@ -68,25 +68,27 @@ public:
                          work.string(), instance_id}) {}
 
 protected:
-  boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) override {
+  boost::asio::awaitable<ExecReport> do_exec(const ExecRequest& request) override {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(request.deadline -
                                                                             std::chrono::steady_clock::now());
     support::SubprocessOptions options;
     options.argv = {"sh", "-c", request.shell_line};
     options.cwd = request.working_directory;
     options.timeout = std::max(left, std::chrono::milliseconds(1));
+    const std::size_t cap_stdout = options.max_stdout;
+    const std::size_t cap_stderr = options.max_stderr;
     support::SubprocessResult r;
+    bool timed_out = false;
     try {
       r = co_await support::run_subprocess(std::move(options));
     } catch (const support::SubprocessTimeout&) {
-      // TimeoutError means exactly "the caller's bound expired" (C-40); the subprocess
-      // runner has already killed the command's whole process group.
-      throw TimeoutError("backend 'hostdir': a command of kind '" + kind() + "' ran past its " +
-                         std::to_string(request.timeout.count()) + " ms bound and was killed");
+      timed_out = true;  // the subprocess runner has already killed the command's whole group
     }
-    if (r.stdout_overflowed || r.stderr_overflowed)
-      throw SandboxTransferCapExceeded("backend 'hostdir': output of kind '" + kind() +
-                                       "' exceeded the per-stream cap; the command was killed");
+    // Report how it ended, never throw for it: the core raises one error type per ending,
+    // the same on every backend (EXE-1).
+    if (timed_out) co_return ExecReport::deadline_expired("its process group was killed");
+    if (r.stdout_overflowed) co_return ExecReport::over_cap("max_stdout", cap_stdout, "stdout", "it was killed");
+    if (r.stderr_overflowed) co_return ExecReport::over_cap("max_stderr", cap_stderr, "stderr", "it was killed");
     co_return ExecResult{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code, {}};
   }
 

@@ -107,7 +107,7 @@ ExecResult InProcessSandbox::answer(const std::string& text) {
   return ExecResult::from_text(std::move(out));
 }
 
-boost::asio::awaitable<ExecResult> InProcessSandbox::do_exec(const ExecRequest& request) {
+boost::asio::awaitable<ExecReport> InProcessSandbox::do_exec(const ExecRequest& request) {
   {
     std::lock_guard lock(mutex_);
     ++counts_.exec;
@@ -117,7 +117,7 @@ boost::asio::awaitable<ExecResult> InProcessSandbox::do_exec(const ExecRequest& 
   co_return answer(request.shell_line);
 }
 
-boost::asio::awaitable<ExecResult> InProcessSandbox::do_run_code(const std::string& code,
+boost::asio::awaitable<ExecReport> InProcessSandbox::do_run_code(const std::string& code,
                                                                  std::chrono::milliseconds timeout,
                                                                  std::chrono::steady_clock::time_point) {
   {

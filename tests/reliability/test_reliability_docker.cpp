@@ -293,12 +293,14 @@ TEST_CASE("C-52 reliability load: 16 concurrent conversations (acquire/exec/writ
       [&] { return static_cast<int>(s.backend->transport().idle_connections()); });
   CHECK(c.finished == kConversations);
   CHECK(containers_of_scope(s.scope).empty());
-  CHECK(c.fds_after == c.fds_before);
-  CHECK(c.threads_after == c.threads_before);
-  CHECK(c.children_after == c.children_before);
+  // A leak is more after than before, never fewer: something an earlier case left winding
+  // down (a thread, a descriptor, a child being reaped) may end during the load.
+  CHECK(c.fds_after <= c.fds_before);
+  CHECK(c.threads_after <= c.threads_before);
+  CHECK(c.children_after <= c.children_before);
   const bool clean = c.finished == kConversations && containers_of_scope(s.scope).empty() &&
-                     c.fds_after == c.fds_before && c.threads_after == c.threads_before &&
-                     c.children_after == c.children_before;
+                     c.fds_after <= c.fds_before && c.threads_after <= c.threads_before &&
+                     c.children_after <= c.children_before;
   reliability::record("docker-load-16", "16 concurrent conversations (acquire/exec/write/collect/dispose)", where(),
                       clean ? "all finished; no container, fd, thread or child left" : "leaked");
 }

@@ -174,12 +174,14 @@ TEST_CASE("C-52 reliability load: 64 concurrent conversations (acquire/exec/writ
       Fixture::spec({DeclaredOutput{.path = "out.txt"}}), kConversations);
   CHECK(c.finished == kConversations);
   CHECK(f.root_entries().empty());
-  CHECK(c.fds_after == c.fds_before);
-  CHECK(c.threads_after == c.threads_before);
-  CHECK(c.children_after == c.children_before);
+  // A leak is more after than before, never fewer: something an earlier case left winding
+  // down (a thread, a descriptor, a child being reaped) may end during the load.
+  CHECK(c.fds_after <= c.fds_before);
+  CHECK(c.threads_after <= c.threads_before);
+  CHECK(c.children_after <= c.children_before);
   CHECK(processes_rooted_under(f.root) == 0);
-  const bool clean = c.finished == kConversations && f.root_entries().empty() && c.fds_after == c.fds_before &&
-                     c.threads_after == c.threads_before && c.children_after == c.children_before;
+  const bool clean = c.finished == kConversations && f.root_entries().empty() && c.fds_after <= c.fds_before &&
+                     c.threads_after <= c.threads_before && c.children_after <= c.children_before;
   reliability::record("process-load-64", "64 concurrent conversations (acquire/exec/write/collect/dispose)",
                       "process", clean ? "all finished; no sandbox, fd, thread or child left" : "leaked");
 }

@@ -25,7 +25,7 @@ public:
   std::vector<RecordedCommand> seen;
 
 protected:
-  boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) override {
+  boost::asio::awaitable<ExecReport> do_exec(const ExecRequest& request) override {
     seen.push_back({request.shell_line, request.working_directory, request.timeout});
     if (raise) std::rethrow_exception(raise);
     ExecResult r;

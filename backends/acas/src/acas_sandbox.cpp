@@ -66,7 +66,7 @@ boost::asio::awaitable<ExecAnswer> AcasSandbox::control_exec(Service& svc, const
   co_return parse_exec_answer(r.body);
 }
 
-boost::asio::awaitable<ExecResult> AcasSandbox::captured_exec(Service& svc, const std::string& id,
+boost::asio::awaitable<ExecReport> AcasSandbox::captured_exec(Service& svc, const std::string& id,
                                                               const std::string& shell_line,
                                                               const std::string& working_directory,
                                                               Clock::time_point deadline) {
@@ -80,8 +80,12 @@ boost::asio::awaitable<ExecResult> AcasSandbox::captured_exec(Service& svc, cons
                              launch.stderr_text.substr(0, 200));
   // One byte over the limit is what the readers keep to make "over" visible.
   CaptureManifest manifest = parse_capture_manifest(launch.stdout_text, token, limit + 1);
+  // The program ran to its end; its capture stays unread in the guest's scratch, so the
+  // sandbox is not reused — the core abandons it through do_abandon (EXE-2).
   if (manifest.stdout_size > limit || manifest.stderr_size > limit)
-    throw SandboxOutputError("acas: exec output exceeds exec_output_limit_bytes=" + std::to_string(limit));
+    co_return ExecReport::over_cap("exec_output_limit_bytes", static_cast<std::uint64_t>(limit),
+                                   manifest.stdout_size > limit ? "stdout" : "stderr", "its capture was not read",
+                                   /*abandon=*/true);
   ExecResult result;
   result.exit_code = manifest.exit_code;
   // Not a braced list iterated across co_await (GCC 12 miscompiles that).
@@ -114,23 +118,34 @@ boost::asio::awaitable<ExecResult> AcasSandbox::captured_exec(Service& svc, cons
   co_return result;
 }
 
-boost::asio::awaitable<ExecResult> AcasSandbox::do_exec(const ExecRequest& request) {
+boost::asio::awaitable<ExecReport> AcasSandbox::do_exec(const ExecRequest& request) {
   Admission admitted(state_);
   auto lease = co_await this->lease();
   Service& svc = lease.service();
   std::exception_ptr failure;
+  std::optional<std::string> throttled;
+  bool timed_out = false;
   try {
     co_return co_await captured_exec(svc, record_->id, request.shell_line, request.working_directory,
                                      request.deadline);
   } catch (const AcasThrottledPastDeadline& e) {
-    // A-26's one exception: the throttled request was answered and nothing ran.
-    throw TimeoutError(std::string("acas: exec timed out: ") + e.what());
+    throttled = e.what();
+  } catch (const TimeoutError&) {
+    timed_out = true;
   } catch (...) {
     failure = std::current_exception();
   }
+  // A-26's one exception: the throttled request was answered and nothing ran; the sandbox is kept.
+  if (throttled) co_return ExecReport::deadline_expired("nothing ran: " + *throttled);
   // anything else may have left the guest mid-command; the sandbox is not reused.
-  co_await state_->invalidate(svc, record_, "exec failed");
+  co_await state_->invalidate(svc, record_, timed_out ? "exec timed out" : "exec failed");
+  if (timed_out) co_return ExecReport::deadline_expired("the request was abandoned and the sandbox is not reused");
   std::rethrow_exception(failure);
+}
+
+boost::asio::awaitable<void> AcasSandbox::do_abandon() {
+  auto lease = co_await this->lease();
+  co_await state_->invalidate(lease.service(), record_, "exec output over its cap");
 }
 
 boost::asio::awaitable<std::optional<GuestStat>> AcasSandbox::do_lstat(const std::string& absolute_path) {

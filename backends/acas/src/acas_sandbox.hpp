@@ -23,13 +23,14 @@ public:
                                                            std::string command, std::string working_directory,
                                                            Clock::time_point deadline, std::size_t budget);
   /// The exact-bytes exec, without invalidation.
-  static boost::asio::awaitable<ExecResult> captured_exec(Service& service, const std::string& id,
+  static boost::asio::awaitable<ExecReport> captured_exec(Service& service, const std::string& id,
                                                           const std::string& shell_line,
                                                           const std::string& working_directory,
                                                           Clock::time_point deadline);
 
 protected:
-  boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) override;
+  boost::asio::awaitable<ExecReport> do_exec(const ExecRequest& request) override;
+  boost::asio::awaitable<void> do_abandon() override;
   boost::asio::awaitable<std::optional<GuestStat>> do_lstat(const std::string& absolute_path) override;
   boost::asio::awaitable<void> do_write_file(const std::string& absolute_path, const std::string& content) override;
   boost::asio::awaitable<std::string> do_read_file(const std::string& absolute_path, std::int64_t max_bytes) override;

@@ -153,8 +153,10 @@ boost::asio::awaitable<void> run_command_probes(Service& svc, std::shared_ptr<Ac
     try {
       const std::string command = "printf x";
       const std::string root = "/";
-      auto r = co_await AcasSandbox::captured_exec(svc, record->id, command, root, deadline);
-      if (r.exit_code != 0 || r.stdout_bytes != "x" || !r.stderr_bytes.empty()) why = "unexpected result";
+      auto report = co_await AcasSandbox::captured_exec(svc, record->id, command, root, deadline);
+      const ExecResult& r = report.result;
+      if (report.end != ExecReport::End::Exited) why = "the capture of one byte went over its cap";
+      else if (r.exit_code != 0 || r.stdout_bytes != "x" || !r.stderr_bytes.empty()) why = "unexpected result";
     } catch (const std::exception& e) {
       why = e.what();
     }

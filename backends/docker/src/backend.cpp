@@ -693,6 +693,8 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::acquire(SandboxKey key
   parts.max_exec_output_bytes = config_.max_exec_output_bytes;
   parts.command_timeout = config_.command_timeout();
   parts.watch_oom_kills = spec.resources().memory_bytes().has_value();
+  parts.config = std::make_shared<const DockerConfig>(config_);
+  parts.key = key;
   co_return std::make_shared<detail::DockerSandbox>(std::move(parts));
 }
 

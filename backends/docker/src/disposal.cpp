@@ -24,6 +24,7 @@
 #include "maf/sandbox/support/async_mutex.hpp"
 #include "maf/sandbox/support/labels.hpp"
 #include "proxy_drain.hpp"
+#include "teardown.hpp"
 
 namespace maf::sandbox::docker {
 
@@ -125,31 +126,39 @@ awaitable<void> run_together(std::vector<std::function<awaitable<void>()>>& task
 
 }  // namespace
 
-awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::remove_workload(std::string container,
-                                                                               std::optional<SandboxKey> caller,
-                                                                               bool* removed) {
-  // Order (docker.md §8.1, D-27): the proxy drained and removed, then the workload, then
-  // the network — attached endpoints block a network's removal. A proxy is tried whatever
-  // the current config says: a sandbox another configuration created is still reclaimed.
-  // A proxy the engine keeps leaves the workload and the network in place.
+namespace detail {
+
+awaitable<std::optional<DisposalFailure>> teardown_workload(DockerTransport& transport, const DockerConfig& config,
+                                                           std::string container, std::optional<SandboxKey> caller,
+                                                           bool* removed) {
+  // Order (D-27): the proxy drained and removed, then the workload, then the network.
   try {
     std::string proxy_name = container + "-proxy";
-    auto proxy =
-        co_await detail::drain_and_remove_proxy(*transport_, config_, std::move(proxy_name), std::move(caller));
+    auto proxy = co_await drain_and_remove_proxy(transport, config, std::move(proxy_name), std::move(caller));
     if (proxy.outcome == RemoveOutcome::Refused)
       co_return DisposalFailure{kDisposalRefused, "proxy " + container + "-proxy: " + proxy.detail};
-    auto workload = co_await transport_->remove_container(container);
+    auto workload = co_await transport.remove_container(container);
     if (workload.outcome == RemoveOutcome::Refused)
       co_return DisposalFailure{kDisposalRefused, "container " + container + ": " + workload.detail};
     if (removed) *removed = workload.outcome == RemoveOutcome::Removed;
     std::string network_name = container + "-net";
-    auto network = co_await transport_->remove_network(std::move(network_name));
+    auto network = co_await transport.remove_network(std::move(network_name));
     if (network.outcome == RemoveOutcome::Refused)
       logger()->warn("backend 'docker': network {}-net remains: {}", container, network.detail);
   } catch (const Error& e) {
     co_return DisposalFailure{kDisposalUnreachable, "container " + container + ": " + e.what()};
   }
   co_return std::nullopt;
+}
+
+}  // namespace detail
+
+awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::remove_workload(std::string container,
+                                                                               std::optional<SandboxKey> caller,
+                                                                               bool* removed) {
+  // Made, then awaited: no by-value temporaries inside the co_await (GCC 12).
+  auto teardown = detail::teardown_workload(*transport_, config_, std::move(container), std::move(caller), removed);
+  co_return co_await std::move(teardown);
 }
 
 awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::dispose(SandboxKey key, std::optional<std::string> kind,

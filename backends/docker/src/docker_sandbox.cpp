@@ -2,6 +2,8 @@
 // `docker cp`, every tar-plane operation frozen (docker.md §6, §7).
 #include "docker_sandbox.hpp"
 
+#include "teardown.hpp"
+
 #include <sstream>
 
 #include <boost/algorithm/string/predicate.hpp>
@@ -177,7 +179,7 @@ awaitable<void> DockerSandbox::refuse_lost_container(int exit_code, bool not_run
                   " after the exec: it was stopped under the command; acquire again to restart it");
 }
 
-awaitable<ExecResult> DockerSandbox::do_exec(const ExecRequest& request) {
+awaitable<ExecReport> DockerSandbox::do_exec(const ExecRequest& request) {
   co_await oom_baseline();
   std::vector<std::string> argv;
   if (request.command.is_argv())
@@ -203,33 +205,28 @@ awaitable<ExecResult> DockerSandbox::do_exec(const ExecRequest& request) {
   } catch (const TimeoutError&) {
     timed_out = true;
   }
-  if (timed_out) {
-    // Killing the client does not reach the process inside the container: remove the
-    // container so nothing keeps running; the next acquire creates a fresh one (D-13).
-    try {
-      co_await p_.transport->remove_container(p_.container);
-    } catch (const Error&) {
-    }
-    throw TimeoutError("backend 'docker': exec in container " + p_.container + " (kind '" + kind() +
-                       "') did not finish within its timeout of " + std::to_string(request.timeout.count()) +
-                       " ms; the container was removed");
-  }
-  if (outcome.stdout_overflowed || outcome.stderr_overflowed) {
-    // The engine goes on draining the command after the client stops reading (measured on
-    // 20.10: a `head -c 1G /dev/zero` kept running); as for a timeout, remove the container.
-    try {
-      co_await p_.transport->remove_container(p_.container);
-    } catch (const Error&) {
-    }
-    throw OSError("backend 'docker': exec in container " + p_.container + " (kind '" + kind() + "') wrote more than " +
-                  std::to_string(p_.max_exec_output_bytes) + " bytes to " +
-                  (outcome.stdout_overflowed ? "stdout" : "stderr") +
-                  " (max_exec_output_bytes); the client was stopped and the container removed");
-  }
+  // Killing the client does not reach the process inside the container (D-13), and the
+  // engine goes on draining a command after the client stops reading (measured on 20.10: a
+  // `head -c 1G /dev/zero` kept running): only the container's end stops it, so the core
+  // abandons the sandbox through do_abandon; the next acquire creates a fresh one.
+  if (timed_out) co_return ExecReport::deadline_expired("the client was stopped", /*abandon=*/true);
+  if (outcome.stdout_overflowed || outcome.stderr_overflowed)
+    co_return ExecReport::over_cap("max_exec_output_bytes", p_.max_exec_output_bytes,
+                                   outcome.stdout_overflowed ? "stdout" : "stderr", "the client was stopped",
+                                   /*abandon=*/true);
   co_await refuse_lost_container(outcome.exit_code, boost::algorithm::icontains(outcome.stderr_bytes, "is not running"));
   ExecResult result{std::move(outcome.stdout_bytes), std::move(outcome.stderr_bytes), outcome.exit_code, {}};
   co_await oom_after(result.limits_hit);
   co_return result;
+}
+
+awaitable<void> DockerSandbox::do_abandon() {
+  // The backend's one teardown plan (D-27): proxy, workload, network — not the workload alone.
+  auto teardown = teardown_workload(*p_.transport, *p_.config, p_.container, p_.key);
+  const std::optional<DisposalFailure> failure = co_await std::move(teardown);
+  if (failure)
+    throw OSError("backend 'docker': container " + p_.container + " (kind '" + kind() + "') could not be ended: " +
+                  failure->to_string());
 }
 
 awaitable<void> DockerSandbox::stop_streamed(const std::string& token, const std::optional<std::string>& pgid) {

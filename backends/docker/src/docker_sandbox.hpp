@@ -49,6 +49,10 @@ struct DockerSandboxParts {
   /// The spec bounds memory: each exec is followed by a read of the container's own memory
   /// cgroup's oom_kill counter, so a kill by the bound is reported (docs/limits.md LIM-6).
   bool watch_oom_kills = false;
+  /// For do_abandon (EXE-2): the backend's one teardown plan needs the configuration (the
+  /// proxy's drain) and the key (its attribution).
+  std::shared_ptr<const DockerConfig> config;
+  SandboxKey key;
 };
 
 class DockerSandbox final : public Sandbox {
@@ -61,7 +65,8 @@ public:
   boost::asio::awaitable<std::optional<GuestStat>> unconfined_stat_for_testing(std::string absolute_path);
 
 protected:
-  boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) override;
+  boost::asio::awaitable<ExecReport> do_exec(const ExecRequest& request) override;
+  boost::asio::awaitable<void> do_abandon() override;
   boost::asio::awaitable<StreamOutcome> do_exec_stream(const ExecRequest& request, ExecOutputSink& sink) override;
   boost::asio::awaitable<std::optional<GuestStat>> do_lstat(const std::string& absolute_path) override;
   boost::asio::awaitable<void> do_write_file(const std::string& absolute_path, const std::string& content) override;

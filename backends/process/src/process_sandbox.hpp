@@ -25,10 +25,10 @@ public:
   const GuestTree& tree() const noexcept { return tree_; }
 
 protected:
-  boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) override;
+  boost::asio::awaitable<ExecReport> do_exec(const ExecRequest& request) override;
   /// STR-2: the bubblewrap process group is killed on every ending but the program's own exit.
   boost::asio::awaitable<StreamOutcome> do_exec_stream(const ExecRequest& request, ExecOutputSink& sink) override;
-  boost::asio::awaitable<ExecResult> do_run_code(const std::string& code, std::chrono::milliseconds timeout,
+  boost::asio::awaitable<ExecReport> do_run_code(const std::string& code, std::chrono::milliseconds timeout,
                                                  std::chrono::steady_clock::time_point deadline) override;
   boost::asio::awaitable<std::optional<GuestStat>> do_lstat(const std::string& absolute_path) override;
   boost::asio::awaitable<void> do_write_file(const std::string& absolute_path, const std::string& content) override;
@@ -55,10 +55,9 @@ private:
                             std::optional<std::string> stdin_bytes, std::chrono::steady_clock::time_point deadline);
   /// OSError for bubblewrap's own set-up failures, which are not the program's status (C-39).
   void refuse_setup_failure(int exit_code, const std::string& stderr_head) const;
-  boost::asio::awaitable<ExecResult> run_confined(std::vector<std::string> command, std::string working_directory,
+  boost::asio::awaitable<ExecReport> run_confined(std::vector<std::string> command, std::string working_directory,
                                                   std::optional<std::string> stdin_bytes,
-                                                  std::chrono::steady_clock::time_point deadline,
-                                                  std::chrono::milliseconds timeout);
+                                                  std::chrono::steady_clock::time_point deadline);
 
   /// The cgroups a command of this sandbox runs in (created on first use, recorded).
   std::vector<std::string> join_cgroups() const;

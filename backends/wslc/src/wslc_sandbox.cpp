@@ -9,6 +9,7 @@
 #include "maf/sandbox/support/guest_stream.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 #include "maf/sandbox/wslc/commands.hpp"
+#include "maf/sandbox/wslc/error_codes.hpp"
 #include "maf/sandbox/wslc/errors.hpp"
 
 namespace maf::sandbox::wslc::detail {
@@ -20,19 +21,20 @@ WslcSandbox::WslcSandbox(WslcSandboxParts parts)
       p_(std::move(parts)),
       plane_{p_.runner.get(), p_.container, p_.kind, p_.command_timeout} {}
 
-awaitable<void> WslcSandbox::remove_container_quietly() {
-  // Killing wslc does not stop the guest process (W-28): only removal does. A failing
-  // removal must not hide the error being raised.
-  try {
-    WslcCall call;
-    call.args = remove_args(p_.container);
-    call.timeout = p_.command_timeout;
-    co_await run_lifecycle(*p_.runner, std::move(call), "container remove");
-  } catch (const Error&) {
-  }
+awaitable<void> WslcSandbox::do_abandon() {
+  // Killing wslc does not stop the guest process (W-28): only removal does. A failure is
+  // thrown for the core to say beside the ending it raises, never instead of it (EXE-2).
+  WslcCall call;
+  call.args = remove_args(p_.container);
+  call.timeout = p_.command_timeout;
+  const WslcOutcome r = co_await run_lifecycle(*p_.runner, std::move(call), "container remove");
+  // W-38: exit 0, or already gone, is removed.
+  if (r.exit_code != 0 && find_symbol(r.stderr_bytes) != WslcSymbol::ContainerNotFound)
+    throw OSError("backend 'wslc': container " + p_.container + " (kind '" + kind() + "') could not be removed: exit " +
+                  std::to_string(r.exit_code) + ": " + r.stderr_bytes.substr(0, 400));
 }
 
-awaitable<ExecResult> WslcSandbox::do_exec(const ExecRequest& request) {
+awaitable<ExecReport> WslcSandbox::do_exec(const ExecRequest& request) {
   std::vector<std::string> argv =
       request.command.is_argv() ? request.command.argv() : std::vector<std::string>{"sh", "-c", request.shell_line};
   if (argv.empty()) throw ValueError("backend 'wslc': exec of kind '" + kind() + "' got an empty argv");
@@ -51,20 +53,13 @@ awaitable<ExecResult> WslcSandbox::do_exec(const ExecRequest& request) {
   } catch (const support::SubprocessTimeout&) {
     timed_out = true;
   }
-  if (timed_out) {
-    co_await remove_container_quietly();
-    throw SandboxProgramTimeout("backend 'wslc': exec in container " + p_.container + " (kind '" + kind() +
-                                "') did not finish within its timeout of " + std::to_string(request.timeout.count()) +
-                                " ms; the container was removed");
-  }
+  // W-28: killing wslc does not stop the guest process; only the container's removal does,
+  // so the core abandons the sandbox through do_abandon (EXE-2).
+  if (timed_out) co_return ExecReport::deadline_expired("wslc was killed", /*abandon=*/true);
   if (r.stdout_overflowed || r.stderr_overflowed ||
-      r.stdout_bytes.size() + r.stderr_bytes.size() > kMaxExecOutputBytes) {
-    co_await remove_container_quietly();
-    throw WslcExecOutputLimitExceeded("backend 'wslc': exec in container " + p_.container + " (kind '" + kind() +
-                                      "') wrote more than " + std::to_string(kMaxExecOutputBytes) +
-                                      " bytes of stdout and stderr together; wslc was stopped and the container "
-                                      "removed");
-  }
+      r.stdout_bytes.size() + r.stderr_bytes.size() > kMaxExecOutputBytes)
+    co_return ExecReport::over_cap("max_exec_output_bytes", kMaxExecOutputBytes, "stdout and stderr together",
+                                   "wslc was stopped", /*abandon=*/true);
   // W-27: the guest's stderr is never classified as a wslc error.
   co_return ExecResult{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code, {}};
 }

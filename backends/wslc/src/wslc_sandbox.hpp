@@ -34,13 +34,13 @@ public:
   const std::string& container_name() const noexcept { return p_.container; }
 
 protected:
-  boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) override;
+  boost::asio::awaitable<ExecReport> do_exec(const ExecRequest& request) override;
+  boost::asio::awaitable<void> do_abandon() override;
   boost::asio::awaitable<StreamOutcome> do_exec_stream(const ExecRequest& request, ExecOutputSink& sink) override;
   boost::asio::awaitable<std::optional<GuestStat>> do_lstat(const std::string& absolute_path) override;
   boost::asio::awaitable<void> do_write_file(const std::string& absolute_path, const std::string& content) override;
 
 private:
-  boost::asio::awaitable<void> remove_container_quietly();
   /// Stop a streamed program in the guest (its whole group, support/guest_stream.hpp): wslc
   /// killed on the host leaves it running (W-28). OSError when something of it survives.
   boost::asio::awaitable<void> stop_streamed(const std::string& token, const std::optional<std::string>& pgid);

@@ -93,7 +93,7 @@ void HostTreeSandbox::kill_leftovers() const {
   }
 }
 
-boost::asio::awaitable<ExecResult> HostTreeSandbox::do_exec(const ExecRequest& request) {
+boost::asio::awaitable<ExecReport> HostTreeSandbox::do_exec(const ExecRequest& request) {
   support::SubprocessOptions o;
   o.argv = request.command.is_argv() ? request.command.argv()
                                      : std::vector<std::string>{"sh", "-c", request.shell_line};
@@ -116,12 +116,14 @@ boost::asio::awaitable<ExecResult> HostTreeSandbox::do_exec(const ExecRequest& r
   o.timeout = std::max(remaining, std::chrono::milliseconds(1));
   o.kill_grace = std::chrono::milliseconds(500);
   support::SubprocessResult r;
+  bool timed_out = false;
   try {
     r = co_await support::run_subprocess(std::move(o));  // SubprocessTimeout is a TimeoutError
   } catch (const TimeoutError& e) {
-    if (flaw_ != Flaw::TimeoutAsOSError) throw;
-    throw OSError(std::string("command failed: ") + e.what());
+    if (flaw_ == Flaw::TimeoutAsOSError) throw OSError(std::string("command failed: ") + e.what());
+    timed_out = true;
   }
+  if (timed_out) co_return ExecReport::deadline_expired("its process group was killed");
   if (flaw_ == Flaw::FoldStderr) {
     r.stdout_bytes += r.stderr_bytes;
     r.stderr_bytes.clear();

@@ -138,8 +138,9 @@ MAF_SANDBOX_DEFINE_ERROR(TimeoutError, OSError);
 MAF_SANDBOX_DEFINE_ERROR(SandboxStreamIdle, TimeoutError);
 /// run_code's deadline passed before the program started (C-41).
 MAF_SANDBOX_DEFINE_ERROR(SandboxQueuedTimeout, TimeoutError);
-/// A program overran its own deadline (a host-tools run, docs/host-tools.md "Deadlines";
-/// WSLC's exec). Beside the message it carries what the program printed before it was
+/// A program overran its own deadline: every exec and run_code past its timeout, on every
+/// backend (docs/writing-a-backend.md EXE-1), and a host-tools run (docs/host-tools.md
+/// "Deadlines"). Beside the message it carries what the program printed before it was
 /// stopped, whether a stop was delivered, and what it reached — so a host can tell "nothing
 /// ever started" (signal Absent) from "the program was started and then stopped".
 class SandboxProgramTimeout : public TimeoutError {

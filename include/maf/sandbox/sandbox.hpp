@@ -9,9 +9,10 @@
 /// `max_bytes` (C-47) — and only then call the backend's protected `do_…` hook with an
 /// absolute, confined guest path. No backend can forget a check.
 ///
-/// What remains a backend's duty: the deadline of exec/run_code (C-40, C-41), no-follow
-/// semantics in its own hooks, creating parents on write, and stopping early on over-cap
-/// reads where it can.
+/// What remains a backend's duty: stopping a program at the deadline of exec/run_code (C-40,
+/// C-41) and at its output caps — and *reporting* that (ExecReport), while the core raises
+/// the one error type for each (EXE-1) — no-follow semantics in its own hooks, creating
+/// parents on write, and stopping early on over-cap reads where it can.
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/awaitable.hpp>
@@ -29,6 +30,7 @@
 #include "maf/sandbox/capability.hpp"
 #include "maf/sandbox/command.hpp"
 #include "maf/sandbox/entry.hpp"
+#include "maf/sandbox/exec_report.hpp"
 #include "maf/sandbox/exec_result.hpp"
 #include "maf/sandbox/exec_stream.hpp"
 #include "maf/sandbox/key.hpp"
@@ -158,17 +160,27 @@ protected:
   };
   explicit Sandbox(Identity identity);
 
-  virtual boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) = 0;
+  /// Run `request` within `request.deadline` and the backend's output caps. For the
+  /// program's own exit, return its ExecResult; when the deadline or a cap stopped it,
+  /// report which (ExecReport::deadline_expired / over_cap) — do not throw for those: the
+  /// core raises one type for each (EXE-1). Set `abandon` where only the sandbox's end stops
+  /// the program; the core then calls do_abandon (EXE-2).
+  virtual boost::asio::awaitable<ExecReport> do_exec(const ExecRequest& request) = 0;
   /// Run `request` handing each chunk to `sink` as it is read, within `request.deadline`,
   /// `request.read_timeout` and the backend's own caps; stop the program (its whole process
   /// group) on any ending but its own exit, and report which (STR-2). Report, do not throw,
   /// for those endings: the core raises one type for each. Default refuses; only reached
   /// when EXEC_STREAM is declared.
   virtual boost::asio::awaitable<StreamOutcome> do_exec_stream(const ExecRequest& request, ExecOutputSink& sink);
-  /// Default refuses; only reached when RUN_CODE is declared.
-  virtual boost::asio::awaitable<ExecResult> do_run_code(const std::string& code,
+  /// Reports as do_exec does (EXE-3). Default refuses; only reached when RUN_CODE is declared.
+  virtual boost::asio::awaitable<ExecReport> do_run_code(const std::string& code,
                                                          std::chrono::milliseconds timeout,
                                                          std::chrono::steady_clock::time_point deadline);
+  /// End this sandbox through the backend's one teardown path (the same plan dispose and
+  /// reap use), because a program an exec reported with `abandon` cannot be stopped any
+  /// other way (EXE-2). Throw when the teardown fails; the core says so in the error it
+  /// raises. Default refuses: a backend that reports `abandon` overrides it.
+  virtual boost::asio::awaitable<void> do_abandon();
   /// Unconfined, no-follow stat of an absolute guest path (C-101); absent when missing.
   virtual boost::asio::awaitable<std::optional<GuestStat>> do_lstat(const std::string& absolute_path) = 0;
   /// Write bytes at a confined path whose existing ancestors are directories; create missing
@@ -211,6 +223,9 @@ protected:
 
 private:
   friend struct detail::FileBatchAccess;
+  /// ExecReport → the result, or the one error type for its ending (EXE-1), after
+  /// do_abandon when the report asks it (EXE-2). `what` names the operation ("exec").
+  boost::asio::awaitable<ExecResult> settle_exec(ExecReport report, const char* what, std::chrono::milliseconds timeout);
   /// stat_file and read_file, bracketed by do_file_operation unless a batch brackets them.
   boost::asio::awaitable<std::optional<SandboxEntry>> stat_file_in(bool batched, std::string path,
                                                                    std::string working_directory);

@@ -170,8 +170,8 @@ public:
   void set_operation_hook(std::function<void(FileOperation)> hook);
 
 protected:
-  boost::asio::awaitable<ExecResult> do_exec(const ExecRequest& request) override;
-  boost::asio::awaitable<ExecResult> do_run_code(const std::string& code, std::chrono::milliseconds timeout,
+  boost::asio::awaitable<ExecReport> do_exec(const ExecRequest& request) override;
+  boost::asio::awaitable<ExecReport> do_run_code(const std::string& code, std::chrono::milliseconds timeout,
                                                  std::chrono::steady_clock::time_point deadline) override;
   boost::asio::awaitable<std::optional<GuestStat>> do_lstat(const std::string& absolute_path) override;
   boost::asio::awaitable<void> do_write_file(const std::string& absolute_path, const std::string& content) override;

@@ -9,7 +9,10 @@
 ///                                 the verbatim stderr
 ///     WslcImageNotFound         — `WSLC_E_IMAGE_NOT_FOUND` / `WSLC_E_REGISTRY_BLOCKED_BY_POLICY`
 ///     WslcContainerVanished     — `WSLC_E_CONTAINER_NOT_FOUND` where the sandbox should exist
-///   WslcExecOutputLimitExceeded : OSError — exec wrote more than 8 MiB (W-7)
+///
+/// An exec past its deadline or over 8 MiB of output (W-7, W-28) raises the core's one type
+/// for each ending, as on every backend (EXE-1): SandboxProgramTimeout and
+/// SandboxTransferCapExceeded.
 
 #include <string>
 
@@ -43,11 +46,6 @@ public:
 class WslcContainerVanished : public WslcCommandFailed {
 public:
   using WslcCommandFailed::WslcCommandFailed;
-};
-
-class WslcExecOutputLimitExceeded : public OSError {
-public:
-  using OSError::OSError;
 };
 
 }  // namespace maf::sandbox::wslc
