@@ -1,5 +1,5 @@
-// libFuzzer target: the egress proxy's decision-log reader (support/proxy_log.hpp, docker.md
-// §11.3; docs/observability.md OBS-7), which Docker's drain and WSLC's disposal feed with a
+// libFuzzer target: the egress proxy's decision-log reader (support/proxy_log.hpp,
+// docs/backends/egress-proxy.md; docs/observability.md OBS-7), which Docker's drain and WSLC's disposal feed with a
 // proxy's log — bytes a guest influences through the hosts it asks for.
 //
 // Invariants: it never throws; every decision is one of the four names with a port of

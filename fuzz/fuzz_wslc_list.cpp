@@ -1,5 +1,5 @@
 // libFuzzer target: the wslc backend's reader of `wslc container list --format json`
-// (backends/wslc/src/container_list.hpp, wslc.md C-24…C-26, T-7) on arbitrary bytes. The
+// (backends/wslc/src/container_list.hpp, wslc C-24…C-26, T-7) on arbitrary bytes. The
 // reader is pure, so fuzz/CMakeLists.txt compiles backends/wslc/src/container_list.cpp
 // straight in (the fuzz preset builds no backends).
 //

@@ -1,4 +1,4 @@
-// Call admission per (key, kind), core.md §9.3: the state machine (no I/O). See
+// Call admission per (key, kind), docs/tools.md "Call admission": the state machine (no I/O). See
 // src/call_admission.hpp for the locking discipline and docs/tools.md for the behaviour.
 #include "call_admission.hpp"
 

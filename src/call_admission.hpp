@@ -1,5 +1,5 @@
 #pragma once
-// The admission state machine of core.md §9.3, without I/O: SandboxRouter runs the owed
+// The admission state machine of docs/tools.md "Call admission", without I/O: SandboxRouter runs the owed
 // cleanup it hands back (src/router.cpp). One std::mutex guards every gate; a waiter parks on
 // a timer of its own executor, and every touch of that timer happens under the mutex (the
 // hand-over may run on another thread between the queueing and the wait — the AsyncMutex

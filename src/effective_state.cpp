@@ -20,7 +20,7 @@ json limits_json(const TransferLimits& l) {
 
 json capabilities_json(const CapabilitySet& set) {
   json names = json::array();
-  for (auto c : set.sorted()) names.push_back(to_string(c));  // sorted by value (core.md §0)
+  for (auto c : set.sorted()) names.push_back(to_string(c));  // sorted by value (docs/policy.md, Conventions)
   return names;
 }
 

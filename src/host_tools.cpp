@@ -1,4 +1,4 @@
-// The host-tool registry and one run's dispatch (core.md §9.5; docs/host-tools.md HT-R1…R6).
+// The host-tool registry and one run's dispatch (docs/host-tools.md HT-R1…R6).
 // Every gate a guest's call passes is here, in the order docs/host-tools.md lists: the
 // guest-side clients are conveniences, never controls.
 #include "maf/sandbox/host_tools.hpp"

@@ -1,4 +1,4 @@
-// Output collection (core.md §5): declared guest files -> caps -> the host's sink.
+// Output collection (C-81…C-94): declared guest files -> caps -> the host's sink.
 //
 // Every refusal is raised before the first delivery (phases A–C), and every byte is bounded
 // before it is buffered: sizes are capped from the stat, reads are bounded by what is left.

@@ -1,4 +1,4 @@
-// Guest path arithmetic (core.md §6), ported from posixpath semantics.
+// Guest path arithmetic (C-95…C-103), ported from posixpath semantics.
 #include "maf/sandbox/paths.hpp"
 
 #include "maf/sandbox/errors.hpp"

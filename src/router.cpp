@@ -1,4 +1,4 @@
-// SandboxRouter: the policy of core.md §4. The checks run as plain comparisons that yield
+// SandboxRouter: the policy of docs/policy.md (C-60…C-77). The checks run as plain comparisons that yield
 // a refusal code; a message is built only for the refusal that is thrown, so the check path
 // allocates nothing for a spec that passes — PER_SPEC refusals on the way included
 // (tests/unit/test_router_allocations.cpp).
@@ -211,7 +211,7 @@ void SandboxRouter::refuse(Refusal refusal, const SandboxBackend& backend, Isola
 boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxRouter::acquire(SandboxKey key, SandboxSpec spec) {
   if (observers_) co_return co_await observed_acquire(std::move(key), std::move(spec));
   auto backend = select(spec);  // C-69: same code path as ensure_can_serve
-  calls_->refuse_if_unclean(key);  // §9.2: until a disposal lands
+  calls_->refuse_if_unclean(key);  // docs/tools.md "Unclean keys": until a disposal lands
   co_return co_await backend->acquire(std::move(key), std::move(spec));
 }
 
@@ -331,7 +331,7 @@ boost::asio::awaitable<void> SandboxRouter::dispose(SandboxKey key) {
       logger()->warn("dispose of {} on backend '{}' failed: {}", to_string(key), b->name(), e.what());
     }
   }
-  if (landed) calls_->clear_unclean(key, std::nullopt, std::nullopt);  // §9.2: a disposal landed
+  if (landed) calls_->clear_unclean(key, std::nullopt, std::nullopt);  // "Unclean keys": a disposal landed
 }
 
 boost::asio::awaitable<bool> SandboxRouter::dispose_kind(SandboxKey key, std::string kind,
@@ -378,7 +378,7 @@ boost::asio::awaitable<bool> SandboxRouter::dispose_kind(SandboxKey key, std::st
       confirmed = false;
     }
   }
-  if (confirmed) calls_->clear_unclean(key, kind, instance_id);  // §9.2: a disposal landed
+  if (confirmed) calls_->clear_unclean(key, kind, instance_id);  // "Unclean keys": a disposal landed
   observe_disposal(key, kind, instance_id, confirmed, std::chrono::steady_clock::now() - started);
   co_return confirmed;
 }
@@ -398,7 +398,7 @@ boost::asio::awaitable<ScopePurge> SandboxRouter::dispose_scope(std::string scop
     }
   }
   total.undisposed = fold(failures);
-  if (!total.undisposed) calls_->clear_unclean_scope(scope, thread_id);  // §9.2: a disposal landed
+  if (!total.undisposed) calls_->clear_unclean_scope(scope, thread_id);  // "Unclean keys": a disposal landed
   co_return total;
 }
 

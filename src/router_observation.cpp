@@ -34,7 +34,7 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxRouter::observed_acquire
   std::exception_ptr failure;
   try {
     auto backend = select(spec);  // C-69: the same checks as the unobserved path
-    calls_->refuse_if_unclean(key);  // §9.2: until a disposal lands, as unobserved
+    calls_->refuse_if_unclean(key);  // docs/tools.md "Unclean keys", as unobserved
     event.context.backend = backend->name();
     event.isolation = backend->isolation();
     sandbox = co_await backend->acquire(key, std::move(spec));

@@ -1,4 +1,4 @@
-// sandboxed_tool (core.md §9.1–§9.3, issue 26 items 2–4): attach checks (C-118), the
+// sandboxed_tool (docs/tools.md, issue 26 items 2–4): attach checks (C-118), the
 // session's refusals (C-119), guest_call_path (C-120) and the cleanup rung after each call.
 // Admission and the owed cleanup are the router's (admit_call / release_call); this file
 // decides which rung a call owes, in one place: finish_call. It also reports each call to
@@ -582,8 +582,9 @@ std::vector<SandboxedTool> sandboxed_tool(ToolBody body, std::shared_ptr<Sandbox
     throw ValueError("sandboxed_tool '" + name + "': admission_timeout must be positive, got " +
                      std::to_string(options.admission_timeout.count()) + " ms");
 
-  // §9.2: IsolationScope::Call always disposes; otherwise the stronger of the host's rung and
-  // the kind's floor, and a rung the backend does not declare is refused, never downgraded.
+  // docs/tools.md "The cleanup ladder": IsolationScope::Call always disposes; otherwise the
+  // stronger of the host's rung and the kind's floor, and a rung the backend does not declare
+  // is refused, never downgraded.
   Cleanup rung = spec.isolation_scope() == IsolationScope::Call ? Cleanup::Dispose
                                                                 : stronger(options.cleanup, options.workload_floor);
   if (rung != Cleanup::Dispose) {

@@ -1,5 +1,5 @@
 // UTF-8 validation and replacement decoding with Python's "maximal subpart" practice
-// (Unicode 15 §3.9, U+FFFD substitution): an invalid sequence is replaced by one U+FFFD per
+// (The Unicode Standard 15, section 3.9, U+FFFD substitution): an invalid sequence is replaced by one U+FFFD per
 // maximal prefix of a well-formed sequence, or per lone byte.
 #include "maf/sandbox/exec_result.hpp"
 

@@ -70,7 +70,7 @@ FetchOutcome PosixGuestSubject::fetch_url(const std::string& url, std::chrono::m
   // curl's own bound is 5/6 of the exec bound so curl answers before the exec is killed.
   char max_time[32];
   std::snprintf(max_time, sizeof max_time, "%.3f", static_cast<double>(timeout.count()) * 5.0 / 6.0 / 1000.0);
-  // curl when the guest has it (conformance.md §4.5). Otherwise an HTTP/1.0 GET over `nc`,
+  // curl when the guest has it (EG-1, EG-2). Otherwise an HTTP/1.0 GET over `nc`,
   // through $http_proxy when set: busybox wget is no substitute (the static build segfaults
   // on an internal network). The script prints the status, or 000 when no HTTP answer came
   // back, and exits 0 only when one did — curl's shape. http:// URLs only.

@@ -1,5 +1,5 @@
 // CLEANUP (docs/conformance.md "CLEANUP"): the two cleanup rungs below disposal, attacked
-// through the public surface (core.md §9.2). RECLAIM probes (RC-n, need `reclaim`) remove a
+// through the public surface (docs/tools.md "The cleanup ladder"). RECLAIM probes (RC-n, need `reclaim`) remove a
 // call's directory and must take nothing else — not a sibling call's directory, not what a
 // planted link points at; RESET probes (RS-n, need `snapshot`) must put the acquire-time tree
 // back. Presence is judged by the guest (exec `test`), never by the surface under test.

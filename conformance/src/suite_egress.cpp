@@ -1,4 +1,4 @@
-// EGRESS (conformance.md §4.5): an allowlisted host is reachable and a host off the list is
+// EGRESS (EG-1, EG-2): an allowlisted host is reachable and a host off the list is
 // not. Only the outcome an L3-severing and an L7-proxying backend share is asserted:
 // "reached" means the fetch exited 0 with a 2xx status. EG-3 (this port's own, issue 22)
 // attacks below HTTP: raw frames must not be routed anywhere the runner listens.

@@ -1,4 +1,4 @@
-// EXEC (conformance.md §4.3, LATER's seven probes): argv and shell forms run, exit codes,
+// EXEC (EX-1…EX-7): argv and shell forms run, exit codes,
 // quoting, the working directory, separate streams, byte fidelity, and the caller's bound.
 //
 // This port's ExecResult has no `producer_owns_stderr` flag: every backend keeps the streams
@@ -88,7 +88,7 @@ void timeout_raises(ProbeContext& c) {
     fail("sleep 30 with a 1 s timeout returned (exit " + std::to_string(r.exit_code) + ") instead of raising TimeoutError");
   } catch (const TimeoutError&) {
     const double elapsed = duration<double>(steady_clock::now() - start).count();
-    // Scheduling tolerances, not precision (conformance.md §4.3, §8.9).
+    // Scheduling tolerances, not precision (EX-7's window).
     if (elapsed < 0.5) fail("TimeoutError after " + std::to_string(elapsed) + " s: the backend's own ceiling, not the caller's 1 s bound");
     if (elapsed > 4.0) fail("TimeoutError only after " + std::to_string(elapsed) + " s (bound 1 s, allowed up to 4 s)");
   } catch (const ProbeFailed&) {

@@ -1,4 +1,4 @@
-// FILES_DELETE (conformance.md §4.4): remove removes exactly what it names — never a link's
+// FILES_DELETE (FD-1…FD-10): remove removes exactly what it names — never a link's
 // target, never outside, never the working directory. Each probe plants its own fixtures, so
 // measure_files_delete_probes can run them without the gate (R8). Presence is judged by the
 // guest (exec `test`), not by the surface under test.

@@ -1,10 +1,9 @@
-// FILES_IN (conformance.md §4.2): a write lands exactly, byte for byte, where it was aimed,
+// FILES_IN (FI-1…FI-12): a write lands exactly, byte for byte, where it was aimed,
 // and nowhere else. Verified through exec, not through the pull surface under test.
 //
 // Deviation (documented in docs/conformance.md): presence checks of `outside` run from W with
 // a relative path through beyond(), not with the working directory set to `outside`, which
-// may not exist — a backend that refuses a missing working directory is not failed for it
-// (conformance.md §8.4).
+// may not exist — a backend that refuses a missing working directory is not failed for it.
 #include <array>
 
 #include "probe_support.hpp"

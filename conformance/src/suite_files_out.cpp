@@ -1,4 +1,4 @@
-// FILES_OUT (conformance.md §4.1): the pull surface must name links as links, never read
+// FILES_OUT (FO-1…FO-12): the pull surface must name links as links, never read
 // through one, and refuse every path whose directory chain contains one.
 #include <array>
 

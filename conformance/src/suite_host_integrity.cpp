@@ -1,4 +1,4 @@
-// HOST_INTEGRITY (this port's own, conformance.md §4.8): whatever the guest runs, it cannot
+// HOST_INTEGRITY (this port's own; docs/conformance.md "HOST_INTEGRITY, in detail"): whatever the guest runs, it cannot
 // reach host root — not through the kernel's parameters, not through sysrq, not through a
 // container engine's socket, not by *being* host root, not past a missing seccomp filter,
 // and not by reading kernel memory, keys or timers.

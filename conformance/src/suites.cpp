@@ -1,4 +1,4 @@
-// The engine every suite shares (conformance.md §3): gate, plant once, run every probe in
+// The engine every suite shares (docs/conformance.md "Gating and outcomes"): gate, plant once, run every probe in
 // order with R3's skips and R4's capture, and the verdict of check_suite (R6).
 #include "maf/sandbox/conformance/suites.hpp"
 

@@ -1,6 +1,6 @@
 // CLEANUP (RECLAIM RC-n, RESET RS-n) and NL-1 against an honest host-tree double — and
 // against broken ones, each of which must fail exactly the probes named for its flaw: a
-// probe that cannot fail is a defect (core.md §9.2, docs/conformance.md "CLEANUP").
+// probe that cannot fail is a defect (docs/tools.md "The cleanup ladder"; docs/conformance.md "CLEANUP").
 #include <catch2/catch.hpp>
 
 #include <filesystem>

@@ -25,7 +25,7 @@ nlohmann::json declarations_json(const BackendDeclarations& d) {
 std::string declarations_text(const BackendDeclarations& d, const std::string& indent) {
   std::string out;
   out += fmt::format("{}capabilities:     {}\n", indent, d.capabilities.to_string("nothing"));
-  // Silence on egress enforces nothing (core.md §1.10): say so rather than print nothing.
+  // Silence on egress enforces nothing (C-5; docs/policy.md "Silence, per axis"): say so rather than print nothing.
   out += fmt::format("{}egress modes:     {}\n", indent, d.egress_modes.to_string("nothing (refuses every spec)"));
   out += fmt::format("{}os families:      {}\n", indent, d.os_families.to_string("no answer"));
   out += fmt::format("{}isolation scopes: {}\n", indent, d.effective_isolation_scopes().to_string());

@@ -1,4 +1,4 @@
-// The egress proxy's decision lines (support/proxy_log.hpp; docker.md §11.3).
+// The egress proxy's decision lines (support/proxy_log.hpp; docs/backends/egress-proxy.md).
 #include "maf/sandbox/support/proxy_log.hpp"
 
 #include <algorithm>

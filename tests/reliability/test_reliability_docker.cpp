@@ -1,7 +1,7 @@
 // Faults and load against the Docker backend on the shared engine (issue 15 parts 3–4): a
 // container killed mid-exec, a fork bomb against the pids limit, 1 GiB to stdout, a guest
 // racing the freeze, the host killed mid-acquire, and 16 concurrent conversations. Each trial
-// is recorded for docs/reliability.md (trials.hpp); rule ids cite docker.md §12.
+// is recorded for docs/reliability.md (trials.hpp); rule ids are D-n (docs/backends/docker.md "Rules (D-n)").
 #include <signal.h>
 
 #include <fstream>

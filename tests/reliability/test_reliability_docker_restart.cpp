@@ -41,7 +41,7 @@ struct PrivateDaemon {
 };
 
 /// A backend bound to the private daemon: the Engine-API transport through docker_host, the
-/// CLI transport through DOCKER_HOST as it binds (docker.md §3.1 pins it from then on).
+/// CLI transport through DOCKER_HOST as it binds (D-29 pins it from then on).
 struct PrivateScope {
   PrivateDaemon& daemon;
   BlockingRunner run;

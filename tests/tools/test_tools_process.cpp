@@ -37,7 +37,7 @@ struct ProcessEngine {
           return run([&] { return sb.exec(std::vector<std::string>{"test", "-e", relative}, "."); }).exit_code == 0;
         },
         // The guest is an unprivileged user. A directory it made unwritable inside the call's
-        // own the reclaim recovers (chmod -R as the guest, §9.2), so the refusal locks the
+        // own the reclaim recovers (chmod -R as the guest, docs/tools.md), so the refusal locks the
         // call's parent instead: the work directory no longer lets its entry be unlinked.
         "touch f && chmod 555 .."});
   }

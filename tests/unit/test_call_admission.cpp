@@ -1,4 +1,4 @@
-// Call admission per (key, kind), core.md §9.3, through SandboxRouter::admit_call /
+// Call admission per (key, kind), docs/tools.md "Call admission", through SandboxRouter::admit_call /
 // release_call on the in-process double. Orderings are observed by draining the io_context
 // (poll), never by time; the last case runs one io_context on four threads (label `tsan`).
 #include <catch2/catch.hpp>

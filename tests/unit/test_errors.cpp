@@ -1,4 +1,4 @@
-// core.md §7: the exception tree must reproduce the Python lineage, because core code and
+// C-105 (errors.hpp): the exception tree must reproduce the Python lineage, because core code and
 // the conformance probes catch by base.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// The in-process double (core.md §8, C-108…C-117) and, through it, the Sandbox base class's
+// The in-process double (C-108…C-117) and, through it, the Sandbox base class's
 // public contract (C-35…C-50, C-103): gates, confinement, the ancestor walk and read caps.
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-// Output collection (core.md §5, C-81…C-93), driven through the in-process double.
+// Output collection (C-81…C-93), driven through the in-process double.
 // Expected lowercase/NFC spellings were computed with CPython 3.11 (str.lower,
 // unicodedata.normalize) and are hard-coded.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// Guest path helpers (core.md §6, C-95…C-103). Expected values of normalise/join/dirname were
+// Guest path helpers (C-95…C-103). Expected values of normalise/join/dirname were
 // computed with CPython 3.11's posixpath and are hard-coded here.
 #include <catch2/catch.hpp>
 

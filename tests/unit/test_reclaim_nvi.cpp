@@ -1,5 +1,5 @@
-// Sandbox::reclaim and Sandbox::reset as the NVI checks them, once, for every backend (core.md
-// §9.2), and the core's default reclaim (rm -rf as the guest, from /, with one recovery for a
+// Sandbox::reclaim and Sandbox::reset as the NVI checks them, once, for every backend (docs/tools.md
+// "The cleanup ladder"), and the core's default reclaim (rm -rf as the guest, from /, with one recovery for a
 // guest-made read-only tree) — on the in-process double, whose exec is scripted here.
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 // sandboxed_tool on the in-process double: the attach order (C-118), the session's refusals
 // (C-119), guest_call_path and its removal (C-120), the cleanup ladder and unclean keys
-// (core.md §9.2), argument validation and result labels (issue 26 items 1–4, 6).
+// (docs/tools.md "The cleanup ladder"), argument validation and result labels (issue 26 items 1–4, 6).
 #include <catch2/catch.hpp>
 
 #include <filesystem>

@@ -1,4 +1,4 @@
-// SandboxSpec construction, validation and canonicalisation (core.md §1.7, C-8, C-9, C-18…C-20).
+// SandboxSpec construction, validation and canonicalisation (C-8, C-9, C-18…C-20).
 #include <catch2/catch.hpp>
 
 #include "maf/sandbox/spec.hpp"

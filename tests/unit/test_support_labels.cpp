@@ -1,5 +1,5 @@
-// support/labels.hpp: the name and label mapping acquire and dispose share (docker.md §4,
-// wslc.md W-10…W-12; D-6, T-10). Expected values were computed once with an independent
+// support/labels.hpp: the name and label mapping acquire and dispose share (D-6, D-7,
+// W-10…W-12, T-10). Expected values were computed once with an independent
 // Python rendering of the spec (hashlib) and are pinned here so a change is caught.
 
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
 // support/proxy_log.hpp: the egress proxy's decision lines, as Docker's drain and WSLC's
-// disposal read them (docker.md §11.3; docs/observability.md OBS-7).
+// disposal read them (docs/backends/egress-proxy.md; docs/observability.md OBS-7).
 #include <catch2/catch.hpp>
 
 #include <memory>

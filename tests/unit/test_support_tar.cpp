@@ -1,5 +1,5 @@
 // support/tar.hpp: round trips through the system GNU tar in both directions, the
-// incremental reader's caps (docker.md §6.3, T-11) and its refusal of malformed archives.
+// incremental reader's caps (D-18, D-19, T-11) and its refusal of malformed archives.
 
 #include <catch2/catch.hpp>
 

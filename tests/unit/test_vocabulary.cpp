@@ -1,4 +1,4 @@
-// Vocabulary rules of core.md §1: isolation, egress, capabilities, small enums, key, limits,
+// Vocabulary rules (C-1…C-34): isolation, egress, capabilities, small enums, key, limits,
 // ExecResult text views, disposal folding.
 #include <catch2/catch.hpp>
 

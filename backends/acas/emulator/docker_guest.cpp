@@ -300,7 +300,7 @@ std::string entry_json(const std::string& line, const std::string& requested_pat
   e["name"] = name;
   e["path"] = path;
   e["size"] = std::stoll(f[1]);
-  // §2.2.5: only the nine permission bits, no type/sticky/setuid.
+  // The file entry (R-31, E-25): only the nine permission bits, no type/sticky/setuid.
   e["mode"] = static_cast<int>(std::stoul(f[2], nullptr, 8) & 0777u);
   e["isDir"] = f[0] == "directory";
   e["isSymlink"] = f[0] == "symbolic link";

@@ -1,5 +1,5 @@
 #pragma once
-// The emulator's Docker side (acas.md §4.3): one container per sandbox, driven through the
+// The emulator's Docker side (E-20…E-26): one container per sandbox, driven through the
 // docker CLI. Kept apart from the HTTP server so that translation unit is the only one that
 // pays for Beast.
 
@@ -56,7 +56,7 @@ public:
                                              int mode, std::string bytes);
   boost::asio::awaitable<GuestAnswer> remove_path(const std::string& container, const std::string& path, bool recursive);
   boost::asio::awaitable<GuestAnswer> mkdir(const std::string& container, const std::string& path);
-  /// Out-of-band command for tests (§4.7 docker-exec): root or the image user.
+  /// Out-of-band command for tests (the control plane's docker-exec): root or the image user.
   boost::asio::awaitable<GuestExec> run_out_of_band(const std::string& container, const std::string& script, bool as_root);
 
 private:
@@ -68,7 +68,7 @@ private:
   std::string instance_label_;
 };
 
-/// Builds the §2.2.5 entry JSON text from a `%F|%s|%a|%Y|<rest>` stat line.
+/// Builds the file entry's JSON text (E-25) from a `%F|%s|%a|%Y|<rest>` stat line.
 std::string entry_json(const std::string& stat_line, const std::string& requested_path, const std::string& link_target);
 
 }  // namespace maf::sandbox::acas::emulator

@@ -1,6 +1,6 @@
 #pragma once
 /// @file emulator.hpp
-/// A local double of the ACAS data plane (acas.md §4): REST over HTTP/1.1 on loopback, each
+/// A local double of the ACAS data plane (E-1…E-71): REST over HTTP/1.1 on loopback, each
 /// sandbox a real Docker container, plus a control plane under `/_emulator/` for tests
 /// (fault rules, the request log, out-of-band guest commands). The same control operations
 /// are reachable in-process through `control()`.

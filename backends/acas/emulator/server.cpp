@@ -1,4 +1,4 @@
-// The emulator's HTTP side: routing, state, faults and the request log (acas.md §4). The
+// The emulator's HTTP side: routing, state, faults and the request log (E-n, docs/backends/acas.md "Rules"). The
 // only translation unit that includes Beast.
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/co_spawn.hpp>
@@ -731,7 +731,7 @@ struct Emulator::Impl {
     return "";
   }
 
-  // A managed-identity token endpoint (acas.md §1.1 #4/#5), so the backend's token source is
+  // A managed-identity token endpoint (docs/backends/acas.md "The credential chain", managed identity), so the backend's token source is
   // proven end to end: IMDS (`Metadata: true`) and the App Service form (`X-IDENTITY-HEADER`).
   // It issues the API token of alias `identityAlias`; the log records the query, never a token.
   Reply identity(const Incoming& in, json& record) {
@@ -754,7 +754,7 @@ struct Emulator::Impl {
                                {"resource", in.param("resource")}, {"token_type", "Bearer"}});
   }
 
-  // The Entra client-credentials grant (acas.md §1.1 #2) at `/{tenant}/oauth2/v2.0/token`:
+  // The Entra client-credentials grant (the service principal of "The credential chain") at `/{tenant}/oauth2/v2.0/token`:
   // point $AZURE_AUTHORITY_HOST here. Logs tenant and client id, never the secret.
   Reply service_principal(const Incoming& in, json& record) {
     record["route"] = "identity";
@@ -872,7 +872,7 @@ struct Emulator::Impl {
     }
     if (route == "lifecycle") {
       s.lifecycle_posts.push_back(body);
-      // §2.2.3: either part may be omitted; what is sent replaces that part.
+      // The lifecycle body: either part may be omitted; what is sent replaces that part.
       if (body.is_object())
         for (const char* k : {"autoSuspendPolicy", "autoDeletePolicy"})
           if (body.contains(k)) s.lifecycle[k] = body[k];
@@ -1124,7 +1124,7 @@ struct Emulator::Impl {
     s.labels = labels;
     s.create_body = body;
     s.created_at = now_iso();
-    // §2.2.1: only the wire names count; autoSuspend/autoDelete are silently ignored.
+    // The create body (E-13): only the wire names count; autoSuspend/autoDelete are silently ignored.
     // E-17: the platform default when the create omits it: auto-suspend 300 s, no auto-delete.
     json lc = body.value("lifecycle", json::object());
     s.lifecycle = json{{"autoSuspendPolicy", {{"enabled", true}, {"interval", 300}, {"mode", "Memory"}}}};
@@ -1193,7 +1193,7 @@ struct Emulator::Impl {
     return Reply::of(200, out);
   }
 
-  // ---- control plane (§4.7) -------------------------------------------------------------
+  // ---- control plane (/_emulator) ----------------------------------------------------------
   asio::awaitable<json> control_op(const std::string& method, const std::string& path, const json& body) {
     if (path == "/faults" && method == "POST") {
       Fault f;
@@ -1326,7 +1326,7 @@ struct Emulator::Impl {
       co_return json{{"mode", manual_clock ? "manual" : "real"}, {"now", clock()}};
     }
     const std::string sp = "/sandboxes/";
-    // §4.7: force a state (and stop reason), cause `test`.
+    // Control plane: force a state (and stop reason), cause `test`.
     if (method == "POST" && path.rfind(sp, 0) == 0 && path.size() > sp.size() + 6 &&
         path.substr(path.size() - 6) == "/state") {
       std::string id = path.substr(sp.size(), path.size() - sp.size() - 6);

@@ -1,4 +1,4 @@
-// AcasSandboxBackend: get-or-create, warm reuse, disposal (acas.md §5.1–§5.3, §5.7).
+// AcasSandboxBackend: get-or-create, warm reuse, disposal (A-1… …A-53).
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 
 #include <algorithm>
@@ -324,7 +324,7 @@ boost::asio::awaitable<bool> ensure_running(AcasSandboxBackend::State& s, detail
       if (doc.stopped_reason == "Disabled") co_return false;
       if (!resumed) {
         resumed = true;
-        // §2.1: always `{}`, a body-less resume may hang (CYRUS C7).
+        // always `{}`, a body-less resume may hang (CYRUS C7).
         ServiceCall call_4{"POST", "/sandboxes/" + record.id + "/resume", {}, "{}",
                                                       "application/json", RetryClass::Idempotent, deadline, 1 << 20,
                                                       "resume"};
@@ -608,7 +608,7 @@ boost::asio::awaitable<std::optional<DisposalFailure>> AcasSandboxBackend::dispo
     }
   }
   // [seed] dispose reaches the sandboxes this process knows; label discovery is A-50's
-  // unpinned extension (acas.md §6 item 16).
+  // unpinned extension, not taken.
   std::vector<DisposalFailure> failures;
   for (const auto& t : targets) {
     if (auto f = co_await s->delete_sandbox(svc, t.id)) {

@@ -22,7 +22,7 @@ namespace maf::sandbox::acas::detail {
 struct Binding {
   std::string authority;
   std::string generation;
-  AcasTokenSourceFactory create_credential;  ///< empty = the default chain of §1.1
+  AcasTokenSourceFactory create_credential;  ///< empty = the default credential chain
 };
 
 class ClientCache {

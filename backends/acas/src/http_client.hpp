@@ -27,7 +27,7 @@ struct HttpRequest {
   std::vector<std::string> headers;  ///< "Name: value"
   std::optional<std::string> body;
   std::chrono::milliseconds timeout{30000};
-  std::chrono::milliseconds connect_timeout{10000};  ///< IMDS uses a short one (§1.1 #5)
+  std::chrono::milliseconds connect_timeout{10000};  ///< IMDS uses a short one (managed identity)
   /// Bytes of response body kept; more aborts the transfer (`overflowed`), A-21.
   std::size_t max_body = std::size_t{64} << 20;
 };

@@ -1,5 +1,5 @@
 #pragma once
-// Acquire-time probes (acas.md §5.3): the removal-compatibility probe and the command
+// Acquire-time probes: the removal-compatibility probe and the command
 // probes `sh`, `host-tools`, `exec-capture`. Each runs against one held sandbox and
 // records its success on the sandbox's Record.
 

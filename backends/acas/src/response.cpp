@@ -191,7 +191,7 @@ std::optional<std::pair<std::string, std::string>> imported_image(const json& it
   auto id = item.find("id");
   auto image = item.find("image");
   if (id == item.end() || !id->is_string() || image == item.end() || !image->is_object()) return std::nullopt;
-  // `image` is an object; compare its `base`, never the object (a maf bug, §2.2.6).
+  // `image` is an object; compare its `base`, never the object (a maf bug; ).
   auto base = image->find("base");
   if (base == image->end() || !base->is_string()) return std::nullopt;
   return std::pair{id->get<std::string>(), base->get<std::string>()};

@@ -1,5 +1,5 @@
 #pragma once
-// Readers of the service's answers (acas.md §2, §3). Pure functions over bytes: no Asio, no
+// Readers of the service's answers (R-n, T-n). Pure functions over bytes: no Asio, no
 // curl, so the fuzz preset (backends OFF) compiles this file straight into
 // fuzz/fuzz_acas_response.cpp. Every malformed input becomes AcasResponseInvalid (or its
 // AcasEntryPayloadIncomplete subtype), never a crash, a nlohmann exception or a guess.
@@ -18,7 +18,7 @@
 
 namespace maf::sandbox::acas::detail {
 
-/// The fields of a sandbox document (§2.2.2) the backend reads.
+/// The fields of a sandbox document the backend reads.
 struct SandboxDocument {
   std::string id;
   std::string state;           ///< "" when absent
@@ -39,7 +39,7 @@ struct ExecAnswer {
   std::string stderr_text;
 };
 
-/// A file-plane entry (§2.2.5) classified.
+/// A file-plane entry classified.
 struct EntryPayload {
   std::string path;  ///< as the service echoed it ("" if absent)
   EntryKind kind = EntryKind::Other;
@@ -61,7 +61,7 @@ SandboxDocument parse_sandbox_document(std::string_view body);
 /// `null`, `{}` and `{"value": null}` are failed listings, not empty ones.
 ListPage parse_list_page(std::string_view body, std::string_view what);
 /// `exitCode` an integer (not bool, not float), `stdout`/`stderr` strings when present.
-/// Absent fields default to 0 / "" as the Python backend does (acas.md §6 item 14: kept
+/// Absent fields default to 0 / "" as the Python backend does (kept
 /// deliberately; the capture protocol's manifest check catches a silently-empty answer).
 ExecAnswer parse_exec_answer(std::string_view body);
 /// isDir and isSymlink must be JSON booleans, else AcasEntryPayloadIncomplete.
@@ -79,9 +79,9 @@ std::string problem_summary(std::string_view body);
 /// garbage is read as absent. Capped at `cap`.
 std::optional<std::chrono::milliseconds> parse_retry_after(std::string_view retry_after, std::string_view retry_after_ms,
                                                            std::chrono::milliseconds cap);
-/// A token command's stdout: JSON with accessToken/access_token (az CLI, §1.1 #6) and an
+/// A token command's stdout: JSON with accessToken/access_token (az CLI, through token_command) and an
 /// optional expires_on (unix seconds), or the whole trimmed text as the token.
-/// Also reads Entra's `expires_in` (seconds from now, §1.1 #2).
+/// Also reads Entra's `expires_in` (seconds from now; the service principal).
 struct TokenAnswer {
   std::string token;
   std::optional<std::int64_t> expires_on;

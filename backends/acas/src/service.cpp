@@ -157,7 +157,7 @@ boost::asio::awaitable<std::string> Service::host_token() {
 
 std::optional<std::string> Service::cached_token(Clock::time_point now) const {
   std::lock_guard guard(token_state_);
-  // §1.1: refresh when fewer than five minutes remain.
+  // "The credential chain": refresh when fewer than five minutes remain.
   if (!cached_token_.empty() && now + std::chrono::minutes(5) < token_expires_) return cached_token_;
   return std::nullopt;
 }
@@ -193,7 +193,7 @@ boost::asio::awaitable<std::string> Service::fetch_token(Clock::time_point now) 
     try {
       r = co_await support::run_subprocess(std::move(o));
     } catch (const std::exception&) {
-      // Provider output may contain a token: never quoted (§1.1).
+      // Provider output may contain a token: never quoted ("The credential chain").
       throw AcasCredentialError("acas: the token command '" + config_.token_command[0] + "' could not be run");
     }
     if (r.exit_code != 0)
@@ -231,7 +231,7 @@ boost::asio::awaitable<std::string> Service::fetch_token(Clock::time_point now) 
 
 namespace {
 
-// §1.1 #4/#5. Built outside the coroutine (GCC 12: no braced lists in a coroutine body).
+// Managed identity ("The credential chain"). Built outside the coroutine (GCC 12: no braced lists in a coroutine body).
 struct IdentityRequest {
   HttpRequest request;
   std::string where;  ///< the endpoint, for messages (never the header secret)
@@ -263,7 +263,7 @@ IdentityRequest identity_request(const AcasConfig& config) {
 }
 
 // A token endpoint's answer. Only the status is quoted: an error body is the provider's
-// text, and a token never enters a message (§1.1).
+// text, and a token never enters a message ("The credential chain").
 TokenAnswer token_answer(const HttpOutcome& o, const std::string& source) {
   if (o.failure != HttpFailure::None) throw AcasCredentialError(source + " did not answer: " + o.error);
   if (o.response.status != 200)
@@ -286,7 +286,7 @@ std::string required_env(const char* source, const char* name) {
   return v;
 }
 
-// §1.1 #2/#3: the client-credentials grant at `<authority>/<tenant>/oauth2/v2.0/token`; the
+// Service principal and workload identity: the client-credentials grant at `<authority>/<tenant>/oauth2/v2.0/token`; the
 // client proves itself by `proof` (a client_secret or a client_assertion).
 EntraRequest entra_request(const AcasConfig& config, const std::string& tenant, const std::string& client,
                            const std::string& proof) {
@@ -315,7 +315,7 @@ EntraRequest service_principal_request(const AcasConfig& config) {
   return entra_request(config, tenant, client, "client_secret=" + url_encode(secret));
 }
 
-// §1.1 #3: the projected token rotates, so the file is read at every fetch. Its content is
+// Workload identity: the projected token rotates, so the file is read at every fetch. Its content is
 // a secret: neither it nor the read error is quoted.
 EntraRequest workload_identity_request(const AcasConfig& config) {
   const char* source = "workload_identity";

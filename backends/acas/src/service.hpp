@@ -1,6 +1,6 @@
 #pragma once
-// One ACAS sandbox group's data plane (acas.md §1–§3): URLs, the pinned api-version, the
-// bearer token, and the retry policy of §3's table. Callers get an HTTP answer (any status)
+// One ACAS sandbox group's data plane (R-1…R-6, T-1…T-6): URLs, the pinned api-version, the
+// bearer token, and the retry policy ("Design choices", Retries). Callers get an HTTP answer (any status)
 // or an exception; they decide what a 404 means.
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
@@ -25,7 +25,7 @@ namespace maf::sandbox::acas::detail {
 
 using Clock = std::chrono::steady_clock;
 
-/// §3's request classes.
+/// The retry policy's request classes ("Design choices", Retries).
 enum class RetryClass {
   Read,        ///< GET, DELETE sandbox: 408/429/5xx and connect failures
   Idempotent,  ///< lifecycle, resume, mkdir, files PUT/DELETE: 429 with Retry-After, 503
@@ -57,7 +57,7 @@ struct ServiceCall {
 /// client cache (client_cache.hpp) per (executor, authority, generation).
 class Service {
 public:
-  /// `source` null = the default chain of §1.1 from `config`. `authority` names the
+  /// `source` null = the default credential chain from `config`. `authority` names the
   /// binding in messages (never a secret).
   Service(const AcasConfig& config, std::shared_ptr<AcasTokenSource> source = nullptr,
           std::string authority = "default");
@@ -86,14 +86,14 @@ public:
 private:
   /// The cached token, or one fetched by a single refresh (the others wait for it).
   boost::asio::awaitable<std::string> token();
-  /// The source chain of §1.1, run under `refresh_`; stores what it gets.
+  /// The credential chain, run under `refresh_`; stores what it gets.
   boost::asio::awaitable<std::string> fetch_token(Clock::time_point now);
   std::optional<std::string> cached_token(Clock::time_point now) const;
   std::string store_token(std::string token, Clock::time_point expires);
   boost::asio::awaitable<TokenAnswer> managed_identity_token();
   boost::asio::awaitable<TokenAnswer> service_principal_token();
   boost::asio::awaitable<TokenAnswer> workload_identity_token();
-  /// POSTs an Entra client-credentials grant (§1.1 #2 and #3 share the endpoint).
+  /// POSTs an Entra client-credentials grant (service principal and workload identity share the endpoint).
   boost::asio::awaitable<TokenAnswer> entra_grant(HttpRequest request, std::string source);
   boost::asio::awaitable<std::string> host_token();
   /// Caches a fetched token until five minutes before it expires (one hour when unsaid).

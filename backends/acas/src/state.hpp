@@ -62,7 +62,7 @@ struct AcasSandboxBackend::State : std::enable_shared_from_this<AcasSandboxBacke
 
   AcasConfig config;
   detail::ClientCache clients;
-  /// No resolver: every operation shares this binding (the §1.1 chain).
+  /// No resolver: every operation shares this binding (the credential chain).
   std::shared_ptr<const detail::Binding> default_binding;
 
   std::mutex m;

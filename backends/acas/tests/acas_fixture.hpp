@@ -1,5 +1,5 @@
 #pragma once
-// One emulator per test (acas.md §4), backed by the shared Docker engine: the backend under
+// One emulator per test (E-n), backed by the shared Docker engine: the backend under
 // test talks REST to it over loopback. A test that finds no engine FAILS (never skips).
 // On teardown the test's sandboxes are purged by label and the emulator must hold none
 // (a per-test leak check); stopping the emulator removes any container it still has.

@@ -1,4 +1,4 @@
-// A-60…A-62 and §1.1 #3 against the emulator: the host's credential resolver (one binding
+// A-60…A-62 and the workload-identity source against the emulator: the host's credential resolver (one binding
 // per operation, asserted per request by token alias), the client cache (eviction, the
 // capacity wait), close (drain, refuse, never twice, never a DELETE) and the
 // workload-identity token source against a tiny local token endpoint.
@@ -183,7 +183,7 @@ TEST_CASE("A-60/A-62: the resolver's binding per operation (acquire and exec car
   CHECK(asked[2].operation == AcasCredentialOperation::Dispose);
   CHECK(asked[2].agent_id == std::optional<std::string>("other"));
 
-  // A-62 (§5.10): an exec delayed 2 s is in flight when close() begins.
+  // A-62: an exec delayed 2 s is in flight when close() begins.
   since = f.last_seq();
   f.fault({{"route", "exec"}, {"action", "delay"}, {"delayMs", 2000}, {"times", 1}});
   auto [bg, ended_first] = f.run([&] {

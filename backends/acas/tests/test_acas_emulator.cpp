@@ -1,5 +1,5 @@
 // The ACAS backend against its emulator (label `acas`): the first-milestone behaviours of
-// acas.md §5 and the fault cases of §4.5, each test with its own emulator.
+// A-n and the fault cases of E-40…E-42, each test with its own emulator.
 #include "acas_fixture.hpp"
 
 #include <cstdlib>

@@ -1,4 +1,4 @@
-// The emulator's own contract (acas.md §4), driven over HTTP with bare libcurl rather than
+// The emulator's own contract (E-n), driven over HTTP with bare libcurl rather than
 // through the backend: the manual clock and lifecycle timers, createMode, the shaping fault
 // actions, auth switches, hostile nextLinks, request timing and the in-container cap kill.
 #include "acas_fixture.hpp"

@@ -17,7 +17,7 @@ using namespace acas_test;
 
 namespace {
 
-// Where a fault can land during acquire (acas.md §5.1–§5.3), as emulator match rules.
+// Where a fault can land during acquire (A-1…A-16), as emulator match rules.
 struct Step {
   const char* name;
   json match;

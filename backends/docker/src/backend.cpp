@@ -1,5 +1,5 @@
-// DockerSandboxBackend: declarations, create(), and acquire's get-or-create (docker.md §1,
-// §5, §10). Disposal and reap live in disposal.cpp.
+// DockerSandboxBackend: declarations, create(), and acquire's get-or-create (D-5, D-9…D-11,
+// D-24, D-25, D-30). Disposal and reap live in disposal.cpp.
 #include "maf/sandbox/docker/backend.hpp"
 
 #include <algorithm>
@@ -42,7 +42,7 @@ BackendDeclarations base_declarations() {
   // exec's output as it comes and stop the program's group in the guest on every ending but
   // its own exit; proven on a real engine by test_docker_stream (each transport).
   d.capabilities.insert(Capability::ExecStream);
-  // docker.md §1: 64 MiB per file, 256 MiB total, 256 files, in each direction.
+  // "Declarations": 64 MiB per file, 256 MiB total, 256 files, in each direction.
   const TransferLimits limits{64 * kMiB, 256 * kMiB, 256};
   d.limits = SandboxLimits{limits, limits};
   d.egress_modes = EgressSet{Egress::Closed};
@@ -104,7 +104,7 @@ bool needs_work_dir(const SandboxSpec& spec) {
          r.contains(Capability::FilesList) || r.contains(Capability::FilesDelete);
 }
 
-/// §5.4's one tar for the missing suffix chain[first_missing..]: intermediate directories
+/// The work directory's one tar (D-14) for the missing suffix chain[first_missing..]: intermediate directories
 /// root's, the base the image user's, all 0755.
 std::string work_dir_tar(const std::vector<std::string>& chain, std::size_t first_missing, long long uid,
                          long long gid) {
@@ -119,7 +119,7 @@ std::string work_dir_tar(const std::vector<std::string>& chain, std::size_t firs
   return std::move(tar).finish();
 }
 
-/// The probes a spec needs, by the names run_probes caches them under (docker.md §5.2).
+/// The probes a spec needs, by the names run_probes caches them under (D-24).
 std::vector<std::string> probe_names(CapabilitySet needs) {
   std::vector<std::string> out;
   if (needs.contains(Capability::HostTools)) out.emplace_back("host-tools");
@@ -147,7 +147,7 @@ DockerSandboxBackend::DockerSandboxBackend(DockerConfig config, std::shared_ptr<
   if (config_.transport == DockerTransportKind::Auto && !transport)
     logger()->info("backend 'docker': the {} transport ({})", to_string(transport_choice_.kind),
                    transport_choice_.reason);
-  // docker.md §1: ALLOWLIST iff a proxy image is configured — and the transport can build
+  // D-5: ALLOWLIST iff a proxy image is configured — and the transport can build
   // the topology (both shipped transports can; a test double may not).
   if (config_.egress_proxy_image && transport_->has_egress_plane()) declarations_.egress_modes.insert(Egress::Allowlist);
   // The proxy's decisions reach the router's observers too (docs/observability.md).
@@ -163,14 +163,14 @@ std::vector<std::pair<std::string, std::string>> DockerSandboxBackend::facts() c
 awaitable<std::shared_ptr<DockerSandboxBackend>> DockerSandboxBackend::create(DockerConfig config,
                                                                               std::shared_ptr<DockerTransport> transport) {
   auto backend = std::make_shared<DockerSandboxBackend>(std::move(config), std::move(transport));
-  co_await backend->transport_->endpoint();  // binds now; a failed binding propagates (§3.1)
+  co_await backend->transport_->endpoint();  // binds now; a failed binding propagates (D-29)
   std::string os;
   try {
     os = co_await backend->transport_->server_os();
   } catch (const Error& e) {
     logger()->warn("backend 'docker': could not ask the daemon its OS ({}); declaring no os_families", e.what());
   }
-  // windows declares nothing: every guest path here is POSIX (docker.md §10).
+  // windows declares nothing: every guest path here is POSIX (D-30).
   if (os == "linux") backend->declarations_.os_families = OsFamilySet{OsFamily::Posix};
   backend->os_checked_ = true;
   co_return backend;
@@ -186,7 +186,7 @@ std::shared_ptr<DockerSandboxBackend> DockerSandboxBackend::deferred(DockerConfi
 
 std::string DockerSandboxBackend::container_name(const SandboxKey& key, const std::string& kind) {
   // The CLOSED name; an ALLOWLIST sandbox behind the proxy also folds its hosts in
-  // (docker.md §4.1, acquire).
+  // (D-7, acquire).
   return support::sandbox_name(kContainerPrefix, key, kind);
 }
 
@@ -216,7 +216,7 @@ awaitable<void> DockerSandboxBackend::check_os_family(const SandboxSpec& spec) {
 }
 
 awaitable<void> DockerSandboxBackend::recover_paused(const std::string& container) {
-  // A container a dead host left frozen (docker.md §5 step 3). Under the freeze slot's
+  // A container a dead host left frozen (D-11). Under the freeze slot's
   // mutex no live claim of this process can exist, so unpausing cannot lift a live freeze.
   auto slot = detail::freeze_slot(co_await transport_->endpoint(), container);
   auto hold = co_await slot->mutex.scoped();
@@ -291,7 +291,7 @@ awaitable<bool> DockerSandboxBackend::create_container(const std::string& contai
   }
   if (created.outcome == CreateOutcome::Created) co_return true;
   if (created.outcome == CreateOutcome::NameInUse) {
-    // Another process created it first: adopt (docker.md §5 step 6). Not fresh: that
+    // Another process created it first: adopt (D-10). Not fresh: that
     // process may already have run commands in it.
     auto state = co_await transport_->container_state(container);
     if (state && state->running && !state->paused) co_return false;
@@ -341,12 +341,12 @@ awaitable<void> DockerSandboxBackend::prepare_before_start(const std::string& co
       co_return;
   }
   // [port decision] (issue 24) A created container runs nothing: no guest can swap a
-  // component between a check and the upload, which is what the freeze of §5.4 guards
+  // component between a check and the upload, which is what the work directory's freeze guards
   // against, so the upload needs no freeze here — a stronger condition than one. It holds
   // exactly its image's files, so which components of `base` it has (real directories, the
   // rest missing) and its image user are what an earlier fresh container of the same image
-  // ID showed (checked there as §5.4 says). Taken only when every probe the spec needs
-  // passed for that image too, so the order of §5 step 7 (probes, identity, work directory)
+  // ID showed (checked there under its freeze). Taken only when every probe the spec needs
+  // passed for that image too, so the order of docs/backends/docker.md "Acquire, step by step" 7 (probes, identity, work directory)
   // has nothing left that could refuse before the directory exists. After the start the
   // acquire checks the chain again (prepare_work_dir): a base under a mount made at start
   // (/dev, /proc, …) is not seen there and is created under the freeze as before.
@@ -400,7 +400,7 @@ awaitable<void> DockerSandboxBackend::run_probes(const std::string& container, c
   for (auto& probe : probes) {
     {
       std::lock_guard lock(state_mutex_);
-      // host-tools passing also verifies sh (docker.md §5.2).
+      // host-tools passing also verifies sh (D-24).
       if (passed(probe.name) || (std::string(probe.name) == "sh" && passed("host-tools"))) {
         probes_passed_.insert({id, probe.name});
         continue;
@@ -434,7 +434,7 @@ awaitable<void> DockerSandboxBackend::run_probes(const std::string& container, c
 
 awaitable<std::optional<std::string>> DockerSandboxBackend::read_account_file(const std::string& container,
                                                                               const std::string& path) {
-  // A tar-plane read (docker.md §5.3): bounded, regular file only; anything else, or any
+  // A tar-plane read (D-25): bounded, regular file only; anything else, or any
   // failure, counts as unreadable and resolution moves on.
   constexpr std::size_t kMaxAccountFile = 1 << 20;
   try {
@@ -465,7 +465,7 @@ awaitable<DockerSandboxBackend::Identity> DockerSandboxBackend::resolve_identity
       co_return identities_[id];
     }
   }
-  // Order: Config.User, /etc/passwd, /etc/group, then `id` (docker.md §5.3, D-25).
+  // Order: Config.User, /etc/passwd, /etc/group, then `id` (D-25).
   std::optional<long long> uid, gid;
   std::string user;
   bool user_readable = true;
@@ -568,7 +568,7 @@ awaitable<void> DockerSandboxBackend::prepare_work_dir(const std::string& contai
     co_return;
   }
   // Under one freeze: stat every component from "/" down, leave existing directories
-  // exactly as they are, send one tar for the missing suffix (docker.md §5.4).
+  // exactly as they are, send one tar for the missing suffix (D-14).
   auto slot = detail::freeze_slot(co_await transport_->endpoint(), container);
   co_await detail::run_frozen(*transport_, *slot, container, [&]() -> awaitable<void> {
     std::size_t first_missing = chain.size();

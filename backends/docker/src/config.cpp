@@ -124,7 +124,7 @@ DockerConfig parse_docker_config(const nlohmann::json& json) {
       refuse("transport", "must be \"auto\", \"cli\" or \"api\", got " + it->dump());
   }
   if (auto it = json.find("docker_host"); it != json.end() && !it->is_null()) {
-    // The CLI transport resolves its endpoint from the client's context (docker.md §3.1).
+    // The CLI transport resolves its endpoint from the client's context (D-29).
     if (c.transport == DockerTransportKind::Cli)
       refuse("docker_host", "is read by the Engine-API transport only (\"transport\": \"api\" or \"auto\")");
     c.docker_host = get_string(*it, "docker_host");

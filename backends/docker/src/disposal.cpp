@@ -1,5 +1,5 @@
 // Disposal by label read back from the engine, and the operator's age-based reap
-// (docker.md §8). Teardown never throws except on cancellation: failures are reported.
+// (D-26…D-28; docs/backends/docker.md "Disposal, in order"). Teardown never throws except on cancellation: failures are reported.
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/strand.hpp>
@@ -187,7 +187,7 @@ awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::dispose(SandboxK
     for (const auto& [label, value] : support::key_selector(key, kind))
       if (labels[label] != value) co_return std::nullopt;
     try {
-      // The proxy goes first, as in every teardown (docker.md §8.1, D-27).
+      // The proxy goes first, as in every teardown (D-27).
       if (!name.empty()) {
         std::string proxy_name = name + "-proxy";
         std::optional<SandboxKey> caller = key;
@@ -227,7 +227,7 @@ awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::dispose(SandboxK
 }
 
 awaitable<ScopePurge> DockerSandboxBackend::dispose_scope(std::string scope, std::string thread_id) {
-  // By label, read back from the engine — never from process memory (docker.md §8.2).
+  // By label, read back from the engine — never from process memory (D-26).
   ScopePurge purge;
   std::vector<LabelledResource> workloads;
   try {
@@ -253,7 +253,7 @@ awaitable<ScopePurge> DockerSandboxBackend::dispose_scope(std::string scope, std
     if (is_proxy(workloads[i])) continue;  // proxies are removed with their workload and not counted
     tasks.push_back([this, &outcomes, &workloads, i]() -> awaitable<void> {
       std::string workload = workloads[i].name;  // named: no temporaries inside co_await (GCC 12)
-      std::optional<SandboxKey> no_caller;       // dispose_scope has no key to stand in (§4.4)
+      std::optional<SandboxKey> no_caller;       // dispose_scope has no key to stand in (D-8)
       outcomes[i].failure = co_await remove_workload(std::move(workload), std::move(no_caller), &outcomes[i].removed);
     });
   }

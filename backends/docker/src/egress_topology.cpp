@@ -1,4 +1,4 @@
-// ALLOWLIST topology for one sandbox (egress_topology.hpp; docker.md §11.2, §11.4).
+// ALLOWLIST topology for one sandbox (egress_topology.hpp; D-31, D-32).
 #include "egress_topology.hpp"
 
 
@@ -27,7 +27,7 @@ constexpr const char* kGatewayV4 = "com.docker.network.bridge.gateway_mode_ipv4"
 constexpr const char* kGatewayV6 = "com.docker.network.bridge.gateway_mode_ipv6";
 constexpr const char* kInhibitV4 = "com.docker.network.bridge.inhibit_ipv4";
 constexpr const char* kBridgeName = "com.docker.network.bridge.name";
-constexpr int kFirstIsolatingEngine = 28;  // gateway_mode_*=isolated (docker.md §11.4)
+constexpr int kFirstIsolatingEngine = 28;  // gateway_mode_*=isolated (D-32)
 
 std::vector<std::string> allow_hosts(const SandboxSpec& spec) {
   std::vector<std::string> hosts;

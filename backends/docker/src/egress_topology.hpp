@@ -1,5 +1,5 @@
 #pragma once
-// ALLOWLIST topology for one sandbox (docker.md §11.2, §11.4; D-4, D-31, D-32): the
+// ALLOWLIST topology for one sandbox (D-4, D-31, D-32; docs/backends/docker.md "Egress"): the
 // internal network N whose bridge holds no host address, and the proxy P dual-homed on N
 // and the outbound network. The workload then joins N only, with the proxy variables set.
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
@@ -16,7 +16,7 @@
 
 namespace maf::sandbox::docker::detail {
 
-/// docker.md §2: the proxy's fixed listen port.
+/// The proxy's fixed listen port ("Fixed constants").
 inline constexpr int kProxyPort = 3128;
 
 /// The capabilities every workload loses even without `cap_drop_all` (issue 22): NET_RAW,

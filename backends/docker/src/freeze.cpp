@@ -1,4 +1,4 @@
-// The freeze registry and protocol (docker.md §7.2-7.4).
+// The freeze registry and protocol (D-21, D-22; docs/backends/docker.md "The freeze").
 #include "freeze.hpp"
 
 #include <boost/algorithm/string/predicate.hpp>
@@ -71,7 +71,7 @@ boost::asio::awaitable<void> call_through_lag(DockerTransport& transport, std::s
 boost::asio::awaitable<void> run_frozen(DockerTransport& transport, FreezeSlot& slot, const std::string& container,
                                         const std::function<boost::asio::awaitable<void>()>& body) {
   auto hold = co_await slot.mutex.scoped();
-  // No unfrozen fallback (§7.3 step 2).
+  // No unfrozen fallback ("The freeze").
   const std::int64_t thawed_at = slot.thawed_at.load();
   co_await call_through_lag(transport, container, FlagCall::Pause, thawed_at);
   const std::int64_t paused_at = now_ns();

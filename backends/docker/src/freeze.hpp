@@ -1,5 +1,5 @@
 #pragma once
-// The freeze (docker.md §7): `docker pause` around every tar-plane operation, so a guest
+// The freeze (D-21, D-22; docs/backends/docker.md "The freeze"): `docker pause` around every tar-plane operation, so a guest
 // cannot swap a checked directory for a symlink between the check and the `docker cp`.
 //
 // One process-wide registry, shared by every backend instance, keyed by (resolved endpoint,
@@ -25,7 +25,7 @@ struct FreezeSlot {
   support::AsyncMutex mutex;
   /// Nonzero while a freeze taken by this process is live: the claim's generation.
   std::atomic<std::uint64_t> live_claim{0};
-  /// An unpause failed; the next acquire must thaw before reuse (§7.3 step 4).
+  /// An unpause failed; the next acquire must thaw before reuse ("The freeze").
   std::atomic<bool> possibly_frozen{false};
   /// When this process's last unpause of the container answered (steady clock, ns; 0 =
   /// never): the engine's paused flag may lag it (see freeze.cpp).
@@ -41,13 +41,13 @@ boost::asio::awaitable<void> run_frozen(DockerTransport& transport, FreezeSlot& 
 
 /// The re-issue rule below for any kind of attempt: `attempt` makes one and answers whether
 /// the engine refused it as paused; it is made again only when this process's own freeze
-/// covered the refusal (§7.4), and this returns once an attempt stands.
+/// covered the refusal (D-22), and this returns once an attempt stands.
 boost::asio::awaitable<void> retry_past_own_freeze(DockerTransport& transport, FreezeSlot& slot,
                                                    const std::string& container,
                                                    const std::function<boost::asio::awaitable<bool>()>& attempt);
 
 /// Run a guest command, re-issuing a paused refusal only when this process's own freeze
-/// covered the whole attempt (§7.4); otherwise the refusal is returned unchanged.
+/// covered the whole attempt (D-22); otherwise the refusal is returned unchanged.
 /// `make_call` is asked again for each attempt so the remaining deadline is recomputed.
 boost::asio::awaitable<ExecOutcome> exec_respecting_freeze(DockerTransport& transport, FreezeSlot& slot,
                                                            const std::function<ExecCall()>& make_call);

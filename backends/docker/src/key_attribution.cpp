@@ -1,4 +1,4 @@
-// `maf-sandbox.key.v1` (key_attribution.hpp; docker.md §4.4, D-8).
+// `maf-sandbox.key.v1` (key_attribution.hpp; D-8).
 #include "key_attribution.hpp"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #pragma once
-// `maf-sandbox.key.v1` (docker.md §4.4, D-8): the proxy's lossless attribution label, and
-// reading it back when the proxy's egress decisions are published at teardown (§8.1).
+// `maf-sandbox.key.v1` (D-8): the proxy's lossless attribution label, and
+// reading it back when the proxy's egress decisions are published at teardown (D-27).
 //
 // Value: base64url *with padding* of the array [scope, thread_id, agent_id, call_id]
 // serialised byte-for-byte as Python's default `json.dumps` does (", " separators, ASCII
@@ -20,14 +20,14 @@
 namespace maf::sandbox::docker::detail {
 
 inline constexpr std::string_view kLabelKeyV1 = "maf-sandbox.key.v1";
-/// docker.md §2: the attribution label budget, in encoded bytes (inclusive).
+/// The attribution label budget (D-8, "Fixed constants"), in encoded bytes (inclusive).
 inline constexpr std::size_t kKeyV1Limit = 4096;
 
 /// Python's `json.dumps(list_of_str)` with default arguments. Throws ValueError naming the
 /// position of ill-formed UTF-8 (a Python str cannot hold it).
 std::string python_json_dumps(const std::vector<std::string>& strings);
 
-/// RFC 4648 §5 base64url with `=` padding (Python's urlsafe_b64encode), over OpenSSL.
+/// RFC 4648 section 5 base64url with `=` padding (Python's urlsafe_b64encode), over OpenSSL.
 std::string base64url_encode(std::string_view bytes);
 /// The inverse, strict: the length a multiple of 4, the url-safe alphabet only, padding only
 /// at the end, no stray bits (canonical). nullopt otherwise.

@@ -1,4 +1,4 @@
-// The proxy drain (proxy_drain.hpp; docker.md §8.1, §11.3, D-27).
+// The proxy drain (proxy_drain.hpp; D-27).
 #include "proxy_drain.hpp"
 
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 #pragma once
-// The proxy drain (docker.md §8.1 step 1, D-27): stop the proxy, read the tail of its log,
+// The proxy drain (D-27; docs/backends/docker.md "Disposal, in order"): stop the proxy, read the tail of its log,
 // remove it, and only once it is gone publish its decisions as an egress event
 // (egress_events.hpp). Shared by every teardown: dispose, dispose_scope, reap and the
 // proxy's replacement at re-acquire.
@@ -18,7 +18,7 @@
 
 namespace maf::sandbox::docker::detail {
 
-/// [port decision] docker.md §8.1 / §13.2: `stop -t 1`, and at most this much of the log.
+/// [port decision] ("Disposal, in order"): `stop -t 1`, and at most this much of the log.
 inline constexpr std::chrono::seconds kProxyStopGrace{1};
 inline constexpr std::size_t kProxyLogBytes = std::size_t{1} << 20;
 
@@ -27,7 +27,7 @@ inline constexpr std::size_t kProxyLogBytes = std::size_t{1} << 20;
 LabelledResource inspected_container(const std::string& doc);
 
 /// Drain and remove the proxy `proxy` (a name or ID). Removed or Absent: gone, and the
-/// event (attributed per key_attribution.hpp, `caller` standing in as §4.4 allows) was
+/// event (attributed per key_attribution.hpp, `caller` standing in as D-8 allows) was
 /// published if the log held decisions. Refused: the engine kept it; nothing published.
 /// A failed stop or log read is logged and the removal still happens (the decisions are
 /// lost, never the teardown). Throws what the inspect or removal throws.

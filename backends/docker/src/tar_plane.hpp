@@ -1,5 +1,5 @@
 #pragma once
-// Reading the tar stream `docker cp C:path -` answers (docker.md §6.3): the first entry's
+// Reading the tar stream `docker cp C:path -` answers (D-17…D-19): the first entry's
 // header for a stat, the header and a bounded body for a read. Stateless helpers over
 // support::TarReader, so the retry policy (512-byte prefix first, 64 KiB on need) lives in
 // one place.
@@ -14,7 +14,7 @@
 
 namespace maf::sandbox::docker::detail {
 
-/// The first tar prefix tried, and the one a retry uses (docker.md §2: extended metadata
+/// The first tar prefix tried, and the one a retry uses ("Fixed constants": extended metadata
 /// is bounded by a 64 KiB prefix and 32 extended headers).
 inline constexpr std::size_t kFirstPrefix = 512;
 inline constexpr std::size_t kRetryPrefix = 64 * 1024;

@@ -1,5 +1,5 @@
 // The shared conformance suites against the Docker backend on a real engine
-// (conformance.md §5.1 DX-7…DX-10, DX-13's HOST_TOOLS on the CLI), plus this port's
+// (the Docker scenarios DX-7…DX-10, DX-13's HOST_TOOLS on the CLI), plus this port's
 // EGRESS_CLOSED — with the runner, which runs once on the Engine API, every suite it opens on
 // each transport.
 #include <set>

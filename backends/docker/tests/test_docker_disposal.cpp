@@ -1,4 +1,4 @@
-// Disposal by label read back from the engine, and reap (docker.md §8).
+// Disposal by label read back from the engine, and reap (D-26…D-28).
 #include <thread>
 
 #include "engine_fixture.hpp"

@@ -1,5 +1,5 @@
 // The tar plane against a real engine: write/stat/read/remove, hostile layouts, ownership
-// stamping and the freeze (docker.md §5.3-5.4, §6.2-6.4, §7).
+// stamping and the freeze (D-14…D-25).
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -1,4 +1,4 @@
-// Acquire, exec and the container's shape, against a real engine (docker.md §5, §6.1).
+// Acquire, exec and the container's shape, against a real engine (D-9…D-13).
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -211,7 +211,7 @@ TEST_CASE("D-24: a missing sh refuses EXEC with SandboxCapabilityNotSupported; r
     CHECK(what.find(kNoShImage) != std::string::npos);
     CHECK(what.find("retries") != std::string::npos);
   }
-  // The refused container stays for the next acquire to retry (docker.md §5.2), labelled, so
+  // The refused container stays for the next acquire to retry (D-24), labelled, so
   // the conversation's purge finds and removes it: a failed acquire leaks nothing.
   const auto labelled = [&] {
     return docker_cli({"ps", "-a", "--filter", "label=maf-sandbox.scope=" + s.scope, "--format", "{{.Names}}"});

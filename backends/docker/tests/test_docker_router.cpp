@@ -1,5 +1,5 @@
 // The plugin as a host reaches it: loaded by the registry, selected by the router, outputs
-// collected into a sink (conformance.md §5.1 DX-11).
+// collected into a sink (the Docker scenario DX-11).
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>

@@ -1,5 +1,5 @@
-// Offline tests of the proxy's attribution label and its teardown (docker.md §4.4, §8.1,
-// §11.3): D-8 `key.v1` bytes against vectors produced by CPython's json.dumps and
+// Offline tests of the proxy's attribution label and its teardown (D-8, D-27;
+// docs/backends/egress-proxy.md): D-8 `key.v1` bytes against vectors produced by CPython's json.dumps and
 // base64.urlsafe_b64encode, and D-27 teardown order and egress events against a recording
 // fake transport.
 #include <algorithm>

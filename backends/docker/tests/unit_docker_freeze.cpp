@@ -1,4 +1,4 @@
-// The freeze protocol against a scripted engine (docker.md §7, D-22, and the [port decision]
+// The freeze protocol against a scripted engine (D-21, D-22, and the [port decision]
 // on the engine's lagging paused flag): the engine answers pause and unpause before it flips
 // its own flag, so right after this process's own change a refusal may be that lag only.
 #include <chrono>

@@ -1,4 +1,4 @@
-// Offline tests of the tar-plane reader (docker.md §6.3, D-18): the first entry of a
+// Offline tests of the tar-plane reader (D-18, D-19): the first entry of a
 // `docker cp C:path -` stream, fed to the reader in slices.
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // Offline tests of transport selection and the Engine-API transport's endpoint binding
-// (issue 9; docker.md §3.1, D-29): what is refused is refused when the backend is made,
+// (issue 9; D-29): what is refused is refused when the backend is made,
 // by name, before any engine call.
 #include <sys/socket.h>
 #include <sys/un.h>

@@ -7,7 +7,7 @@
 /// compared to the request's host case-insensitively and exactly, or a wildcard name
 /// `*.example.com[:port]`, which covers exactly ONE label in place of the `*`
 /// (`a.example.com`, never `example.com` itself nor `a.b.example.com`) — the rule of TLS
-/// certificate wildcards (RFC 6125 §6.4.3), not the shell glob of the Python reference, whose
+/// certificate wildcards (RFC 6125 section 6.4.3), not the shell glob of the Python reference, whose
 /// `*` also spans dots. A name the operator did not write is reachable only through a `*`
 /// the operator wrote, and one label deep. The port policy:
 ///   - `host`       allows CONNECT to port 443 and plain HTTP to port 80, nothing else;

@@ -1,13 +1,13 @@
 #pragma once
 /// @file decision_log.hpp
 /// One JSON object per line for every decision the proxy makes, flushed as written, so a
-/// drained `docker logs` (docker.md §8.1) or a tailing operator sees each one whole.
+/// drained `docker logs` (D-27) or a tailing operator sees each one whole.
 ///
 /// Fields: `event` ("decision"), `decision` (allow | deny | deny-nonglobal | unreachable |
 /// bad-request | busy), `method`, `host`, `port`, `status` (the status answered, 0 when a
 /// tunnel or forward ran), `bytes_up` / `bytes_down` (client→upstream / upstream→client, for
 /// an allowed connection when it closed), `reason` (why, for refusals). The readiness line
-/// is `{"event":"listening",...}`; docker.md §11.2 polls for the word `listening`.
+/// is `{"event":"listening",...}`; the Docker backend polls for the word `listening`.
 
 #include <cstdint>
 #include <cstdio>

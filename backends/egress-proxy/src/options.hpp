@@ -3,7 +3,7 @@
 /// The proxy's command line and environment (docs/backends/egress-proxy.md lists them).
 ///
 /// The allowlist is the union of every `--allow LIST`, `$MAF_EGRESS_ALLOW` and
-/// `$MAF_SANDBOX_ALLOW` (the variable the Docker backend sets, docker.md §2). The listen
+/// `$MAF_SANDBOX_ALLOW` (the variable the Docker backend sets, "Fixed constants"). The listen
 /// port defaults to `$MAF_SANDBOX_PROXY_PORT`, else 3128.
 
 #include <chrono>

@@ -1,5 +1,5 @@
 // The egress proxy's request-head parser (request.hpp): what it accepts, what it refuses,
-// and what it sends upstream. Rule ids: D-31 (the proxy behind ALLOWLIST), docker.md §11.3.
+// and what it sends upstream. Rule ids: D-31 (the proxy behind ALLOWLIST; docs/backends/egress-proxy.md).
 #include <catch2/catch.hpp>
 
 #include "request.hpp"

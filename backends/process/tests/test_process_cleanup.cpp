@@ -1,4 +1,4 @@
-// The cleanup rungs on the process backend against real bubblewrap (core.md §9.2, issue 26):
+// The cleanup rungs on the process backend against real bubblewrap (docs/tools.md "The cleanup ladder", issue 26):
 // RECLAIM as the guest's own principal, hostile layouts included; RESET to the creation-time
 // snapshot; the CLEANUP suite green on both rungs; NL-1 over the engine inventory (the state
 // root and the sandbox cgroups).

@@ -59,7 +59,7 @@ constexpr std::size_t kLogReadCap = 64 * 1024;
 // What backends/egress-proxy writes to stderr before it exits without listening.
 constexpr const char* kProxyRefusal = "maf-sandbox-egress-proxy: refusing to start";
 // OBS-7: the decisions' read takes the last 1000 lines, at most 1 MiB per stream — Docker's
-// bounds for the same proxy (docker.md §13.2).
+// bounds for the same proxy (docs/backends/docker.md "Disposal, in order").
 constexpr int kDecisionTailLines = 1000;
 constexpr std::size_t kDecisionLogCap = std::size_t{1} << 20;
 

@@ -1,4 +1,4 @@
-// Symbol recognition and the §1.5 meaning of each symbol (wslc.md C-27, W-43).
+// Symbol recognition and the meaning of each symbol (wslc C-27, W-43).
 #include "maf/sandbox/wslc/error_codes.hpp"
 
 #include <algorithm>

@@ -90,7 +90,7 @@ awaitable<std::optional<GuestStat>> engine_stat(const FilePlane& plane, const st
   if (symbol == WslcSymbol::PathNotFound) co_return std::nullopt;
   if (is_directory_copy_refusal(r.stderr_bytes)) co_return GuestStat{EntryKind::Directory, std::nullopt};
   if (symbol == WslcSymbol::Fail) {
-    // The directory message may be localized one day (§4.4): accept only a guest "yes".
+    // The directory message may be localized one day (an uncertainty about the real CLI): accept only a guest "yes".
     if (co_await guest_test(plane, "-d", path) == 0) co_return GuestStat{EntryKind::Directory, std::nullopt};
   }
   raise_wslc_failure(describe(plane, "cp", path), r.exit_code, r.stderr_bytes);

@@ -1,4 +1,4 @@
-// Recorded wslc output (wslc.md C-24…C-26, §1.5) parsed and classified without an engine:
+// Recorded wslc output (wslc C-24…C-26, W-43) parsed and classified without an engine:
 // the fixtures are written to files from the exact bytes the spec records, then read back
 // (T-7, T-8, T-9, T-12, T-14; W-2, W-8, W-43).
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
@@ -189,7 +189,7 @@ TEST_CASE("C-27/T-8: a symbol is a whole word — a longer token containing one 
   CHECK(find_symbol("XWSLC_E_CONTAINER_NOT_FOUND") == WslcSymbol::None);
   CHECK(find_symbol("WSLC_E_CONTAINER_NOT_FOUND_2") == WslcSymbol::None);
   CHECK(find_symbol("code:E_FAIL.") == WslcSymbol::Fail);
-  // Python's invented symbols do not exist in the CLI (§1.5) and are not recognised.
+  // Python's invented symbols do not exist in the CLI (W-43) and are not recognised.
   CHECK(find_symbol("Error code: WSLC_E_CONTAINER_CORRUPT") == WslcSymbol::None);
   CHECK(find_symbol("Error code: WSLC_E_SERVICE_UNAVAILABLE") == WslcSymbol::None);
   CHECK(find_symbol("Error code: WSLC_E_PATH_NOT_FOUND") == WslcSymbol::None);
@@ -319,7 +319,7 @@ TEST_CASE("W-1…W-5: declarations without a proxy image — container, {EXEC, F
   CHECK(backend.name() == "wslc");
   CHECK(backend.isolation() == "container");
   const auto& d = backend.declarations();
-  // W-2's set plus RECLAIM (issue 26, §9.2); never SNAPSHOT.
+  // W-2's set plus RECLAIM (issue 26, docs/tools.md); never SNAPSHOT.
   CHECK(d.capabilities ==
         CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::Reclaim, Capability::ExecStream});
   CHECK(d.os_families == OsFamilySet{OsFamily::Posix});

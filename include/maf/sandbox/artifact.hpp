@@ -1,6 +1,6 @@
 #pragma once
 /// @file artifact.hpp
-/// One collected output on its way to the host, and what a sink made of it (core.md §1.13).
+/// One collected output on its way to the host, and what a sink made of it (C-29, C-30).
 /// Apart from sink.hpp so the light entry (<maf/sandbox.hpp>) can name them.
 
 #include <optional>

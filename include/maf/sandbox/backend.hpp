@@ -1,6 +1,6 @@
 #pragma once
 /// @file backend.hpp
-/// The SandboxBackend interface (core.md §3): a provider that draws an isolation boundary
+/// The SandboxBackend interface (C-51…C-59): a provider that draws an isolation boundary
 /// and says, honestly, what it provides.
 ///
 /// A backend never re-decides policy — the router has already checked floor, capabilities,

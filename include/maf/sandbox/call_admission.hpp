@@ -1,6 +1,6 @@
 #pragma once
 /// @file call_admission.hpp
-/// Call admission per (key, kind) (core.md §9.3): the vocabulary of SandboxRouter's
+/// Call admission per (key, kind) (docs/tools.md "Call admission"): the vocabulary of SandboxRouter's
 /// `admit_call` / `release_call`, which `SandboxedTool` uses and a host that admits directly
 /// uses the same way.
 ///

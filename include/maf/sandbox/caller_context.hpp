@@ -1,6 +1,6 @@
 #pragma once
 /// @file caller_context.hpp
-/// CallerContext (core.md §1.6): how the library asks the host "who is calling?".
+/// CallerContext (C-16, C-17): how the library asks the host "who is calling?".
 ///
 /// Each member is a callable invoked at call time, never a captured value (C-16), so a
 /// context built once serves every request. An absent thread id means "no bound

@@ -1,6 +1,6 @@
 #pragma once
 /// @file capability.hpp
-/// What a sandbox can do (core.md §1.3) and whose authority a host tool uses (§1.4).
+/// What a sandbox can do (C-11, C-12) and whose authority a host tool uses (docs/host-tools.md).
 ///
 /// The string values of `egress_methods`, `egress_paths` and `reclaim` are not stated by the
 /// sources ([gap]); this port uses those spellings (docs/policy.md).

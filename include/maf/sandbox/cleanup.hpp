@@ -1,6 +1,6 @@
 #pragma once
 /// @file cleanup.hpp
-/// The cleanup ladder a tool call ends on (core.md §9.2) and what is reported when a rung
+/// The cleanup ladder a tool call ends on (docs/tools.md "The cleanup ladder") and what is reported when a rung
 /// did not happen. Light: no Asio, no JSON — a host states its cleanup policy with it.
 ///
 /// Weakest first: RECLAIM removes the call's own directory (other files and processes the
@@ -38,12 +38,12 @@ struct EnumTraits<Cleanup> {
 constexpr std::string_view to_string(Cleanup c) noexcept { return enum_value(c); }
 inline Cleanup parse_cleanup(std::string_view text) { return parse_enum<Cleanup>(text); }
 
-/// The stronger of two rungs (an owed record keeps it, §9.3).
+/// The stronger of two rungs (an owed record keeps it: docs/tools.md "Call admission").
 constexpr Cleanup stronger(Cleanup a, Cleanup b) noexcept {
   return static_cast<int>(a) >= static_cast<int>(b) ? a : b;
 }
 
-/// What a failed cleanup does to its key (§9.2). Refuse: the key is marked unclean and the
+/// What a failed cleanup does to its key (docs/tools.md "Unclean keys"). Refuse: the key is marked unclean and the
 /// router refuses it until a disposal lands. Keep: the host's explicit choice to accept
 /// reuse of a sandbox whose cleanup failed (the failure is still logged and reported).
 enum class FailedReclaimPolicy { Refuse, Keep };

@@ -1,6 +1,6 @@
 #pragma once
 /// @file declarations.hpp
-/// What a backend honestly claims (core.md §1.10). Plain data, settled before any sandbox
+/// What a backend honestly claims (C-24; docs/policy.md "Silence, per axis"). Plain data, settled before any sandbox
 /// exists (C-24).
 ///
 /// Each field's default is the meaning of silence on that axis:

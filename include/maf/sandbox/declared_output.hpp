@@ -1,6 +1,6 @@
 #pragma once
 /// @file declared_output.hpp
-/// A file a workload promises to leave behind (core.md §1.9).
+/// A file a workload promises to leave behind (C-83, C-85).
 
 #include <array>
 #include <optional>

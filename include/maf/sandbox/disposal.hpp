@@ -1,6 +1,6 @@
 #pragma once
 /// @file disposal.hpp
-/// How a disposal or a scope purge went (core.md §1.14).
+/// How a disposal or a scope purge went (C-32…C-34).
 ///
 /// Disposal is best-effort by contract (C-59): it never throws; it *reports*. Only `code`
 /// is stable; `detail` is for logs.

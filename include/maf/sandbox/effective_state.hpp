@@ -1,6 +1,6 @@
 #pragma once
 /// @file effective_state.hpp
-/// effective_state() (core.md §9.4, docs/observability.md "Effective state"): the
+/// effective_state() (docs/observability.md "Effective state"): the
 /// configuration a router serves a workload with, as one JSON object a host can persist
 /// beside its session — what a later reader needs to know which boundary, egress, limits
 /// and cleanup a conversation ran under. Configuration only: never a payload, an argument,

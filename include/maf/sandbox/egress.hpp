@@ -1,6 +1,6 @@
 #pragma once
 /// @file egress.hpp
-/// Egress modes and allowlist rules (core.md §1.2).
+/// Egress modes and allowlist rules (C-5…C-9).
 ///
 /// Modes are matched by set membership only (C-5): there is no order between them, so no
 /// code path can "upgrade" or "downgrade" a workload's network posture.

@@ -1,6 +1,6 @@
 #pragma once
 /// @file entry.hpp
-/// What a guest path is (core.md §1.4 EntryKind, §1.12 SandboxEntry).
+/// What a guest path is (EntryKind; SandboxEntry, C-28).
 
 #include <array>
 #include <cstdint>

@@ -3,8 +3,9 @@
 /// Canonical-string enums and a small allocation-free set over them.
 ///
 /// Every vocabulary enum has exactly one lowercase string ("value"); parsing is exact and
-/// case-sensitive (core.md §0). `EnumSet<E>` is a bit mask so policy checks never allocate,
-/// and it prints sorted by value, as every message in the spec wants.
+/// case-sensitive (docs/policy.md "Core rules (C-n)", Conventions). `EnumSet<E>` is a bit mask
+/// so policy checks never allocate, and it prints sorted by value, as every message in the spec
+/// wants.
 
 #include <array>
 #include <bit>

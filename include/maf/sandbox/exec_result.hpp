@@ -1,6 +1,6 @@
 #pragma once
 /// @file exec_result.hpp
-/// What a program returned (core.md §1.11).
+/// What a program returned (C-27, C-39).
 ///
 /// The bytes are the truth (C-27); the text views decode UTF-8 with replacement, one U+FFFD
 /// per maximal invalid subpart (the practice Python uses), for display only.

@@ -1,6 +1,6 @@
 #pragma once
 /// @file host_tools.hpp
-/// Host tools (core.md §9.5, docs/host-tools.md): functions registered by the host that
+/// Host tools (docs/host-tools.md): functions registered by the host that
 /// guest code may call. A dispatched function runs in the host process, with the host's
 /// authority, driven by model-written code — so the registry is the one door, and every gate
 /// is here, host-side: resolution, the declaration gate, the identity gate, argument

@@ -1,6 +1,6 @@
 #pragma once
 /// @file isolation.hpp
-/// The isolation ladder (core.md §1.1) and the isolation scope (§1.4).
+/// The isolation ladder (C-1…C-4) and the isolation scope (C-13).
 ///
 /// Rungs are ordered only through `meets_floor` / `stricter` (C-3); the rank integers are an
 /// implementation detail and are never persisted. The legacy string "process" never parses
@@ -42,7 +42,7 @@ struct EnumTraits<Isolation> {
   }};
 };
 
-/// The default host floor (core.md §4).
+/// The default host floor (C-60).
 inline constexpr Isolation kDefaultMinIsolation = Isolation::MicroVm;
 
 constexpr std::string_view to_string(Isolation rung) noexcept { return enum_value(rung); }

@@ -1,6 +1,6 @@
 #pragma once
 /// @file key.hpp
-/// SandboxKey (core.md §1.5): who a sandbox belongs to.
+/// SandboxKey (C-14, C-15): who a sandbox belongs to.
 ///
 /// Every field comes from the host's request context, never from model input (C-14). A
 /// sandbox's full identity is (key, spec.kind) (C-15); a backend folds *every* field,

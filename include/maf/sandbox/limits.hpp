@@ -1,6 +1,6 @@
 #pragma once
 /// @file limits.hpp
-/// Transfer caps (core.md §1.8): per file, in total, and a file count, per direction.
+/// Transfer caps (C-21, C-22): per file, in total, and a file count, per direction.
 ///
 /// [gap] C-23: the sources never validate zero or negative values. This port refuses them
 /// at construction with ValueError naming the field (docs/policy.md), because a zero cap

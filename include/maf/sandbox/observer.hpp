@@ -1,6 +1,6 @@
 #pragma once
 /// @file observer.hpp
-/// SandboxObserver (core.md §9.4, docs/observability.md): typed events for what sandboxes
+/// SandboxObserver (docs/observability.md): typed events for what sandboxes
 /// did — acquisitions, tool calls, exec, transfers, network decisions, cleanup and host-tool
 /// dispatch — delivered to every observer a host registered.
 ///
@@ -61,7 +61,7 @@ struct AcquisitionEvent {
 };
 
 enum class ToolCallPhase {
-  Queued,    ///< waiting for admission (core.md §9.3)
+  Queued,    ///< waiting for admission (docs/tools.md "Call admission")
   Admitted,  ///< the call runs
   Released,  ///< the call returned, was refused or threw
 };
@@ -118,13 +118,13 @@ struct NetworkDecisionEvent {
 
 struct CleanupEvent {
   EventContext context;
-  std::string rung{};     ///< "reclaim", "reset" or "dispose" (core.md §9.2)
+  std::string rung{};     ///< "reclaim", "reset" or "dispose" (docs/tools.md "The cleanup ladder")
   std::string outcome{};  ///< "done", "failed" or "unconfirmed"
   std::string detail{};   ///< why it failed or is unconfirmed
   std::chrono::nanoseconds duration{};
 };
 
-/// A host tool dispatched from a sandbox (core.md §9.5); the host-tool registry emits it.
+/// A host tool dispatched from a sandbox (docs/host-tools.md); the host-tool registry emits it.
 struct HostToolDispatchEvent {
   EventContext context;
   std::string tool{};

@@ -1,7 +1,7 @@
 #pragma once
 /// @file os_family.hpp
-/// The guest's OS shape (core.md §1.4): path grammar and argv quoting only — never a claim
-/// about what is installed.
+/// The guest's OS shape (check #5 of docs/policy.md; C-19): path grammar and argv quoting only —
+/// never a claim about what is installed.
 
 #include <array>
 #include <string_view>

@@ -1,6 +1,6 @@
 #pragma once
 /// @file outputs.hpp
-/// Output collection (core.md §5): from declared guest files to landed host artifacts,
+/// Output collection (C-81…C-94): from declared guest files to landed host artifacts,
 /// under the spec's caps, refusing before anything is delivered.
 ///
 /// collect_outputs runs in phases, in order (C-84…C-93):

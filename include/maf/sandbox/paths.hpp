@@ -1,6 +1,6 @@
 #pragma once
 /// @file paths.hpp
-/// Guest path arithmetic (core.md §6), POSIX grammar only.
+/// Guest path arithmetic (C-95…C-103), POSIX grammar only.
 ///
 /// These helpers are for *guest* paths whatever the host OS, and must never be used on host
 /// paths. The lexical checks cannot race; the ancestor walk (`refuse_symlinked_ancestors`)

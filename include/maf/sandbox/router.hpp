@@ -1,6 +1,6 @@
 #pragma once
 /// @file router.hpp
-/// SandboxRouter (core.md §4): the policy seam. It decides — once, before any backend is
+/// SandboxRouter (docs/policy.md; C-60…C-77): the policy seam. It decides — once, before any backend is
 /// touched — whether a backend may serve a workload, and refuses loudly otherwise.
 ///
 /// The checks of `ensure_can_serve` run in exactly the order of C-65, then the later checks
@@ -62,10 +62,10 @@ public:
   std::shared_ptr<SandboxBackend> select(const SandboxSpec& spec) const;
 
   /// C-69: refuse with NoSandboxBackend when disabled; run the checks; refuse an unclean key
-  /// with SandboxKeyUnclean naming key and target (§9.2); then the backend's acquire.
+  /// with SandboxKeyUnclean naming key and target (docs/tools.md "Unclean keys"); then the backend's acquire.
   boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec);
 
-  // --- call admission and unclean keys (core.md §9.2, §9.3; docs/tools.md) ---
+  // --- call admission and unclean keys (docs/tools.md "Call admission", "Unclean keys") ---
 
   /// Admit one call for (key, kind); waits while the pair drains or cleans, or while an
   /// exclusive call runs; TimeoutError after `options.timeout`. Safe from any thread; the
@@ -132,7 +132,8 @@ private:
 
   std::vector<std::shared_ptr<SandboxBackend>> backends_;
   RouterOptions options_;
-  /// Admission gates and unclean keys, shared by copies of this router (one per router, §9.3).
+  /// Admission gates and unclean keys, shared by copies of this router (one per router:
+  /// docs/tools.md "Call admission").
   std::shared_ptr<detail::CallAdmission> calls_;
   std::shared_ptr<SandboxBackend> fixed_;
   /// Parsed once at construction (a backend's rung is a constant of the instance, C-51), so

@@ -1,7 +1,7 @@
 #pragma once
 /// @file router_options.hpp
 /// The host's policy as the router takes it: the isolation floor, selection, denials and the
-/// scope floor (core.md §4.1). Apart from router.hpp so the light entry (<maf/sandbox.hpp>)
+/// scope floor (C-60, C-62). Apart from router.hpp so the light entry (<maf/sandbox.hpp>)
 /// can state a policy without the coroutine API.
 
 #include <optional>

@@ -1,9 +1,9 @@
 #pragma once
 /// @file sandboxed_tool.hpp
-/// `sandboxed_tool(...)` (core.md §9.1, issue 26 item 2): a tool whose body runs against a
+/// `sandboxed_tool(...)` (docs/tools.md, issue 26 item 2): a tool whose body runs against a
 /// sandbox, with the arguments checked against the input schema before anything runs, call
 /// admission per (key, kind), a private call directory (`guest_call_path`, C-120) and the
-/// cleanup rung after every call (§9.2). docs/tools.md is the guide.
+/// cleanup rung after every call (docs/tools.md "The cleanup ladder"). docs/tools.md is the guide.
 ///
 /// @code
 ///   auto tools = sandboxed_tool(
@@ -155,7 +155,7 @@ struct SandboxedToolOptions {
   /// JSON Schema (draft 7) of the arguments; compiled once at attach (ValueError if invalid).
   nlohmann::json input_schema = nlohmann::json{{"type", "object"}};
   ToolAnnotations annotations{};
-  /// The host's rung (§9.2). Dispose unless the host explicitly opts into Reset (needs
+  /// The host's rung (docs/tools.md "The cleanup ladder"). Dispose unless the host explicitly opts into Reset (needs
   /// SNAPSHOT) or Reclaim (needs the backend's RECLAIM). IsolationScope::Call always disposes.
   Cleanup cleanup = Cleanup::Dispose;
   /// The weakest rung the kind tolerates (a kind that leaves processes behind says Reset or

@@ -1,6 +1,6 @@
 #pragma once
 /// @file sink.hpp
-/// Where landed outputs go (core.md §1.13, §5.4).
+/// Where landed outputs go (C-31, C-94).
 ///
 /// A sink refuses by throwing, never by a return value (C-31). It carries no
 /// confidentiality cap: caps are applied before delivery, by collect_outputs.

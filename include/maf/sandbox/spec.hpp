@@ -1,6 +1,6 @@
 #pragma once
 /// @file spec.hpp
-/// SandboxSpec (core.md §1.7): everything a workload asks of a sandbox.
+/// SandboxSpec (C-18…C-20): everything a workload asks of a sandbox.
 ///
 /// Built once from `SandboxSpec::Fields` (C++20 designated initialisers), validated and
 /// canonicalised in the constructor (C-18), immutable afterwards (C-20):
@@ -34,7 +34,7 @@ inline constexpr const char* kDefaultWorkDir = "/maf-sandbox/work";
 
 class SandboxSpec {
 public:
-  /// The raw request; every field named as in core.md §1.7 (`requires` is a C++ keyword,
+  /// The raw request; every field named as in docs/cli.md "The spec file" (`requires` is a C++ keyword,
   /// hence `requires_capabilities`).
   struct Fields {
     std::string kind{};

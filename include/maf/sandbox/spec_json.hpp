@@ -1,6 +1,6 @@
 #pragma once
 /// @file spec_json.hpp
-/// SandboxSpec <-> JSON, field names exactly as core.md §1.7 (the `maf-sandbox` spec-file
+/// SandboxSpec <-> JSON, field names exactly as docs/cli.md "The spec file" (the `maf-sandbox` spec-file
 /// format, docs/cli.md).
 ///
 /// Reading is strict, because a spec is policy: a misspelt field that silently became a

@@ -1,7 +1,7 @@
 #pragma once
 /// @file support/labels.hpp
 /// The one mapping from a sandbox's identity to engine names and labels, shared by acquire
-/// and every disposal path (docker.md §4, wslc.md W-10…W-12, D-6, T-10). Names are derived,
+/// and every disposal path (D-6, D-7, W-10…W-12, T-10). Names are derived,
 /// never stored, so acquire and dispose agree without shared state; if the two sides used
 /// different functions a purge would silently select nothing.
 ///
@@ -24,8 +24,8 @@
 /// **Label set** (`sandbox_labels`): `maf-sandbox.scope|thread|agent|kind`, plus
 /// `maf-sandbox.call` iff call_id is non-empty, plus `maf-sandbox.label.<k>` per spec label
 /// (key untransformed; keys outside `[A-Za-z0-9._-]+` are refused). Selectors
-/// (`key_selector`, `scope_selector`) produce the same `label_value`s, in docker.md §8.1's
-/// filter order.
+/// (`key_selector`, `scope_selector`) produce the same `label_value`s, in the filter order of
+/// docs/backends/docker.md "Disposal, in order".
 
 #include <map>
 #include <optional>
@@ -87,12 +87,12 @@ std::map<std::string, std::string> sandbox_labels(const SandboxKey& key, std::st
                                                   const std::map<std::string, std::string>& spec_labels = {});
 
 /// Ordered `(label, value)` filters selecting one key's sandboxes: scope, thread, agent,
-/// then kind if given, then call iff `key.call_id` is non-empty (docker.md §8.1, W-35).
+/// then kind if given, then call iff `key.call_id` is non-empty (docs/backends/docker.md "Disposal, in order"; W-35).
 std::vector<std::pair<std::string, std::string>> key_selector(const SandboxKey& key,
                                                               std::optional<std::string_view> kind = std::nullopt);
 
 /// Ordered `(label, value)` filters selecting a whole conversation: scope, then thread
-/// (dispose_scope, docker.md §8.2, W-36).
+/// (dispose_scope, D-26, W-36).
 std::vector<std::pair<std::string, std::string>> scope_selector(std::string_view scope,
                                                                 std::string_view thread_id);
 

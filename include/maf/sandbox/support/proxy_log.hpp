@@ -1,6 +1,6 @@
 #pragma once
 /// @file support/proxy_log.hpp
-/// The egress proxy's decisions, read from its log (docker.md §11.3; docs/observability.md
+/// The egress proxy's decisions, read from its log (docs/backends/egress-proxy.md; docs/observability.md
 /// OBS-7). One parser for every backend that runs `backends/egress-proxy` beside a sandbox
 /// (Docker drains it at teardown, WSLC reads it before disposal removes the proxy), so a
 /// decision line means the same thing whichever backend read it. The log is bytes a guest

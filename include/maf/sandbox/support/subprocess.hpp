@@ -3,7 +3,7 @@
 /// An asynchronous child process with bounded capture and a wall-clock deadline: the one
 /// runner CLI-driven backends (process/bubblewrap, Docker CLI, WSLC CLI) spawn through.
 ///
-/// Discipline (reproc's, and docker.md §3.2's):
+/// Discipline (reproc's, and docs/backends/docker.md "The CLI runner and its classification"):
 /// - argv only, never a shell. `argv[0]` containing no `/` is searched in the *parent's*
 ///   PATH (posix_spawnp semantics), whatever `env` says.
 /// - stdout and stderr are separate pipes drained concurrently, each bounded *at the source*:
@@ -76,7 +76,7 @@ struct SubprocessOptions {
   /// Byte caps. Past a cap the stream stops being read, the child is SIGKILLed and reaped,
   /// the first `max_*` bytes are kept and the result's `*_overflowed` flag is set. That is
   /// a *result flag*, not an exception, because a bounded read is often exactly what the
-  /// caller asked for (docker.md §3.2 `read_limit`); callers that treat it as a refusal
+  /// caller asked for (`read_limit`, docs/backends/docker.md "The CLI runner…"); callers that treat it as a refusal
   /// raise their own cap error naming the value.
   std::size_t max_stdout = std::size_t{16} << 20;
   std::size_t max_stderr = std::size_t{1} << 20;
@@ -116,7 +116,7 @@ struct SubprocessOptions {
 };
 
 /// What a finished run produced. A nonzero exit is a value, never an exception: callers
-/// classify it (docker.md §3.3).
+/// classify it (docs/backends/docker.md "The CLI runner and its classification").
 struct SubprocessResult {
   std::string stdout_bytes{};  ///< empty when `on_stdout` was given
   std::string stderr_bytes{};

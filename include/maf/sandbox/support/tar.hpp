@@ -2,7 +2,7 @@
 /// @file support/tar.hpp
 /// ustar/pax archives for the tar planes of CLI backends (`docker cp`, `wslc container cp`):
 /// a writer that builds upload archives and an incremental reader that parses download
-/// streams with every byte bounded before it is buffered (docker.md §6.2-6.3).
+/// streams with every byte bounded before it is buffered (D-14, D-18, D-19).
 ///
 /// Writer: POSIX ustar headers; a pax `x` extended header precedes an entry whenever a
 /// field does not fit ustar exactly — a name or link target longer than 100 bytes or
@@ -156,7 +156,7 @@ private:
 // ---------------------------------------------------------------------------------------
 // Reader
 
-/// Caps the reader enforces. The defaults are docker.md §2's constants.
+/// Caps the reader enforces. The defaults are docs/backends/docker.md "Fixed constants".
 struct TarReaderLimits {
   /// Largest body accepted; a bigger entry is refused from its header (TarLimitExceeded).
   std::uint64_t max_body_bytes = UINT64_MAX;

@@ -1,6 +1,6 @@
 #pragma once
 /// @file testing/in_process.hpp
-/// The in-process test double (core.md §8): a Sandbox, a SandboxBackend and a host file
+/// The in-process test double (C-108…C-117): a Sandbox, a SandboxBackend and a host file
 /// store that live entirely in memory.
 ///
 /// Reached by name only — the umbrella header never includes it, so it cannot leak into
@@ -112,7 +112,7 @@ struct HookCounts {
   std::int64_t list_dir = 0;
   std::int64_t remove = 0;
   std::int64_t bytes_read = 0;
-  std::int64_t reclaim = 0;  ///< do_reclaim (core.md §9.2)
+  std::int64_t reclaim = 0;  ///< do_reclaim (docs/tools.md "The cleanup ladder")
   std::int64_t reset = 0;    ///< do_reset (SNAPSHOT)
 };
 
@@ -150,7 +150,7 @@ public:
   /// The unconfined, no-follow answer for any absolute path (C-112, C-113), for assertions.
   std::optional<GuestStat> lstat_now(const std::string& absolute_path) const;
 
-  // --- cleanup rungs (core.md §9.2) ---
+  // --- cleanup rungs (docs/tools.md "The cleanup ladder") ---
   /// The double runs no program, so reclaim removes the directory from the stores directly
   /// (what `rm -rf` as the guest would do); set an error to make the next reclaims fail.
   void set_reclaim_error(std::exception_ptr error);

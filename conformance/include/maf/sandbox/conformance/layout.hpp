@@ -1,6 +1,6 @@
 #pragma once
 /// @file conformance/layout.hpp
-/// The hostile layout (conformance.md §2.3): where the suites plant the secret, the links
+/// The hostile layout (docs/conformance.md "The probes"): where the suites plant the secret, the links
 /// that point at it, and the positive control — all derived from the working directory.
 ///
 /// `outside` is a *sibling* of the working directory that shares it as a string prefix

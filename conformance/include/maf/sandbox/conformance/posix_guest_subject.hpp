@@ -1,6 +1,6 @@
 #pragma once
 /// @file conformance/posix_guest_subject.hpp
-/// The shipped subject for a Linux guest (conformance.md §2.2): plants through the public
+/// The shipped subject for a Linux guest (docs/conformance.md "Running it against a backend"): plants through the public
 /// file surface and `ln`, and makes its network attempts with whatever the guest has.
 ///
 /// Guest utilities it needs: `sh`, `ln` (planting); `curl`, else `nc` (EGRESS, http:// only);

@@ -20,7 +20,7 @@ namespace maf::sandbox::conformance {
 
 class ConformanceSubject;
 
-/// EGRESS inputs (conformance.md §4.5). Both URLs must be endpoints known to answer 2xx
+/// EGRESS inputs (EG-1, EG-2). Both URLs must be endpoints known to answer 2xx
 /// when actually reached; the allowed one is the positive control.
 struct EgressTargets {
   std::string allowed_url;

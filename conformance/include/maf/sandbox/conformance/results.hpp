@@ -1,6 +1,6 @@
 #pragma once
 /// @file conformance/results.hpp
-/// What a conformance suite reports (conformance.md §2.4): one result per probe, a
+/// What a conformance suite reports (docs/conformance.md "Gating and outcomes"): one result per probe, a
 /// suite-level failure carrying every result, and the usage error a misused suite raises.
 ///
 /// Three outcomes, never conflated: a *pass* attacked something and held; a *skip* was not
@@ -16,7 +16,7 @@
 
 namespace maf::sandbox::conformance {
 
-/// The suites this library ships. The first five restate conformance.md §4; EGRESS_CLOSED,
+/// The suites this library ships. The first five are the specified suites; EGRESS_CLOSED,
 /// READ_CAP and HOST_INTEGRITY are this port's own (docs/conformance.md).
 enum class Suite {
   FilesOut,      ///< FILES_OUT, probes FO-1…FO-12
@@ -73,7 +73,7 @@ struct ProbeResult {
 /// The ids of the results with `outcome`, in probe order (handy in tests).
 std::vector<std::string> ids_with(const std::vector<ProbeResult>& results, Outcome outcome);
 
-/// A suite was misused (conformance.md §1 "usage error", §6): its gate capability is not
+/// A suite was misused (docs/conformance.md "Gating and outcomes", R1): its gate capability is not
 /// declared, the subject's sandbox was not acquired with the egress the suite attacks, or an
 /// option is invalid. Distinct from ValueError (which a probe reads as a confinement
 /// refusal), so a runner can tell it from a probe failure and from a backend's refusal.

@@ -1,6 +1,6 @@
 #pragma once
 /// @file conformance/subject.hpp
-/// The seam a backend fills so the suites can attack it (conformance.md §2.1).
+/// The seam a backend fills so the suites can attack it (docs/conformance.md "Running it against a backend").
 ///
 /// A subject owns nothing the suites judge; it hands them an *already acquired* sandbox and
 /// the guest-side moves the public surface deliberately does not offer: planting a link
@@ -36,7 +36,7 @@ struct GuestAttempt {
   std::string detail;
 };
 
-/// What an EGRESS fetch found (conformance.md §4.5 "Reaches").
+/// What an EGRESS fetch found (EG-1, EG-2).
 struct FetchOutcome {
   int exit_code = 0;
   std::string http_code;  ///< trimmed `%{http_code}`, e.g. "200" or "000"
@@ -56,7 +56,7 @@ struct RawFrameAttempt {
   std::string detail;  ///< the tool's own line, exit code, stderr (for messages)
 };
 
-/// What the backend promises about the host boundary (HOST_INTEGRITY, conformance.md §4.8).
+/// What the backend promises about the host boundary (docs/conformance.md "HOST_INTEGRITY, in detail").
 /// The default is the strictest: a subject that says nothing is held to all of it.
 struct HostBoundaryClaims {
   /// The backend promises a boundary between guest and host at all. False for the `none`

@@ -2,7 +2,7 @@
 /// @file conformance/suites.hpp
 /// The suites: one `run_<suite>` returning every result and one `check_<suite>` that throws
 /// ConformanceFailure when any probe failed (and otherwise returns the results, so callers
-/// can assert on skips) — conformance.md §3 R1…R6.
+/// can assert on skips) — docs/conformance.md "Gating and outcomes", R1…R6.
 ///
 /// | suite          | gate                                   | skips                         |
 /// |----------------|----------------------------------------|-------------------------------|

@@ -1,11 +1,11 @@
 #pragma once
 /// @file acas/backend.hpp
-/// The ACAS backend (acas.md §5): Azure Container Apps Sandboxes over the data-plane REST
+/// The ACAS backend (A-n, docs/backends/acas.md): Azure Container Apps Sandboxes over the data-plane REST
 /// API, with libcurl and no Azure SDK. Tested against maf-sandbox-acas-emulator; see
 /// docs/backends/acas.md for what is proven where.
 ///
-/// Where acas.md and seed 002 (maf-sandbox-acas 0.25.0) disagree, the seed wins (acas.md
-/// §0.1 says so too); the places where that matters are marked "[seed]" in the sources.
+/// Where acas.md and seed 002 (maf-sandbox-acas 0.25.0) disagree, the seed wins (the
+/// specification says so too); the places where that matters are marked "[seed]" in the sources.
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/awaitable.hpp>
@@ -46,20 +46,20 @@ struct AcasConfig {
   /// is never used, not even when the resolver fails.
   AcasCredentialResolver credential_resolver;
 
-  /// Token sources (§1.1), first configured wins, a configured source that fails is an
+  /// Token sources (docs/backends/acas.md "The credential chain"), first configured wins, a configured source that fails is an
   /// error (never a fall-through): `token`, then `token_command` (argv; prints the token or
   /// az-CLI JSON), then `service_principal`, then `workload_identity`, then
   /// `managed_identity`, then the environment variable `token_env` (default ACAS_ACCESS_TOKEN).
   std::string token;
   std::vector<std::string> token_command;
-  /// §1.1 #4/#5: `$IDENTITY_ENDPOINT` with `X-IDENTITY-HEADER: $IDENTITY_HEADER` (App
+  /// Managed identity: `$IDENTITY_ENDPOINT` with `X-IDENTITY-HEADER: $IDENTITY_HEADER` (App
   /// Service, Container Apps) when both are set, else the VM's IMDS endpoint with
   /// `Metadata: true` and a 2 s connect bound. The resource is `scope` without `/.default`.
   bool managed_identity = false;
-  /// §1.1 #2: the client-credentials grant with `$AZURE_TENANT_ID`, `$AZURE_CLIENT_ID`,
+  /// Service principal: the client-credentials grant with `$AZURE_TENANT_ID`, `$AZURE_CLIENT_ID`,
   /// `$AZURE_CLIENT_SECRET` (each required) at `$AZURE_AUTHORITY_HOST` or `authority_host`.
   bool service_principal = false;
-  /// §1.1 #3: the same token endpoint with the federated token read from
+  /// Workload identity: the same token endpoint with the federated token read from
   /// `$AZURE_FEDERATED_TOKEN_FILE` (re-read at each fetch) as `client_assertion`, for
   /// `$AZURE_CLIENT_ID` in `$AZURE_TENANT_ID` (each required).
   bool workload_identity = false;

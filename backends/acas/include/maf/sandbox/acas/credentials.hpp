@@ -1,7 +1,7 @@
 #pragma once
 /// @file acas/credentials.hpp
 /// the host's per-operation credential resolver. Without one the backend uses the
-/// default chain of acas.md §1.1 (configured in AcasConfig). With one, every acquire,
+/// default chain of docs/backends/acas.md "The credential chain" (configured in AcasConfig). With one, every acquire,
 /// dispose and dispose_scope asks it which authority (and which generation of that
 /// authority's credential) to use; clients are cached per (executor, authority, generation)
 /// and a sandbox keeps the binding of the acquire that created it for all its later
@@ -25,7 +25,7 @@ struct AcasAccessToken {
 };
 
 /// One credential: asked for a token when the client's cached one has fewer than five
-/// minutes left (§1.1). A source is owned by one client and closed on the client's owner
+/// minutes left ("The credential chain"). A source is owned by one client and closed on the client's owner
 /// executor when the client is evicted or the backend closes, at most once.
 /// Whatever it throws becomes an AcasCredentialError that does not quote it.
 class AcasTokenSource {

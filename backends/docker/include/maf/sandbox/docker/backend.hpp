@@ -3,9 +3,9 @@
 /// DockerSandboxBackend: plain Docker containers, driven through a DockerTransport (the
 /// docker CLI by default), files over the tar plane of `docker cp` (docker.md).
 ///
-/// Declarations (docker.md §1): isolation `container`, always; capabilities
+/// Declarations (docs/backends/docker.md "Declarations"): isolation `container`, always; capabilities
 /// {exec, files_in, files_out, files_delete, host_tools} — never files_list, never run_code;
-/// egress_modes {closed}, plus allowlist when `egress_proxy_image` is set (docker.md §11.2);
+/// egress_modes {closed}, plus allowlist when `egress_proxy_image` is set (D-5, D-31);
 /// isolation_scopes {conversation, call}; limits 64 MiB per file,
 /// 256 MiB total, 256 files per direction; os_families {posix} when the bound daemon says
 /// `linux` — filled only by `create()` (and the plugin factory, which calls it), empty from
@@ -35,12 +35,12 @@
 
 namespace maf::sandbox::docker {
 
-/// docker.md §1: the backend's name.
+/// The backend's name ("Declarations").
 inline constexpr const char* kBackendName = "docker";
-/// docker.md §2: container name prefix.
+/// Container name prefix (D-7, "Fixed constants").
 inline constexpr const char* kContainerPrefix = "maf-sandbox-docker-";
 
-/// What one age-based sweep did (docker.md §8.3).
+/// What one age-based sweep did (D-28).
 struct DockerReapResult {
   int disposed = 0;          ///< workloads removed
   int proxies_removed = 0;
@@ -56,7 +56,7 @@ public:
 
   /// Binds now and asks the daemon's OS once: os_families = {posix} iff it says `linux`;
   /// any other answer, a failure or a timeout declares nothing. A backend built here
-  /// re-asks on every cold acquire (docker.md §5 step 4).
+  /// re-asks on every cold acquire (D-30).
   static boost::asio::awaitable<std::shared_ptr<DockerSandboxBackend>> create(
       DockerConfig config, std::shared_ptr<DockerTransport> transport = nullptr);
 
@@ -92,7 +92,7 @@ public:
 
   const DockerConfig& config() const noexcept { return config_; }
   DockerTransport& transport() const noexcept { return *transport_; }
-  /// The container name for (key, kind): derived, never stored (docker.md §4.1).
+  /// The container name for (key, kind): derived, never stored (D-7).
   static std::string container_name(const SandboxKey& key, const std::string& kind);
 
 private:
@@ -132,7 +132,7 @@ private:
   boost::asio::awaitable<std::optional<std::string>> read_account_file(const std::string& container,
                                                                        const std::string& path);
   /// D-27: the drained proxy, then the workload, then the network. `caller` may stand in
-  /// for the proxy's attribution label (docker.md §4.4). `removed`, when given, is set when
+  /// for the proxy's attribution label (D-8). `removed`, when given, is set when
   /// this removal is the one that removed the workload (the engine did not find it absent).
   boost::asio::awaitable<std::optional<DisposalFailure>> remove_workload(std::string container,
                                                                          std::optional<SandboxKey> caller,

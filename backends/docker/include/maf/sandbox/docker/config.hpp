@@ -1,9 +1,9 @@
 #pragma once
 /// @file docker/config.hpp
-/// DockerConfig (docker.md §2): an immutable value, read from the plugin's JSON config.
+/// DockerConfig (docs/backends/docker.md "Configuration (plugin JSON)"): an immutable value, read from the plugin's JSON config.
 ///
 /// It reads no environment variable itself; the client environment is snapshotted when a
-/// transport binds (docker.md §3.1).
+/// transport binds (D-29).
 
 #include <chrono>
 #include <cstddef>
@@ -34,14 +34,14 @@ struct DockerConfig {
   /// Both are supported. It must be Docker's CLI: binding needs `docker context inspect`.
   std::string docker_path = "docker";
   /// A locally built egress proxy image (scripts/egress-proxy-image); "" counts as unset
-  /// (upstream issue #407). Set, it enables ALLOWLIST (docker.md §11.2) on either transport.
+  /// (upstream issue #407). Set, it enables ALLOWLIST (D-31) on either transport.
   std::optional<std::string> egress_proxy_image;
   /// [port decision] Extra arguments after the proxy image's entrypoint, e.g.
   /// `["--resolve", "allowed.test=172.30.0.2"]` (docs/backends/egress-proxy.md).
   std::vector<std::string> egress_proxy_args;
   /// [port decision] D-32: below Engine 28, ALLOWLIST with hosts is refused unless this is
   /// true; then N is `--internal --ipv6=false -o com.docker.network.bridge.inhibit_ipv4=true`
-  /// and the host-side bridge must be verified address-less (docker.md §11.4).
+  /// and the host-side bridge must be verified address-less (D-32, "Egress").
   bool egress_inhibit_ipv4_fallback = false;
   /// The proxy's way out; the EG stage points it at a local `--internal` server network.
   std::string outbound_network = "bridge";

@@ -1,6 +1,6 @@
 #pragma once
 /// @file docker/egress_events.hpp
-/// Egress events (docker.md §8.1, §11.3, D-27): what an ALLOWLIST sandbox's proxy decided,
+/// Egress events (D-27; docs/backends/egress-proxy.md): what an ALLOWLIST sandbox's proxy decided,
 /// published when the proxy is torn down.
 ///
 /// Each decision reaches the core's observers as a NetworkDecisionEvent (observer.hpp; the
@@ -29,7 +29,7 @@
 
 namespace maf::sandbox::docker {
 
-/// One decision line of the proxy (docker.md §11.3): `decision` is ALLOW, DENY,
+/// One decision line of the proxy (docs/backends/egress-proxy.md "What it does"): `decision` is ALLOW, DENY,
 /// DENY-NONGLOBAL or UNREACHABLE. The core's type: the parser is shared with every backend
 /// that runs the egress proxy (support/proxy_log.hpp).
 using EgressDecision = support::ProxyDecision;
@@ -38,7 +38,7 @@ using EgressDecision = support::ProxyDecision;
 inline constexpr std::size_t kMaxEgressDecisions = support::kMaxProxyDecisions;
 
 struct EgressEvent {
-  /// From the proxy's `maf-sandbox.key.v1` label (docker.md §4.4), or the disposing
+  /// From the proxy's `maf-sandbox.key.v1` label (D-8), or the disposing
   /// caller's key when the label is absent or empty and every selector label matches it;
   /// absent when neither attributes the proxy.
   std::optional<SandboxKey> key;

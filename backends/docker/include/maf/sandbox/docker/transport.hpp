@@ -5,8 +5,8 @@
 /// Everything the backend asks of an engine is one of the operations below, each phrased as
 /// what the backend needs to know rather than as a CLI verb, and each *classified by the
 /// transport* (absent / conflict / paused refusal / failure) because only the transport
-/// knows how its engine says so: the CLI transport reads the client's stderr (docker.md
-/// §3.3), a later Engine-API transport reads HTTP status codes. Acquire, the freeze, the
+/// knows how its engine says so: the CLI transport reads the client's stderr (docs/backends/docker.md
+/// "The CLI runner and its classification"), a later Engine-API transport reads HTTP status codes. Acquire, the freeze, the
 /// ancestor walk, identity resolution, disposal and reap are written once above this seam.
 ///
 /// A nonzero answer is a value, never an exception, wherever the caller must classify it;
@@ -31,7 +31,7 @@
 
 namespace maf::sandbox::docker {
 
-/// `.State` of a container (docker.md §5 step 2). A paused container reports Running too.
+/// `.State` of a container (D-11). A paused container reports Running too.
 struct ContainerState {
   std::string id;      ///< full 64-hex ID
   std::string status;  ///< "running", "paused", "exited", "created", ...
@@ -43,7 +43,7 @@ struct ContainerState {
   std::string image_id;
 };
 
-/// Everything `docker run -d` is given (docker.md §5.1). Built by the backend; a transport
+/// Everything `docker run -d` is given (D-1…D-3). Built by the backend; a transport
 /// adds nothing (no volume, no mount, no socket, no published port: D-1).
 struct CreateRequest {
   std::string name;
@@ -62,12 +62,12 @@ struct CreateRequest {
   std::vector<std::string> command{"sleep", "infinity"};
   /// `--init` (Engine API: `HostConfig.Init`): the engine's reaping init runs `command`.
   bool init = false;
-  /// `none` (CLOSED) or the sandbox's internal network N (ALLOWLIST, docker.md §11.2).
+  /// `none` (CLOSED) or the sandbox's internal network N (ALLOWLIST, D-31).
   std::string network = "none";
   std::vector<std::pair<std::string, std::string>> env;  ///< `-e NAME=value`, in order
 };
 
-/// `docker network create` for an ALLOWLIST sandbox's internal network (docker.md §11.2).
+/// `docker network create` for an ALLOWLIST sandbox's internal network (D-31, D-32).
 struct NetworkRequest {
   std::string name;
   std::vector<std::pair<std::string, std::string>> labels;
@@ -76,7 +76,7 @@ struct NetworkRequest {
   bool ipv6 = false;
 };
 
-/// How many log lines container_logs reads ([port decision] docker.md §8.1 `--tail 1000`).
+/// How many log lines container_logs reads ([port decision] `--tail 1000`, "Disposal, in order").
 inline constexpr int kLogTailLines = 1000;
 
 enum class CreateOutcome { Created, NameInUse, Failed };
@@ -91,7 +91,7 @@ struct CreateResult {
   std::string detail;  ///< the engine's message on failure
 };
 
-/// One `docker exec` (docker.md §6.1). No `-i`, no tty.
+/// One `docker exec` (D-12). No `-i`, no tty.
 struct ExecCall {
   std::string container;
   std::vector<std::string> argv;
@@ -109,7 +109,7 @@ struct ExecOutcome {
   std::string stderr_bytes;
   bool stdout_overflowed = false;
   bool stderr_overflowed = false;
-  /// The engine refused because the container is paused (docker.md §7.4); the command
+  /// The engine refused because the container is paused (D-22); the command
   /// never started.
   bool paused_refusal = false;
   /// The engine could not start the command (126/127 with an `OCI runtime` message).
@@ -144,7 +144,7 @@ struct ExecStreamEnd {
 
 enum class ArchiveStatus { Ok, Absent };
 
-/// The start of `docker cp C:path -` (docker.md §6.3).
+/// The start of `docker cp C:path -` (D-17…D-20).
 struct ArchiveGet {
   ArchiveStatus status = ArchiveStatus::Ok;
   std::string bytes;   ///< at most `read_limit` bytes of the tar stream
@@ -187,7 +187,7 @@ class DockerTransport {
 public:
   virtual ~DockerTransport();
 
-  /// The resolved endpoint this transport is pinned to (docker.md §3.1), e.g.
+  /// The resolved endpoint this transport is pinned to (D-29), e.g.
   /// "unix:///var/run/docker.sock". Binds on first use. The freeze registry is keyed by it.
   virtual boost::asio::awaitable<std::string> endpoint() = 0;
 
@@ -202,7 +202,7 @@ public:
   virtual boost::asio::awaitable<std::optional<std::string>> inspect_container(std::string id_or_name) = 0;
 
   virtual boost::asio::awaitable<bool> image_present(std::string image) = 0;
-  /// Explicit pull under the pull timeout (docker.md §5.1); throws with the engine's text.
+  /// Explicit pull under the pull timeout (D-9); throws with the engine's text.
   virtual boost::asio::awaitable<void> pull_image(std::string image) = 0;
 
   virtual boost::asio::awaitable<CreateResult> create_and_start(CreateRequest request) = 0;
@@ -220,10 +220,10 @@ public:
   virtual boost::asio::awaitable<StartOutcome> start_created(std::string container, std::string& detail);
   /// Start a stopped container; false with `detail` on failure.
   virtual boost::asio::awaitable<bool> start(std::string container, std::string& detail) = 0;
-  /// `rm -f`; absent is its own outcome (the 20.10 client exits 0 either way, §3.3).
+  /// `rm -f`; absent is its own outcome (the 20.10 client exits 0 either way).
   virtual boost::asio::awaitable<RemoveResult> remove_container(std::string id_or_name) = 0;
 
-  /// Throws on failure (docker.md §7.3: no unfrozen fallback).
+  /// Throws on failure ("The freeze": no unfrozen fallback).
   virtual boost::asio::awaitable<void> pause(std::string container) = 0;
   virtual boost::asio::awaitable<void> unpause(std::string container) = 0;
 
@@ -269,7 +269,7 @@ public:
   /// a leak check can tell a pooled descriptor from a leaked one.
   virtual std::size_t idle_connections() const { return 0; }
 
-  // The egress plane (docker.md §11.2): what ALLOWLIST topology needs beyond the rest. A
+  // The egress plane (D-31): what ALLOWLIST topology needs beyond the rest. A
   // transport without it keeps the defaults, and the backend then declares CLOSED only.
   virtual bool has_egress_plane() const noexcept { return false; }
   /// `Server.Version`, e.g. "20.10.24+dfsg1" (the D-32 engine gate).
@@ -282,7 +282,7 @@ public:
   /// `max_bytes` of each (the proxy's readiness line; its decisions at teardown).
   virtual boost::asio::awaitable<std::string> container_logs(std::string container, std::size_t max_bytes);
   /// `docker stop -t <grace>`: an absent or already stopped container is no error; any other
-  /// failure throws with the engine's text (the proxy drain, docker.md §8.1).
+  /// failure throws with the engine's text (the proxy drain, D-27).
   virtual boost::asio::awaitable<void> stop_container(std::string id_or_name, std::chrono::seconds grace);
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 /// @file wslc/backend.hpp
 /// WslcSandboxBackend: Linux containers inside WSL's session VM, driven through the `wslc`
-/// CLI (WSL 2.9.4 and later) as a subprocess (wslc.md §2).
+/// CLI (WSL 2.9.4 and later) as a subprocess (W-n, docs/backends/wslc.md).
 ///
 /// Declarations (W-1…W-6): isolation `container`; capabilities exactly {EXEC, FILES_IN};
 /// os_families {POSIX}; egress_modes {CLOSED}, plus ALLOWLIST when `egress_proxy_image` is

@@ -1,6 +1,6 @@
 #pragma once
 /// @file wslc/error_codes.hpp
-/// Recognising wslc's `Error code: <SYMBOL>` (wslc.md C-8, C-27, §1.5) and what each symbol
+/// Recognising wslc's `Error code: <SYMBOL>` (wslc C-8, C-27; W-43) and what each symbol
 /// means to this backend. The prefix and the message are localized; the symbol is not, so
 /// only the symbol is read — as a whole word anywhere in stderr. Never applied to exec
 /// output (W-27): that stderr belongs to the guest.
@@ -36,7 +36,7 @@ enum class WslcSymbol {
   ElevationRequired,  ///< ERROR_ELEVATION_REQUIRED
 };
 
-/// What a symbol means to the backend (§1.5); each class maps to one raised type.
+/// What a symbol means to the backend (W-43); each class maps to one raised type.
 enum class WslcErrorClass {
   Unavailable,   ///< WslcBackendUnavailable: session, VM, install, policy, elevation
   ImageMissing,  ///< WslcImageNotFound
