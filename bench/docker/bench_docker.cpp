@@ -397,16 +397,17 @@ public:
             return c.op.find(": first chunk") != std::string::npos;
           });
           require(chunk != calls.end(), "the transport saw no chunk of the streamed `" + shell + "`");
-          if (i == 0) {  // one streamed exec's engine calls, for the reading
-            std::fprintf(stderr, "  exec_stream `%s` (%s), %zu engine calls:", shell.c_str(), transport.c_str(),
-                         calls.size());
-            for (const auto& c : calls) std::fprintf(stderr, " %s %.1f;", c.op.c_str(), c.ms);
-            std::fprintf(stderr, "\n");
-          }
           const double done = timed([&] {
             const Command again(shell);
             require(run_([&] { return sb->exec(again); }).stdout_bytes == "hi\n", "the exec of `" + shell + "` lost its line");
           });
+          if (i == 0) {  // what the transport saw of one streamed exec and one exec, for the reading
+            std::fprintf(stderr, "  `%s` (%s) streamed:", shell.c_str(), transport.c_str());
+            for (const auto& c : calls) std::fprintf(stderr, " %s %.1f;", c.op.c_str(), c.ms);
+            std::fprintf(stderr, " exec:");
+            for (const auto& c : timing->take()) std::fprintf(stderr, " %s %.1f;", c.op.c_str(), c.ms);
+            std::fprintf(stderr, " (ms)\n");
+          }
           if (i < 0) continue;
           ours.push_back(first);
           at_transport.push_back(chunk->ms);
