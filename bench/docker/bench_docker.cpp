@@ -18,6 +18,11 @@
 //
 // MAF_BENCH_PROFILE_COLD=N (issue 24): N cold acquires on the Engine API with every engine
 // call timed (timing_transport.hpp), beside the raw create + start; nothing else runs.
+//
+// Streaming (issue 31): the first byte of a streamed `echo` beside the same `echo` run to
+// completion by exec, per transport, and with a 300 ms tail after the line; the engine calls
+// of each streamed exec timed by timing_transport.hpp (its first chunk at the transport).
+// MAF_BENCH_STREAM_ONLY=1: these rows alone.
 #include <unistd.h>
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
@@ -44,6 +49,7 @@
 #include "maf/sandbox/async.hpp"
 #include "maf/sandbox/docker/api_transport.hpp"
 #include "maf/sandbox/docker/backend.hpp"
+#include "maf/sandbox/docker/cli_transport.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 #include "maf/sandbox/support/tar.hpp"
 #include "maf/sandbox/sync.hpp"
@@ -74,6 +80,12 @@ struct Row {
   std::string operation;
   double cli, api, raw_cli, raw_api;  // medians, ms (raw_api NaN: not measured)
   int conversations = 0;              // throughput rows: conversations per batch
+};
+
+/// A streaming row (issue 31), as the process backend's: ours beside a reference operation.
+struct StreamRow {
+  std::string operation, transport, beside_is;
+  double ours, beside, at_transport;  // medians, ms; at_transport: the first chunk at the transport
 };
 
 class Bench {
@@ -341,6 +353,80 @@ public:
     sa.reset();
   }
 
+  /// Issue 31: time to first byte of a streamed `echo` beside exec-to-completion of the same
+  /// `echo`, per transport — alone, where the two should cost about the same, and with a
+  /// 300 ms tail after the line, where the stream hands the line over before the end. One
+  /// warm sandbox per transport, its backend's transport wrapped by TimingTransport, so each
+  /// streamed exec's engine calls and its first chunk at the transport are recorded too (the
+  /// difference to the first byte at the handler is the backend's own work before the exec
+  /// and the guest wrapper's header). Ours and beside alternate within each round; one
+  /// warm-up round is discarded.
+  void stream_rows() {
+    SandboxSpec::Fields f;
+    f.kind = "stream";
+    f.image = kImage;
+    f.requires_capabilities = {Capability::Exec, Capability::ExecStream};
+    const SandboxSpec spec(std::move(f));
+    for (const auto kind : {dk::DockerTransportKind::Cli, dk::DockerTransportKind::Api}) {
+      const std::string transport = kind == dk::DockerTransportKind::Cli ? "CLI" : "API";
+      dk::DockerConfig config;
+      config.docker_path = docker_;
+      config.transport = kind;
+      auto timing = std::make_shared<maf_bench::TimingTransport>(
+          kind == dk::DockerTransportKind::Cli ? dk::make_cli_transport(config) : dk::make_api_transport(config));
+      auto backend = run_([&] { return dk::DockerSandboxBackend::create(config, timing); });
+      const SandboxKey k{scope_, "t", "stream-" + transport, ""};
+      auto sb = run_([&] { return backend->acquire(k, spec); });
+      for (const std::string shell : {"echo hi", "echo hi; sleep 0.3"}) {
+        std::vector<double> ours, beside, at_transport;
+        for (int i = -1; i < runs_; ++i) {  // i = -1: warm-up, not recorded
+          timing->take();
+          double first = -1;
+          std::string got;
+          const Command command(shell);
+          const auto start = Clock::now();
+          const auto ended = run_([&] {
+            return sb->exec_stream(command, [&](OutputStream, std::string_view bytes) {
+              if (first < 0) first = maf_bench::millis(Clock::now() - start);
+              got.append(bytes);
+            });
+          });
+          require(first >= 0 && ended.exit_code == 0 && got == "hi\n", "the streamed `" + shell + "` lost its line");
+          const auto calls = timing->take();
+          const auto chunk = std::find_if(calls.begin(), calls.end(), [](const auto& c) {
+            return c.op.find(": first chunk") != std::string::npos;
+          });
+          require(chunk != calls.end(), "the transport saw no chunk of the streamed `" + shell + "`");
+          const double done = timed([&] {
+            const Command again(shell);
+            require(run_([&] { return sb->exec(again); }).stdout_bytes == "hi\n", "the exec of `" + shell + "` lost its line");
+          });
+          if (i == 0) {  // what the transport saw of one streamed exec and one exec, for the reading
+            std::fprintf(stderr, "  `%s` (%s) streamed:", shell.c_str(), transport.c_str());
+            for (const auto& c : calls) std::fprintf(stderr, " %s %.1f;", c.op.c_str(), c.ms);
+            std::fprintf(stderr, " exec:");
+            for (const auto& c : timing->take()) std::fprintf(stderr, " %s %.1f;", c.op.c_str(), c.ms);
+            std::fprintf(stderr, " (ms)\n");
+          }
+          if (i < 0) continue;
+          ours.push_back(first);
+          at_transport.push_back(chunk->ms);
+          beside.push_back(done);
+        }
+        const std::string label = shell == "echo hi" ? "`echo`" : "`echo; sleep 0.3`";
+        stream_rows_.push_back({"exec_stream " + label + ": first byte", transport,
+                                shell == "echo hi" ? "exec of the same `echo` to completion"
+                                                   : "exec of the same command to completion",
+                                median(ours), median(beside), median(at_transport)});
+        const StreamRow& r = stream_rows_.back();
+        std::fprintf(stderr, "  %-36s %s first byte %8.1f (at the transport %8.1f)  exec %8.1f ms\n",
+                     r.operation.c_str(), transport.c_str(), r.ours, r.at_transport, r.beside);
+      }
+      sb.reset();
+      run_([&] { return backend->dispose(k, std::string("stream"), std::nullopt); });
+    }
+  }
+
   /// N conversations at once — acquire, exec `true`, write 1 KiB, collect it, dispose — per
   /// transport on one io_context, beside N threads each running the same steps as bare docker
   /// CLI calls (run, exec, cp in, cp out, rm). No raw-API column: the raw HTTP client is one
@@ -462,28 +548,42 @@ public:
   }
 
   void print() const {
-    std::printf("Median of %d runs (cold and dispose_scope rows: %d; throughput rows: the batches they name), "
-                "milliseconds, one engine, one process. Raw floors: `docker exec|cp|run|rm|ps` spawned bare, and "
-                "the same Engine-API exchanges through the backend's HTTP client — no freeze, no ancestor walk, "
-                "no probes (warm acquire's floors: a lookup and a stat of two directories, the work-directory "
-                "check a warm acquire is).\n\n",
-                runs_, std::max(3, runs_ / 2));
-    std::printf("| operation | CLI transport | API transport | raw CLI | raw API | API ÷ CLI transport | "
-                "API ÷ raw CLI |\n|---|---:|---:|---:|---:|---:|---:|\n");
-    auto ms = [](double v) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.1f", v);
-      return std::isnan(v) ? std::string("—") : std::string(buf);
-    };
-    for (const auto& r : rows_)
-      std::printf("| %s | %.1f | %.1f | %.1f | %s | %.2f | %.2f |\n", r.operation.c_str(), r.cli, r.api, r.raw_cli,
-                  ms(r.raw_api).c_str(), r.api / r.cli, r.api / r.raw_cli);
-    for (const auto& r : rows_)
-      if (r.conversations > 0)
-        std::printf("\n%s: %.2f conversations/s over the CLI transport, %.2f over the API transport, %.2f raw CLI.",
-                    r.operation.c_str(), r.conversations / r.cli * 1e3, r.conversations / r.api * 1e3,
-                    r.conversations / r.raw_cli * 1e3);
-    std::printf("\n");
+    if (!rows_.empty()) {  // MAF_BENCH_STREAM_ONLY has none
+      std::printf("Median of %d runs (cold and dispose_scope rows: %d; throughput rows: the batches they name), "
+                  "milliseconds, one engine, one process. Raw floors: `docker exec|cp|run|rm|ps` spawned bare, and "
+                  "the same Engine-API exchanges through the backend's HTTP client — no freeze, no ancestor walk, "
+                  "no probes (warm acquire's floors: a lookup and a stat of two directories, the work-directory "
+                  "check a warm acquire is).\n\n",
+                  runs_, std::max(3, runs_ / 2));
+      std::printf("| operation | CLI transport | API transport | raw CLI | raw API | API ÷ CLI transport | "
+                  "API ÷ raw CLI |\n|---|---:|---:|---:|---:|---:|---:|\n");
+      auto ms = [](double v) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.1f", v);
+        return std::isnan(v) ? std::string("—") : std::string(buf);
+      };
+      for (const auto& r : rows_)
+        std::printf("| %s | %.1f | %.1f | %.1f | %s | %.2f | %.2f |\n", r.operation.c_str(), r.cli, r.api, r.raw_cli,
+                    ms(r.raw_api).c_str(), r.api / r.cli, r.api / r.raw_cli);
+      for (const auto& r : rows_)
+        if (r.conversations > 0)
+          std::printf("\n%s: %.2f conversations/s over the CLI transport, %.2f over the API transport, %.2f raw CLI.",
+                      r.operation.c_str(), r.conversations / r.cli * 1e3, r.conversations / r.api * 1e3,
+                      r.conversations / r.raw_cli * 1e3);
+      std::printf("\n");
+    }
+    if (!stream_rows_.empty()) {
+      std::printf("\nStreaming exec (issue 31): median of %d runs after one warm-up, milliseconds; ours and beside "
+                  "alternate within each run, on one warm sandbox per transport. *At the transport*: the first "
+                  "chunk reaching the backend from its transport (timing_transport.hpp), the rest of the first "
+                  "byte being the backend's own work before the exec and the guest wrapper's header.\n\n",
+                  runs_);
+      std::printf("| operation | transport | ours (ms) | at the transport (ms) | beside (ms) | ratio | beside is |\n"
+                  "|---|---|---:|---:|---:|---:|---|\n");
+      for (const auto& r : stream_rows_)
+        std::printf("| %s | %s | %.1f | %.1f | %.1f | %.2f | %s |\n", r.operation.c_str(), r.transport.c_str(),
+                    r.ours, r.at_transport, r.beside, r.ours / r.beside, r.beside_is.c_str());
+    }
     if (!memory_.empty()) maf_bench::print_memory(memory_);
   }
 
@@ -579,6 +679,7 @@ private:
   std::unique_ptr<dk::detail::HttpClient> http_;
   std::shared_ptr<dk::DockerSandboxBackend> cli_, api_;
   std::vector<Row> rows_;
+  std::vector<StreamRow> stream_rows_;
   std::vector<maf_bench::MemoryRow> memory_;
 };
 
@@ -596,6 +697,8 @@ int main(int argc, char** argv) {
     const char* memory_only = std::getenv("MAF_BENCH_MEMORY_ONLY");
     // MAF_BENCH_RECLAIM_ONLY=1: the per-call RECLAIM row alone (issue 26).
     const char* reclaim_only = std::getenv("MAF_BENCH_RECLAIM_ONLY");
+    // MAF_BENCH_STREAM_ONLY=1: the streaming rows alone (issue 31).
+    const char* stream_only = std::getenv("MAF_BENCH_STREAM_ONLY");
     const char* profile_cold = std::getenv("MAF_BENCH_PROFILE_COLD");
     if (profile_cold && std::atoi(profile_cold) > 0) {
       bench.profile_cold(std::max(2, std::atoi(profile_cold)));
@@ -603,10 +706,13 @@ int main(int argc, char** argv) {
     }
     if (reclaim_only && std::string(reclaim_only) == "1") {
       bench.reclaim_rows();
+    } else if (stream_only && std::string(stream_only) == "1") {
+      bench.stream_rows();
     } else {
       if (!memory_only || std::string(memory_only) != "1") {
         bench.all();
         bench.reclaim_rows();
+        bench.stream_rows();
         for (const int n : {8, 32}) bench.throughput(n, maf_bench::throughput_batches(n));
       }
       bench.memory();

@@ -1,11 +1,14 @@
 #pragma once
 // A DockerTransport that forwards every operation to a real one and records its name and
-// wall time (issue 24: where a cold acquire's time goes). Used by bench_docker's
-// MAF_BENCH_PROFILE_COLD mode only; nothing in the library depends on it.
+// wall time (issue 24: where a cold acquire's time goes; issue 31: a streamed exec's first
+// chunk at the transport). Used by bench_docker's MAF_BENCH_PROFILE_COLD mode and its
+// streaming rows only; nothing in the library depends on it. Every virtual of the transport
+// is forwarded: one left to the base class's default would measure that default instead.
 #include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -75,6 +78,22 @@ public:
   awaitable<dk::ExecOutcome> exec(dk::ExecCall call) override {
     std::string op = "exec " + (call.argv.empty() ? std::string() : call.argv[0]);
     return timed(std::move(op), inner_->exec(std::move(call)));
+  }
+  /// Recorded twice: "exec_stream <argv0>: first chunk" when the first chunk reaches the
+  /// sink (the transport's time to first byte; absent when none came), and
+  /// "exec_stream <argv0>" at the end, the whole call.
+  awaitable<dk::ExecStreamEnd> exec_stream(dk::ExecStreamCall call, dk::ExecChunkSink sink) override {
+    const std::string op = "exec_stream " + (call.argv.empty() ? std::string() : call.argv[0]);
+    const auto t = std::chrono::steady_clock::now();  // a coroutine: at the first resume, as timed()
+    dk::ExecChunkSink noting = [this, &op, t, first = true, sink = std::move(sink)](
+                                   maf::sandbox::OutputStream stream, std::string_view bytes) mutable {
+      if (std::exchange(first, false)) note(op + ": first chunk", t);
+      return sink(stream, bytes);
+    };
+    auto inner = inner_->exec_stream(std::move(call), std::move(noting));  // a named local (GCC 12)
+    const dk::ExecStreamEnd end = co_await std::move(inner);
+    note(op, t);
+    co_return end;
   }
   awaitable<dk::ArchiveGet> archive_get(std::string c, std::string path, std::size_t limit) override {
     return timed("archive_get", inner_->archive_get(std::move(c), std::move(path), limit));

@@ -170,8 +170,12 @@ struct Demux {
   }
 };
 
-// Arguments are built as named locals before each co_await (argN below): GCC 12 destroys
-// temporaries created inside a co_await expression twice.
+// Every exchange is written in one pattern, because GCC 12 destroys temporaries created inside
+// a co_await expression twice: its parts are named locals — `target` (unversioned), `what`
+// (the operation as the CLI would name it, for errors; reused by the failure message) and
+// `body_text` — awaited in one `call`, whose method is a `const char*` (no temporary). A
+// request built by hand does `co_await negotiate()` first and sets
+// `request.target = prefix_ + …` outside any co_await.
 class ApiTransport final : public DockerTransport {
 public:
   ApiTransport(DockerConfig config, detail::HttpEndpoint endpoint)
@@ -185,9 +189,9 @@ public:
   }
 
   awaitable<std::optional<ContainerState>> container_state(std::string container) override {
-    std::string arg1 = "/containers/" + url_escape(container) + "/json";
-    std::string arg2 = "container inspect " + container;
-    auto doc = co_await inspect_json(std::move(arg1), std::move(arg2));
+    std::string target = "/containers/" + url_escape(container) + "/json";
+    const std::string what = "container inspect " + container;
+    auto doc = co_await inspect_json(std::move(target), what);
     if (!doc) co_return std::nullopt;
     try {
       ContainerState s;
@@ -204,9 +208,9 @@ public:
   }
 
   awaitable<std::string> config_user(std::string container) override {
-    std::string arg3 = "/containers/" + url_escape(container) + "/json";
-    std::string arg4 = "container inspect " + container;
-    auto doc = co_await inspect_json(std::move(arg3), std::move(arg4));
+    std::string target = "/containers/" + url_escape(container) + "/json";
+    const std::string what = "container inspect " + container;
+    auto doc = co_await inspect_json(std::move(target), what);
     if (!doc) throw OSError("backend 'docker': container inspect " + container + " failed: no such container");
     try {
       const json& cfg = doc->at("Config");
@@ -217,20 +221,18 @@ public:
   }
 
   awaitable<std::optional<std::string>> inspect_container(std::string id_or_name) override {
-    std::string arg5 = "GET";
-    std::string arg6 = "/containers/" + url_escape(id_or_name) + "/json";
-    std::string arg7 = "container inspect " + id_or_name;
-    auto r = co_await call(std::move(arg5), std::move(arg6), std::move(arg7));
+    std::string target = "/containers/" + url_escape(id_or_name) + "/json";
+    const std::string what = "container inspect " + id_or_name;
+    auto r = co_await call("GET", std::move(target), what);
     if (r.status == 404) co_return std::nullopt;
-    if (r.status != 200) throw OSError(failure("container inspect " + id_or_name, r));
+    if (r.status != 200) throw OSError(failure(what, r));
     co_return std::move(r.body);
   }
 
   awaitable<bool> image_present(std::string image) override {
-    std::string arg8 = "GET";
-    std::string arg9 = "/images/" + url_escape(image, true) + "/json";
-    std::string arg10 = "image inspect " + image;
-    auto r = co_await call(std::move(arg8), std::move(arg9), std::move(arg10));
+    std::string target = "/images/" + url_escape(image, true) + "/json";
+    const std::string what = "image inspect " + image;
+    auto r = co_await call("GET", std::move(target), what);
     co_return r.status == 200;
   }
 
@@ -252,7 +254,8 @@ public:
     if (!tag.empty()) target += "&tag=" + url_escape(tag);
     HttpRequest request;
     request.method = "POST";
-    request.target = co_await versioned(target);
+    co_await negotiate();
+    request.target = prefix_ + target;
     request.deadline = std::chrono::steady_clock::now() + config_.image_pull_timeout();
     // The progress stream reports failure inside a 200 as `{"error": …}` lines.
     std::string errors;
@@ -324,21 +327,19 @@ public:
                  {"AttachStdout", false}, {"AttachStderr", false}, {"Tty", false}, {"OpenStdin", false}};
     // Like `docker run IMAGE` with no arguments: the image's own command (the proxy's case).
     if (!q.command.empty()) body["Cmd"] = q.command;
-    std::string arg11 = "POST";
-    std::string arg12 = "/containers/create?name=" + url_escape(q.name);
-    std::string arg13 = "create " + q.name;
-    std::string arg14 = body.dump();
-    auto r = co_await call(std::move(arg11), std::move(arg12), std::move(arg13), std::move(arg14));
+    std::string target = "/containers/create?name=" + url_escape(q.name);
+    const std::string what = "create " + q.name;
+    std::string body_text = body.dump();
+    auto r = co_await call("POST", std::move(target), what, std::move(body_text));
     if (r.status == 409) co_return CreateResult{CreateOutcome::NameInUse, message_of(r)};
     if (r.status != 201) co_return CreateResult{CreateOutcome::Failed, message_of(r)};
     co_return CreateResult{CreateOutcome::Created, {}};
   }
 
   awaitable<StartOutcome> start_created(std::string container, std::string& detail) override {
-    std::string arg15a = "POST";
-    std::string arg16a = "/containers/" + url_escape(container) + "/start";
-    std::string arg17a = "start " + container;
-    auto r = co_await call(std::move(arg15a), std::move(arg16a), std::move(arg17a));
+    std::string target = "/containers/" + url_escape(container) + "/start";
+    const std::string what = "start " + container;
+    auto r = co_await call("POST", std::move(target), what);
     if (r.status == 204) co_return StartOutcome::Started;
     if (r.status == 304) co_return StartOutcome::AlreadyRunning;  // someone started it first
     detail = message_of(r);
@@ -346,39 +347,35 @@ public:
   }
 
   awaitable<bool> start(std::string container, std::string& detail) override {
-    std::string arg15 = "POST";
-    std::string arg16 = "/containers/" + url_escape(container) + "/start";
-    std::string arg17 = "start " + container;
-    auto r = co_await call(std::move(arg15), std::move(arg16), std::move(arg17));
+    std::string target = "/containers/" + url_escape(container) + "/start";
+    const std::string what = "start " + container;
+    auto r = co_await call("POST", std::move(target), what);
     if (r.status == 204 || r.status == 304) co_return true;  // 304: already running
     detail = message_of(r);
     co_return false;
   }
 
   awaitable<RemoveResult> remove_container(std::string id_or_name) override {
-    std::string arg18 = "DELETE";
-    std::string arg19 = "/containers/" + url_escape(id_or_name) + "?force=1";
-    std::string arg20 = "rm -f " + id_or_name;
-    auto r = co_await call(std::move(arg18), std::move(arg19), std::move(arg20));
+    std::string target = "/containers/" + url_escape(id_or_name) + "?force=1";
+    const std::string what = "rm -f " + id_or_name;
+    auto r = co_await call("DELETE", std::move(target), what);
     if (r.status == 204) co_return RemoveResult{RemoveOutcome::Removed, {}};
     if (r.status == 404) co_return RemoveResult{RemoveOutcome::Absent, {}};
     co_return RemoveResult{RemoveOutcome::Refused, message_of(r)};
   }
 
   awaitable<void> pause(std::string container) override {
-    std::string arg21 = "POST";
-    std::string arg22 = "/containers/" + url_escape(container) + "/pause";
-    std::string arg23 = "pause " + container;
-    auto r = co_await call(std::move(arg21), std::move(arg22), std::move(arg23));
-    if (r.status != 204) throw OSError(failure("pause " + container, r));
+    std::string target = "/containers/" + url_escape(container) + "/pause";
+    const std::string what = "pause " + container;
+    auto r = co_await call("POST", std::move(target), what);
+    if (r.status != 204) throw OSError(failure(what, r));
   }
 
   awaitable<void> unpause(std::string container) override {
-    std::string arg24 = "POST";
-    std::string arg25 = "/containers/" + url_escape(container) + "/unpause";
-    std::string arg26 = "unpause " + container;
-    auto r = co_await call(std::move(arg24), std::move(arg25), std::move(arg26));
-    if (r.status != 204) throw OSError(failure("unpause " + container, r));
+    std::string target = "/containers/" + url_escape(container) + "/unpause";
+    const std::string what = "unpause " + container;
+    auto r = co_await call("POST", std::move(target), what);
+    if (r.status != 204) throw OSError(failure(what, r));
   }
 
   awaitable<ExecOutcome> exec(ExecCall c) override {
@@ -513,8 +510,8 @@ public:
   awaitable<ArchiveGet> archive_get(std::string container, std::string path, std::size_t read_limit) override {
     HttpRequest request;
     request.method = "GET";
-    std::string arg29 = "/containers/" + url_escape(container) + "/archive?path=" + url_escape(path);
-    request.target = co_await versioned(std::move(arg29));
+    co_await negotiate();
+    request.target = prefix_ + "/containers/" + url_escape(container) + "/archive?path=" + url_escape(path);
     request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
     request.max_body = read_limit;
     // A regular file's stream is its body plus headers, padding and the end blocks: reserved
@@ -526,10 +523,10 @@ public:
       if (stat.status != PathStatStatus::Ok || (stat.mode & kGoModeTypeBits) || stat.size < 0) return 0;
       return static_cast<std::size_t>(stat.size) + kTarOverhead;
     };
-    std::string arg30 = "cp " + container + ":" + path;
-    auto r = co_await send(std::move(request), std::move(arg30));
+    const std::string what = "cp " + container + ":" + path;
+    auto r = co_await send(std::move(request), what);
     if (r.status == 200) {
-      if (r.body.empty()) throw OSError("backend 'docker': cp " + container + ":" + path + " produced no tar stream");
+      if (r.body.empty()) throw OSError("backend 'docker': " + what + " produced no tar stream");
       co_return ArchiveGet{ArchiveStatus::Ok, std::move(r.body), r.cut};
     }
     const std::string message = message_of(r);
@@ -540,17 +537,17 @@ public:
     }
     if (contains_ci(message, "not a directory"))
       throw NotADirectoryError("backend 'docker': a component of guest path '" + path + "' is not a directory");
-    throw OSError(failure("cp " + container + ":" + path, r));
+    throw OSError(failure(what, r));
   }
 
   awaitable<PathStat> path_stat(std::string container, std::string path) override {
     HttpRequest request;
     request.method = "HEAD";
-    std::string arg31 = "/containers/" + url_escape(container) + "/archive?path=" + url_escape(path);
-    request.target = co_await versioned(std::move(arg31));
+    co_await negotiate();
+    request.target = prefix_ + "/containers/" + url_escape(container) + "/archive?path=" + url_escape(path);
     request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
-    std::string arg32 = "stat " + container + ":" + path;
-    auto r = co_await send(std::move(request), std::move(arg32));
+    const std::string what = "stat " + container + ":" + path;
+    auto r = co_await send(std::move(request), what);
     // A 404 is a missing path or a gone container (a HEAD carries no message to tell them
     // apart): the caller settles it by the container's ID. Anything else goes to the tar plane.
     if (r.status == 404) co_return PathStat{PathStatStatus::NotFound};
@@ -569,29 +566,29 @@ public:
     request.method = "PUT";
     // What `docker cp - C:/` sends: refuse to replace a directory with a non-directory and
     // keep the tar headers' owners (no copyUIDGID).
-    std::string arg33 = "/containers/" + url_escape(container) + "/archive?path=" + url_escape(destination) + "&noOverwriteDirNonDir=true";
-    request.target = co_await versioned(std::move(arg33));
+    co_await negotiate();
+    request.target = prefix_ + "/containers/" + url_escape(container) + "/archive?path=" + url_escape(destination) +
+                     "&noOverwriteDirNonDir=true";
     request.body = std::move(upload.head);
     request.borrowed_body = upload.body;  // `upload`'s caller keeps it until this returns
     request.trailing_zeros = upload.tail_zeros;
     request.content_type = "application/x-tar";
     request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
-    std::string arg34 = "cp - " + container + ":" + destination;
-    auto r = co_await send(std::move(request), std::move(arg34));
+    const std::string what = "cp - " + container + ":" + destination;
+    auto r = co_await send(std::move(request), what);
     if (r.status == 200) co_return;
     if (contains_ci(message_of(r), "not a directory"))
       throw NotADirectoryError("backend 'docker': extracting into container " + container +
                                " met a component that is not a directory");
-    throw OSError(failure("cp - " + container + ":" + destination, r));
+    throw OSError(failure(what, r));
   }
 
   awaitable<std::vector<LabelledResource>> list_containers(std::vector<std::string> label_filters,
                                                            std::optional<std::string> name_regex) override {
-    std::string arg35 = "GET";
-    std::string arg36 = "/containers/json?all=1&" + filters_query(label_filters, name_regex);
-    std::string arg37 = "ps";
-    auto r = co_await call(std::move(arg35), std::move(arg36), std::move(arg37));
-    if (r.status != 200) throw OSError(failure("ps", r));
+    std::string target = "/containers/json?all=1&" + filters_query(label_filters, name_regex);
+    const std::string what = "ps";
+    auto r = co_await call("GET", std::move(target), what);
+    if (r.status != 200) throw OSError(failure(what, r));
     std::vector<LabelledResource> out;
     std::vector<std::string> ids;
     try {
@@ -602,9 +599,9 @@ public:
     // The list reports Created as Unix seconds; inspect gives the RFC 3339 text the CLI
     // transport reports, so reap reads one format.
     for (const auto& id : ids) {
-      std::string arg38 = "/containers/" + id + "/json";
-      std::string arg39 = "container inspect " + id;
-      auto doc = co_await inspect_json(std::move(arg38), std::move(arg39));
+      std::string inspect_target = "/containers/" + id + "/json";
+      const std::string inspect_what = "container inspect " + id;
+      auto doc = co_await inspect_json(std::move(inspect_target), inspect_what);
       if (!doc) continue;  // removed since the listing
       out.push_back(resource_of(*doc, true));
     }
@@ -612,11 +609,10 @@ public:
   }
 
   awaitable<std::vector<LabelledResource>> list_networks(std::vector<std::string> label_filters) override {
-    std::string arg40 = "GET";
-    std::string arg41 = "/networks?" + filters_query(label_filters, std::nullopt);
-    std::string arg42 = "network ls";
-    auto r = co_await call(std::move(arg40), std::move(arg41), std::move(arg42));
-    if (r.status != 200) throw OSError(failure("network ls", r));
+    std::string target = "/networks?" + filters_query(label_filters, std::nullopt);
+    const std::string what = "network ls";
+    auto r = co_await call("GET", std::move(target), what);
+    if (r.status != 200) throw OSError(failure(what, r));
     std::vector<LabelledResource> out;
     try {
       for (const auto& n : json::parse(r.body)) out.push_back(resource_of(n, false));
@@ -627,20 +623,18 @@ public:
   }
 
   awaitable<std::optional<std::string>> inspect_network(std::string id_or_name) override {
-    std::string arg43 = "GET";
-    std::string arg44 = "/networks/" + url_escape(id_or_name);
-    std::string arg45 = "network inspect " + id_or_name;
-    auto r = co_await call(std::move(arg43), std::move(arg44), std::move(arg45));
+    std::string target = "/networks/" + url_escape(id_or_name);
+    const std::string what = "network inspect " + id_or_name;
+    auto r = co_await call("GET", std::move(target), what);
     if (r.status == 404) co_return std::nullopt;
-    if (r.status != 200) throw OSError(failure("network inspect " + id_or_name, r));
+    if (r.status != 200) throw OSError(failure(what, r));
     co_return std::move(r.body);
   }
 
   awaitable<RemoveResult> remove_network(std::string id_or_name) override {
-    std::string arg46 = "DELETE";
-    std::string arg47 = "/networks/" + url_escape(id_or_name);
-    std::string arg48 = "network rm " + id_or_name;
-    auto r = co_await call(std::move(arg46), std::move(arg47), std::move(arg48));
+    std::string target = "/networks/" + url_escape(id_or_name);
+    const std::string what = "network rm " + id_or_name;
+    auto r = co_await call("DELETE", std::move(target), what);
     if (r.status == 204 || r.status == 200) co_return RemoveResult{RemoveOutcome::Removed, {}};
     if (r.status == 404) co_return RemoveResult{RemoveOutcome::Absent, {}};
     co_return RemoveResult{RemoveOutcome::Refused, message_of(r)};
@@ -654,9 +648,9 @@ public:
 
   awaitable<std::string> server_version() override {
     // Asked afresh each time, like the CLI: the D-32 gate must see the engine as it is now.
-    std::string arg52 = "/version";
-    std::string arg53 = "version";
-    auto doc = co_await inspect_json(std::move(arg52), std::move(arg53));
+    std::string target = "/version";
+    const std::string what = "version";
+    auto doc = co_await inspect_json(std::move(target), what);
     const std::string version = doc && doc->is_object() ? doc->value("Version", "") : "";
     if (version.empty()) throw OSError("backend 'docker': docker API version answered no Server.Version");
     co_return version;
@@ -671,11 +665,10 @@ public:
     // otherwise make a second network of the same name instead of answering 409.
     json body = {{"Name", q.name},       {"CheckDuplicate", true}, {"Driver", "bridge"}, {"Internal", q.internal},
                  {"EnableIPv6", q.ipv6}, {"Options", options},     {"Labels", labels}};
-    std::string arg54 = "POST";
-    std::string arg55 = "/networks/create";
-    std::string arg56 = "network create " + q.name;
-    std::string arg57 = body.dump();
-    auto r = co_await call(std::move(arg54), std::move(arg55), std::move(arg56), std::move(arg57));
+    std::string target = "/networks/create";
+    const std::string what = "network create " + q.name;
+    std::string body_text = body.dump();
+    auto r = co_await call("POST", std::move(target), what, std::move(body_text));
     if (r.status == 201 || r.status == 200) co_return CreateResult{CreateOutcome::Created, {}};
     if (r.status == 409) co_return CreateResult{CreateOutcome::NameInUse, message_of(r)};
     co_return CreateResult{CreateOutcome::Failed, message_of(r)};
@@ -683,27 +676,25 @@ public:
 
   awaitable<void> connect_network(std::string network, std::string container) override {
     json body = {{"Container", container}};
-    std::string arg58 = "POST";
-    std::string arg59 = "/networks/" + url_escape(network) + "/connect";
-    std::string arg60 = "network connect " + network + " " + container;
-    std::string arg61 = body.dump();
-    std::string what = arg60;
-    auto r = co_await call(std::move(arg58), std::move(arg59), std::move(what), std::move(arg61));
-    if (r.status != 200) throw OSError(failure(arg60, r));
+    std::string target = "/networks/" + url_escape(network) + "/connect";
+    const std::string what = "network connect " + network + " " + container;
+    std::string body_text = body.dump();
+    auto r = co_await call("POST", std::move(target), what, std::move(body_text));
+    if (r.status != 200) throw OSError(failure(what, r));
   }
 
   awaitable<std::string> container_logs(std::string container, std::size_t max_bytes) override {
     HttpRequest request;
     request.method = "GET";
-    std::string arg62 = "/containers/" + url_escape(container) + "/logs?stdout=1&stderr=1&tail=" +
-                        std::to_string(kLogTailLines);
-    request.target = co_await versioned(std::move(arg62));
+    co_await negotiate();
+    request.target = prefix_ + "/containers/" + url_escape(container) + "/logs?stdout=1&stderr=1&tail=" +
+                     std::to_string(kLogTailLines);
     request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
     // Both streams' caps plus every frame header of the tail (8 bytes per line).
     request.max_body = 2 * max_bytes + 8 * (static_cast<std::size_t>(kLogTailLines) + 1);
-    std::string arg63 = "logs " + container;
-    auto r = co_await send(std::move(request), std::move(arg63));
-    if (r.status != 200) throw OSError(failure("logs " + container, r));
+    const std::string what = "logs " + container;
+    auto r = co_await send(std::move(request), what);
+    if (r.status != 200) throw OSError(failure(what, r));
     // Containers made here never have a TTY, so the log is always the multiplexed stream
     // (8-byte frame headers), the same framing as an exec's.
     ExecOutcome split;
@@ -716,13 +707,11 @@ public:
   }
 
   awaitable<void> stop_container(std::string id_or_name, std::chrono::seconds grace) override {
-    std::string arg64 = "POST";
-    std::string arg65 = "/containers/" + url_escape(id_or_name) + "/stop?t=" + std::to_string(grace.count());
-    std::string arg66 = "stop " + id_or_name;
-    std::string what = arg66;
-    auto r = co_await call(std::move(arg64), std::move(arg65), std::move(what));
+    std::string target = "/containers/" + url_escape(id_or_name) + "/stop?t=" + std::to_string(grace.count());
+    const std::string what = "stop " + id_or_name;
+    auto r = co_await call("POST", std::move(target), what);
     // 304: already stopped; 404: nothing to stop.
-    if (r.status != 204 && r.status != 304 && r.status != 404) throw OSError(failure(arg66, r));
+    if (r.status != 204 && r.status != 304 && r.status != 404) throw OSError(failure(what, r));
   }
 
 private:
@@ -736,8 +725,8 @@ private:
     if (user) create["User"] = *user;
     HttpRequest request;
     request.method = "POST";
-    std::string arg27 = "/containers/" + url_escape(container) + "/exec";
-    request.target = co_await versioned(std::move(arg27));
+    co_await negotiate();
+    request.target = prefix_ + "/containers/" + url_escape(container) + "/exec";
     request.body = create.dump();
     request.content_type = "application/json";
     request.deadline = deadline;
@@ -757,8 +746,8 @@ private:
                                             std::optional<std::chrono::steady_clock::time_point> deadline) {
     HttpRequest request;
     request.method = "POST";
-    std::string arg28 = "/exec/" + exec_id + "/start";
-    request.target = co_await versioned(std::move(arg28));
+    co_await negotiate();
+    request.target = prefix_ + "/exec/" + exec_id + "/start";
     request.body = R"({"Detach":false,"Tty":false})";
     request.content_type = "application/json";
     request.deadline = deadline;
@@ -798,9 +787,9 @@ private:
     request.method = "GET";
     request.target = "/version";
     request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
-    std::string arg49 = "version";
-    auto r = co_await send(std::move(request), std::move(arg49));
-    if (r.status != 200) throw OSError(failure("version", r));
+    const std::string what = "version";
+    auto r = co_await send(std::move(request), what);
+    if (r.status != 200) throw OSError(failure(what, r));
     std::string api;
     try {
       auto j = json::parse(r.body);
@@ -818,11 +807,6 @@ private:
     negotiated_ = true;
   }
 
-  awaitable<std::string> versioned(std::string target) {
-    co_await negotiate();
-    co_return prefix_ + target;
-  }
-
   /// One exchange under command_timeout; a missed deadline or a dead daemon is the
   /// backend's own failure (OSError, C-40), never a caller's timeout.
   awaitable<HttpResponse> send(HttpRequest request, const std::string& what) {
@@ -836,19 +820,22 @@ private:
     }
   }
 
-  awaitable<HttpResponse> call(std::string method, std::string target, std::string what, std::string body = {}) {
+  /// One exchange of `method` on `target` (unversioned: the API version is prefixed here),
+  /// with a JSON `body` when one is given (the pattern above the class).
+  awaitable<HttpResponse> call(const char* method, std::string target, const std::string& what,
+                               std::string body = {}) {
+    co_await negotiate();
     HttpRequest request;
-    request.method = std::move(method);
-    request.target = co_await versioned(std::move(target));
+    request.method = method;
+    request.target = prefix_ + target;
     if (!body.empty()) request.content_type = "application/json";
     request.body = std::move(body);
     request.deadline = std::chrono::steady_clock::now() + config_.command_timeout();
     co_return co_await send(std::move(request), what);
   }
 
-  awaitable<std::optional<json>> inspect_json(std::string target, std::string what) {
-    std::string arg50 = "GET";
-    auto r = co_await call(std::move(arg50), std::move(target), what);
+  awaitable<std::optional<json>> inspect_json(std::string target, const std::string& what) {
+    auto r = co_await call("GET", std::move(target), what);
     if (r.status == 404) co_return std::nullopt;
     if (r.status != 200) throw OSError(failure(what, r));
     try {
@@ -867,8 +854,8 @@ private:
     for (int attempt = 0;; ++attempt) {
       HttpRequest request;
       request.method = "GET";
-      std::string arg51 = "/exec/" + exec_id + "/json";
-      request.target = co_await versioned(std::move(arg51));
+      co_await negotiate();
+      request.target = prefix_ + "/exec/" + exec_id + "/json";
       request.deadline = deadline ? *deadline : std::chrono::steady_clock::now() + config_.command_timeout();
       HttpResponse r;
       try {

@@ -117,6 +117,11 @@ struct Weakening {
   bool workload_keeps_net_raw = false;
 };
 
+/// The real transport with a Weakening applied to what it creates. Every other operation is
+/// forwarded unchanged, exec_stream included (the base class's default refuses, and the
+/// backend declares exec_stream whatever its transport) — except the create split:
+/// creates_unstarted() keeps the base's false, so every create comes through
+/// create_and_start, where the weakening is applied.
 class RouterProxyTransport : public docker::DockerTransport {
 public:
   RouterProxyTransport(std::shared_ptr<docker::DockerTransport> real, Weakening weakening)
@@ -153,6 +158,9 @@ public:
   A pause(std::string c) override { return real_->pause(std::move(c)); }
   A unpause(std::string c) override { return real_->unpause(std::move(c)); }
   Aw<docker::ExecOutcome> exec(docker::ExecCall call) override { return real_->exec(std::move(call)); }
+  Aw<docker::ExecStreamEnd> exec_stream(docker::ExecStreamCall call, docker::ExecChunkSink sink) override {
+    return real_->exec_stream(std::move(call), std::move(sink));
+  }
   Aw<docker::ArchiveGet> archive_get(std::string c, std::string path, std::size_t limit) override {
     return real_->archive_get(std::move(c), std::move(path), limit);
   }
@@ -358,6 +366,13 @@ TEST_CASE("issue-22 EG-3: the proxy's namespace alone stops raw frames from a wo
   const auto sent = subject.send_raw_frames(servers.allowed_ip, 9, "192.0.2.254", "premise", std::chrono::seconds(20));
   INFO(sent.detail);
   CHECK(sent.result == RawFrameAttempt::Result::Sent);
+  // The double forwards exec_stream too (the base class's default would refuse it).
+  std::string streamed;
+  const auto ended = scope.run([&] {
+    return sandbox->exec_stream(Command("echo hi"), [&](OutputStream, std::string_view bytes) { streamed.append(bytes); });
+  });
+  CHECK(ended.exit_code == 0);
+  CHECK(streamed == "hi\n");
 }
 
 TEST_CASE("issue-22: a proxy that refuses to start is reported in its own words, at once") {
