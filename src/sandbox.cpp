@@ -1,5 +1,5 @@
 // The non-virtual half of Sandbox: gates, confinement and caps, written once for every
-// backend (core.md §2, §6).
+// backend (C-35…C-50, C-95…C-103).
 #include "maf/sandbox/sandbox.hpp"
 
 #include "maf/sandbox/errors.hpp"
@@ -509,7 +509,7 @@ boost::asio::awaitable<void> Sandbox::do_reclaim(const std::string& absolute_dir
                   std::to_string(removed.exit_code) + (detail.empty() ? "" : " — " + detail));
   } catch (const TimeoutError& e) {
     // Every backend's own expiry (a killed exec, a queue that never started it) reads as the
-    // one §9.2 names, with the directory in it.
+    // one docs/tools.md "The cleanup ladder" names, with the directory in it.
     throw expired(e);
   }
 }

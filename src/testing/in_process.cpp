@@ -1,4 +1,4 @@
-// The in-process test double (core.md §8). Policy lives in the Sandbox base class; the hooks
+// The in-process test double (C-108…C-117). Policy lives in the Sandbox base class; the hooks
 // here only answer shapes, so the double exercises exactly the checks real backends get.
 #include "maf/sandbox/testing/in_process.hpp"
 
@@ -285,7 +285,7 @@ boost::asio::awaitable<void> InProcessSandbox::do_remove(const std::string& abso
   co_return;
 }
 
-// --- cleanup rungs (core.md §9.2) ---
+// --- cleanup rungs (docs/tools.md "The cleanup ladder") ---
 
 void InProcessSandbox::set_reclaim_error(std::exception_ptr error) {
   std::lock_guard lock(mutex_);

@@ -399,7 +399,7 @@ public:
     }
     if (created.status != 201) {
       // What the client would print and exit 1 with; a paused container is told apart
-      // (docker.md §7.4) and a missing one stays a nonzero value, as with the CLI.
+      // (D-22) and a missing one stays a nonzero value, as with the CLI.
       o.exit_code = 1;
       o.stderr_bytes = "Error response from daemon: " + message_of(created);
       o.paused_refusal = contains_ci(o.stderr_bytes, "is paused, unpause the container");
@@ -642,7 +642,7 @@ public:
 
   std::size_t idle_connections() const override { return http_.idle_connections(); }
 
-  // The egress plane (docker.md §11.2): the same operations the CLI transport runs as
+  // The egress plane (D-31): the same operations the CLI transport runs as
   // `docker version|network create|network connect|logs|stop`.
   bool has_egress_plane() const noexcept override { return true; }
 

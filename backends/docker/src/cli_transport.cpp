@@ -1,5 +1,5 @@
 // The docker-CLI transport: argv building, binding and the classification of client
-// messages (docker.md §3). Everything above the seam (transport.hpp) is CLI-agnostic.
+// messages (docs/backends/docker.md "The CLI runner and its classification"). Everything above the seam (transport.hpp) is CLI-agnostic.
 #include "maf/sandbox/docker/cli_transport.hpp"
 
 #include <algorithm>
@@ -153,7 +153,7 @@ public:
 
   awaitable<CreateResult> create_and_start(CreateRequest q) override {
     // --pull never [port decision]: the image was inspected (and pulled explicitly) first;
-    // `run` must never fold a pull into the lifecycle timeout (docker.md §5.1, D-9).
+    // `run` must never fold a pull into the lifecycle timeout (D-9).
     std::vector<std::string> args{"run", "-d", "--pull", "never", "--name", q.name,
                                   "--security-opt", "no-new-privileges", "--pids-limit",
                                   std::to_string(q.pids_limit)};
@@ -185,7 +185,7 @@ public:
   awaitable<RemoveResult> remove_container(std::string id_or_name) override {
     std::vector<std::string> args{"rm", "-f", id_or_name};
     auto r = co_await run(std::move(args));
-    // Both clients exit 0 for an absent container; only the text tells (docker.md §3.3).
+    // Both clients exit 0 for an absent container; only the text tells (docs/backends/docker.md "The CLI runner and its classification").
     if (contains_ci(r.stderr_bytes, "no such container")) co_return RemoveResult{RemoveOutcome::Absent, {}};
     if (r.ok()) co_return RemoveResult{RemoveOutcome::Removed, {}};
     co_return RemoveResult{RemoveOutcome::Refused, trim(r.stderr_bytes)};
@@ -281,7 +281,7 @@ public:
     const bool new_form = contains_ci(err, "could not find the file " + path + " in container " + container);
     if (new_form) co_return ArchiveGet{ArchiveStatus::Absent, {}, false};
     if (old_form) {
-      // The 20.10 client words a gone container the same way (docker.md §3.3): confirm it.
+      // The 20.10 client words a gone container the same way (docs/backends/docker.md "The CLI runner and its classification"): confirm it.
       if (!co_await container_state(container))
         throw OSError("backend 'docker': container " + container + " is gone (cp " + path + ")");
       co_return ArchiveGet{ArchiveStatus::Absent, {}, false};
@@ -444,7 +444,7 @@ private:
                     std::to_string(r.exit_code) + "): " + trim(r.stderr_bytes));
     context_ = name;
     host_ = host;
-    env_["DOCKER_HOST"] = host;  // pinned even if it was unset (docker.md §3.1 step 3)
+    env_["DOCKER_HOST"] = host;  // pinned even if it was unset (D-29)
     bound_ = true;
   }
 

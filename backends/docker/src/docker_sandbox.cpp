@@ -1,5 +1,5 @@
 // The Docker sandbox's hooks: exec through `docker exec`, files through the tar plane of
-// `docker cp`, every tar-plane operation frozen (docker.md §6, §7).
+// `docker cp`, every tar-plane operation frozen (D-12…D-23; docs/backends/docker.md "The freeze").
 #include "docker_sandbox.hpp"
 
 #include "teardown.hpp"
@@ -267,7 +267,7 @@ awaitable<StreamOutcome> DockerSandbox::do_exec_stream(const ExecRequest& reques
   std::optional<support::GuestStreamGate> gate;
   ExecStreamEnd end;
   // A paused refusal arrives before the header and so reaches no handler: it is re-issued
-  // like a plain exec's (§7.4), each attempt with a fresh gate.
+  // like a plain exec's (D-22), each attempt with a fresh gate.
   const std::function<awaitable<bool>()> attempt = [&]() -> awaitable<bool> {
     gate.emplace(sink, p_.max_exec_output_bytes, "max_exec_output_bytes");
     ExecStreamCall call;
@@ -372,14 +372,14 @@ awaitable<std::string> DockerSandbox::do_read_file(const std::string& absolute_p
 }
 
 awaitable<std::vector<GuestDirEntry>> DockerSandbox::do_list_dir(const std::string& absolute_path) {
-  // FILES_LIST is withheld (docker.md §1): archiving a directory streams every body below it.
+  // FILES_LIST is withheld (D-5): archiving a directory streams every body below it.
   throw NotImplementedError("backend 'docker' does not list directories (kind '" + kind() + "', path '" +
                             absolute_path + "'): files_list is not declared");
   co_return std::vector<GuestDirEntry>{};
 }
 
 awaitable<void> DockerSandbox::do_remove(const std::string& absolute_path, bool recursive) {
-  // Reach rule (docker.md §6.4): root only where the guest could not have swapped any
+  // Reach rule (D-23): root only where the guest could not have swapped any
   // directory on the path — every one owned by uid 0 with no group or other write bit.
   bool as_root = true;
   for (const auto& dir : cumulative_components(guest_dirname(absolute_path))) {

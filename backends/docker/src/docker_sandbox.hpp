@@ -1,5 +1,5 @@
 #pragma once
-// One acquired Docker container as a maf::sandbox::Sandbox (docker.md §6). The public
+// One acquired Docker container as a maf::sandbox::Sandbox (D-12…D-23). The public
 // Sandbox methods (sandbox.hpp) already confined the path and walk the ancestors through
 // do_lstat; this class supplies the tar-plane stat, read and write, exec and remove, and
 // holds the freeze around every tar-plane operation.

@@ -1,6 +1,6 @@
 #pragma once
 /// @file errors.hpp
-/// The whole exception tree of maf-sandbox (core.md §7), in one header.
+/// The whole exception tree of maf-sandbox (C-105), in one header.
 ///
 /// The Python family catches by built-in bases (`ValueError`, `OSError`, ...), and core
 /// behaviour depends on that lineage (e.g. collect_outputs turns any OSError into
@@ -72,7 +72,7 @@ MAF_SANDBOX_DEFINE_ERROR(RuntimeError, Error);
 /// The method's capability is not declared by the backend (C-35).
 MAF_SANDBOX_DEFINE_ERROR(NotImplementedError, RuntimeError);
 /// A previous call's cleanup of this key failed, so the router refuses to serve it until a
-/// disposal of the named target lands (core.md §9.2); names key and target.
+/// disposal of the named target lands (docs/tools.md "Unclean keys"); names key and target.
 MAF_SANDBOX_DEFINE_ERROR(SandboxKeyUnclean, RuntimeError);
 /// A tool body's accessor refused (C-119): what() is the fixed sentence the model is given;
 /// `SandboxedTool::invoke` turns it into an is_error result.
@@ -96,7 +96,7 @@ private:
   std::string bound_;
 };
 
-/// Output collection refused (core.md §5). Any of these means nothing was delivered by the
+/// Output collection refused (C-81…C-94). Any of these means nothing was delivered by the
 /// failing phase.
 MAF_SANDBOX_DEFINE_ERROR(SandboxOutputError, RuntimeError);
 MAF_SANDBOX_DEFINE_ERROR(SandboxOutputMissing, SandboxOutputError);

@@ -1,6 +1,6 @@
 #pragma once
 /// @file sandbox.hpp
-/// The Sandbox interface (core.md §2): what a host or a workload kind does with an acquired
+/// The Sandbox interface (C-35…C-50): what a host or a workload kind does with an acquired
 /// sandbox.
 ///
 /// The public methods are non-virtual and `final` in spirit (the spdlog sink pattern): they
@@ -122,7 +122,7 @@ public:
                                       bool recursive = false);
 
   /// Remove `directory` and everything under it, as the guest program's own principal, so it
-  /// never deletes more than the guest itself could (core.md §9.2). Offered on every sandbox
+  /// never deletes more than the guest itself could (docs/tools.md "The cleanup ladder"). Offered on every sandbox
   /// that can exec — a tool call's directory is removed this way after each call (C-120) —
   /// and behind no capability; `Capability::Reclaim` is the separate, proven claim that the
   /// RECLAIM cleanup rung is safe on this backend.
@@ -132,7 +132,7 @@ public:
   boost::asio::awaitable<void> reclaim(std::string directory, std::string working_directory = ".",
                                        std::chrono::milliseconds timeout = kDefaultReclaimTimeout);
   /// Restore the guest tree to the snapshot the backend took when it created this sandbox
-  /// (SNAPSHOT, the RESET cleanup rung of §9.2). NotImplementedError without SNAPSHOT.
+  /// (SNAPSHOT, the RESET cleanup rung, docs/tools.md "The cleanup ladder"). NotImplementedError without SNAPSHOT.
   boost::asio::awaitable<void> reset(std::chrono::milliseconds timeout = kDefaultReclaimTimeout);
 
   /// Attach the observers that see this sandbox's exec, run_code, transfers, reclaim and

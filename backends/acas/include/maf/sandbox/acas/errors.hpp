@@ -1,7 +1,7 @@
 #pragma once
 /// @file acas/errors.hpp
 /// The ACAS backend's own failure types. Each derives from the core type a host already
-/// catches (core.md §7), so a host that knows nothing of ACAS still classifies them.
+/// catches (C-105), so a host that knows nothing of ACAS still classifies them.
 
 #include <string>
 
