@@ -97,17 +97,25 @@ boost::asio::awaitable<ExecResult> Sandbox::settle_exec(ExecReport report, const
     std::string failure;
     try {
       co_await do_abandon();
-    } catch (const std::exception& e) {
+    } catch (const Error& e) {  // a cancellation is no failure of the teardown (C-106): it propagates
       failure = e.what();
     }
     abandoned = failure.empty() ? "; the sandbox was ended (the program could not be stopped alone)"
                                 : "; ending the sandbox failed: " + failure;
+    if (failure.empty()) {
+      // The sandbox's end took the program and everything it started.
+      report.signal = SandboxProgramTimeout::Signal::Sent;
+      report.reach = SandboxProgramTimeout::Reach::Group;
+    } else {
+      report.signal = SandboxProgramTimeout::Signal::Refused;
+    }
   }
   const std::string where = std::string(what) + " in backend '" + identity_.backend_name + "' sandbox (kind '" +
                             identity_.kind + "')";
   if (report.end == ExecReport::End::DeadlineExpired)
     throw SandboxProgramTimeout(where + " did not finish within its timeout of " + std::to_string(timeout.count()) +
-                                " ms; " + report.stopped + abandoned);
+                                    " ms; " + report.stopped + abandoned,
+                                {}, report.signal, report.reach);
   throw SandboxTransferCapExceeded(where + " wrote more than " + report.cap_name + "=" +
                                    std::to_string(report.cap_bytes) + " to " + report.cap_output + "; " +
                                    report.stopped + abandoned);

@@ -86,7 +86,7 @@ protected:
     }
     // Report how it ended, never throw for it: the core raises one error type per ending,
     // the same on every backend (EXE-1).
-    if (timed_out) co_return ExecReport::deadline_expired("its process group was killed");
+    if (timed_out) co_return ExecReport::group_killed_at_deadline("its process group was killed");
     if (r.stdout_overflowed) co_return ExecReport::over_cap("max_stdout", cap_stdout, "stdout", "it was killed");
     if (r.stderr_overflowed) co_return ExecReport::over_cap("max_stderr", cap_stderr, "stderr", "it was killed");
     co_return ExecResult{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code, {}};

@@ -100,7 +100,7 @@ boost::asio::awaitable<ExecReport> ProcessSandbox::run_confined(std::vector<std:
     timed_out = true;
   }
   // bubblewrap's PID namespace ends with the killed command: nothing of it runs on (EXE-1).
-  if (timed_out) co_return ExecReport::deadline_expired("it was killed");
+  if (timed_out) co_return ExecReport::group_killed_at_deadline("its process group was killed");
   if (r.stdout_overflowed || r.stderr_overflowed) {
     const bool out = r.stdout_overflowed;
     co_return ExecReport::over_cap(out ? "max_stdout_bytes" : "max_stderr_bytes",

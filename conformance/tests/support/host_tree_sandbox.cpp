@@ -123,7 +123,7 @@ boost::asio::awaitable<ExecReport> HostTreeSandbox::do_exec(const ExecRequest& r
     if (flaw_ == Flaw::TimeoutAsOSError) throw OSError(std::string("command failed: ") + e.what());
     timed_out = true;
   }
-  if (timed_out) co_return ExecReport::deadline_expired("its process group was killed");
+  if (timed_out) co_return ExecReport::group_killed_at_deadline("its process group was killed");
   if (flaw_ == Flaw::FoldStderr) {
     r.stdout_bytes += r.stderr_bytes;
     r.stderr_bytes.clear();

@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/exec_result.hpp"
 
 namespace maf::sandbox {
@@ -37,6 +38,10 @@ struct ExecReport {
   /// Docker D-13, wslc W-28): the core ends the sandbox through the backend's `do_abandon`
   /// before it raises, so every abandon takes the backend's one teardown path.
   bool abandon = false;
+  /// DeadlineExpired: whether the stop was delivered and what it reached, carried on the
+  /// raised SandboxProgramTimeout. An abandon that ended the sandbox reached the group.
+  SandboxProgramTimeout::Signal signal = SandboxProgramTimeout::Signal::Unknown;
+  SandboxProgramTimeout::Reach reach = SandboxProgramTimeout::Reach::Nothing;
 
   ExecReport() = default;
   ExecReport(ExecResult exited) : result(std::move(exited)) {}  // NOLINT: implicit on purpose
@@ -46,6 +51,13 @@ struct ExecReport {
     r.end = End::DeadlineExpired;
     r.stopped = std::move(stopped);
     r.abandon = abandon;
+    return r;
+  }
+  /// The deadline passed and the backend itself killed the program's whole process group.
+  static ExecReport group_killed_at_deadline(std::string stopped) {
+    ExecReport r = deadline_expired(std::move(stopped));
+    r.signal = SandboxProgramTimeout::Signal::Sent;
+    r.reach = SandboxProgramTimeout::Reach::Group;
     return r;
   }
   static ExecReport over_cap(std::string cap_name, std::uint64_t cap_bytes, std::string output, std::string stopped,

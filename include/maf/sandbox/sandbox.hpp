@@ -122,17 +122,18 @@ public:
                                       bool recursive = false);
 
   /// Remove `directory` and everything under it, as the guest program's own principal, so it
-  /// never deletes more than the guest itself could (docs/tools.md "The cleanup ladder"). Offered on every sandbox
-  /// that can exec — a tool call's directory is removed this way after each call (C-120) —
-  /// and behind no capability; `Capability::Reclaim` is the separate, proven claim that the
-  /// RECLAIM cleanup rung is safe on this backend.
+  /// never deletes more than the guest itself could (docs/tools.md "The cleanup ladder").
+  /// Offered on every sandbox that can exec — a tool call's directory is removed this way
+  /// after each call (C-120) — and behind no capability; `Capability::Reclaim` is the
+  /// separate, proven claim that the RECLAIM cleanup rung is safe on this backend.
   /// `directory` must be absolute with at least two components, and is not the resolved
   /// `working_directory` itself (ValueError, naming it); missing is success; a removal the
   /// guest refuses is OSError naming the path and the guest's words; expiry is TimeoutError.
   boost::asio::awaitable<void> reclaim(std::string directory, std::string working_directory = ".",
                                        std::chrono::milliseconds timeout = kDefaultReclaimTimeout);
   /// Restore the guest tree to the snapshot the backend took when it created this sandbox
-  /// (SNAPSHOT, the RESET cleanup rung, docs/tools.md "The cleanup ladder"). NotImplementedError without SNAPSHOT.
+  /// (SNAPSHOT, the RESET cleanup rung, docs/tools.md "The cleanup ladder").
+  /// NotImplementedError without SNAPSHOT.
   boost::asio::awaitable<void> reset(std::chrono::milliseconds timeout = kDefaultReclaimTimeout);
 
   /// Attach the observers that see this sandbox's exec, run_code, transfers, reclaim and
