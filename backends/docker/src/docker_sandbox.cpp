@@ -209,11 +209,11 @@ awaitable<ExecReport> DockerSandbox::do_exec(const ExecRequest& request) {
   // engine goes on draining a command after the client stops reading (measured on 20.10: a
   // `head -c 1G /dev/zero` kept running): only the container's end stops it, so the core
   // abandons the sandbox through do_abandon; the next acquire creates a fresh one.
-  if (timed_out) co_return ExecReport::deadline_expired("the client was stopped", /*abandon=*/true);
+  const std::string stopped = "the client of container " + p_.container + " was stopped";
+  if (timed_out) co_return ExecReport::deadline_expired(stopped, /*abandon=*/true);
   if (outcome.stdout_overflowed || outcome.stderr_overflowed)
     co_return ExecReport::over_cap("max_exec_output_bytes", p_.max_exec_output_bytes,
-                                   outcome.stdout_overflowed ? "stdout" : "stderr", "the client was stopped",
-                                   /*abandon=*/true);
+                                   outcome.stdout_overflowed ? "stdout" : "stderr", stopped, /*abandon=*/true);
   co_await refuse_lost_container(outcome.exit_code, boost::algorithm::icontains(outcome.stderr_bytes, "is not running"));
   ExecResult result{std::move(outcome.stdout_bytes), std::move(outcome.stderr_bytes), outcome.exit_code, {}};
   co_await oom_after(result.limits_hit);

@@ -55,11 +55,12 @@ awaitable<ExecReport> WslcSandbox::do_exec(const ExecRequest& request) {
   }
   // W-28: killing wslc does not stop the guest process; only the container's removal does,
   // so the core abandons the sandbox through do_abandon (EXE-2).
-  if (timed_out) co_return ExecReport::deadline_expired("wslc was killed", /*abandon=*/true);
+  if (timed_out)
+    co_return ExecReport::deadline_expired("wslc was killed (container " + p_.container + ")", /*abandon=*/true);
   if (r.stdout_overflowed || r.stderr_overflowed ||
       r.stdout_bytes.size() + r.stderr_bytes.size() > kMaxExecOutputBytes)
     co_return ExecReport::over_cap("max_exec_output_bytes", kMaxExecOutputBytes, "stdout and stderr together",
-                                   "wslc was stopped", /*abandon=*/true);
+                                   "wslc was stopped (container " + p_.container + ")", /*abandon=*/true);
   // W-27: the guest's stderr is never classified as a wslc error.
   co_return ExecResult{std::move(r.stdout_bytes), std::move(r.stderr_bytes), r.exit_code, {}};
 }
