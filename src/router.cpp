@@ -194,14 +194,9 @@ void SandboxRouter::refuse(Refusal refusal, const SandboxBackend& backend, Isola
                                                 "' (host '" + rule->host() + "') for workload kind '" + kind + "'");
       }
       break;
-    case Refusal::ResourceBound: {
-      const ResourceBoundSet missing = spec.resources().asked().difference(d.resource_bounds);
-      throw SandboxResourceBoundNotEnforced(
-          "backend '" + backend.name() + "' does not enforce resource bound " + missing.to_string() +
-              ", asked by workload kind '" + kind + "' (" + spec.resources().to_string() +
-              "; it enforces: " + d.resource_bounds.to_string("no resource bound") + ")",
-          std::string(to_string(missing.sorted().front())));
-    }
+    case Refusal::ResourceBound:
+      refuse_unenforced_bounds(backend.name(), d, spec);
+      break;
   }
   // Unreachable while first_refusal and refuse agree; a loud error beats a silent pass.
   throw RuntimeError("SandboxRouter: refusal " + std::to_string(static_cast<int>(refusal)) +

@@ -255,15 +255,9 @@ awaitable<std::shared_ptr<Sandbox>> WslcSandboxBackend::acquire(SandboxKey key, 
   support::sandbox_labels(key, spec.kind(), spec.labels());  // refuses a bad label key (W-11) now
   // LIM-3 holds at the router; refused here too, so a direct caller is never served a bound
   // this backend does not keep (refuse, never degrade).
-  if (const ResourceBoundSet missing = spec.resources().asked().difference(declarations_.resource_bounds);
-      !missing.empty())
-    throw SandboxResourceBoundNotEnforced(
-        "backend 'wslc' does not enforce resource bound " + missing.to_string() + ", asked by workload kind '" +
-            spec.kind() + "' (" + spec.resources().to_string() + "; it enforces: " +
-            declarations_.resource_bounds.to_string("no resource bound") +
-            "; wslc has no --pids-limit, its --memory does not bound swap, its 2.9.4 listing reports no labels "
-            "to read a ttl back from, and it records no last use: C-23, docs/backends/wslc.md)",
-        std::string(to_string(missing.sorted().front())));
+  refuse_unenforced_bounds("wslc", declarations_, spec,
+                           "wslc has no --pids-limit, its --memory does not bound swap, its 2.9.4 listing reports "
+                           "no labels to read a ttl back from, and it records no last use: C-23, docs/backends/wslc.md");
   const std::string name = container_name(key, spec.kind(), base, allow_hosts, spec.resources());
 
   auto key_lock = lock_for(name);

@@ -82,4 +82,12 @@ private:
   std::shared_ptr<ObserverHub> hub_ = std::make_shared<ObserverHub>();
 };
 
+/// LIM-3, written once: throws SandboxResourceBoundNotEnforced naming the first bound `spec`
+/// asks that `declarations` does not enforce (nothing when all are). `why`, when given, is the
+/// backend's reason, appended to the message. The router calls it when it selects a backend;
+/// a backend calls it in its acquire too where a direct caller must never be served a bound
+/// it does not keep (refuse, never degrade).
+void refuse_unenforced_bounds(const std::string& backend_name, const BackendDeclarations& declarations,
+                              const SandboxSpec& spec, const std::string& why = {});
+
 }  // namespace maf::sandbox
