@@ -74,17 +74,17 @@ CleanupEvent cleanup_event(const Observed& o, std::string rung) {
 
 }  // namespace
 
-Sandbox::Sandbox(Identity identity) : identity_(std::move(identity)) {
-  identity_.storage_base = normalize_guest_path(identity_.storage_base);
+Sandbox::Sandbox(Descriptor descriptor) : descriptor_(std::move(descriptor)) {
+  descriptor_.storage_base = normalize_guest_path(descriptor_.storage_base);
 }
 
 Sandbox::~Sandbox() = default;
 
 void Sandbox::require_capability(Capability capability, const char* method) const {
-  if (identity_.capabilities.contains(capability)) return;
-  throw NotImplementedError("backend '" + identity_.backend_name + "' does not declare capability '" +
+  if (descriptor_.capabilities.contains(capability)) return;
+  throw NotImplementedError("backend '" + descriptor_.backend_name + "' does not declare capability '" +
                             std::string(to_string(capability)) + "', so " + method +
-                            " is not available to workload kind '" + identity_.kind + "'");
+                            " is not available to workload kind '" + descriptor_.kind + "'");
 }
 
 boost::asio::awaitable<ExecResult> Sandbox::settle_exec(ExecReport report, const char* what,
@@ -110,8 +110,8 @@ boost::asio::awaitable<ExecResult> Sandbox::settle_exec(ExecReport report, const
       report.signal = SandboxProgramTimeout::Signal::Refused;
     }
   }
-  const std::string where = std::string(what) + " in backend '" + identity_.backend_name + "' sandbox (kind '" +
-                            identity_.kind + "')";
+  const std::string where = std::string(what) + " in backend '" + descriptor_.backend_name + "' sandbox (kind '" +
+                            descriptor_.kind + "')";
   if (report.end == ExecReport::End::DeadlineExpired)
     throw SandboxProgramTimeout(where + " did not finish within its timeout of " + std::to_string(timeout.count()) +
                                     " ms; " + report.stopped + abandoned,
@@ -122,7 +122,7 @@ boost::asio::awaitable<ExecResult> Sandbox::settle_exec(ExecReport report, const
 }
 
 boost::asio::awaitable<void> Sandbox::do_abandon() {
-  throw NotImplementedError("backend '" + identity_.backend_name + "' reported an exec to abandon but implements no "
+  throw NotImplementedError("backend '" + descriptor_.backend_name + "' reported an exec to abandon but implements no "
                             "do_abandon");
   co_return;
 }
@@ -134,7 +134,7 @@ boost::asio::awaitable<ExecResult> Sandbox::exec(Command command, std::string wo
   if (timeout.count() <= 0)
     throw ValueError("exec timeout must be positive, got " + std::to_string(timeout.count()) + " ms");
   ExecRequest request{command, command.shell_line(),
-                      resolve_working_directory(working_directory, identity_.storage_base), timeout, deadline};
+                      resolve_working_directory(working_directory, descriptor_.storage_base), timeout, deadline};
   const auto observed = observation();
   if (!observed) {
     ExecReport report = co_await do_exec(request);
@@ -206,9 +206,9 @@ boost::asio::awaitable<StreamedExit> Sandbox::exec_stream(Command command, Outpu
                      std::to_string(options.read_timeout.count()) + " ms");
   if (!on_output) throw ValueError("exec_stream needs an output handler, got an empty one");
   ExecRequest request{command, command.shell_line(),
-                      resolve_working_directory(options.working_directory, identity_.storage_base), options.timeout,
+                      resolve_working_directory(options.working_directory, descriptor_.storage_base), options.timeout,
                       deadline, options.read_timeout};
-  const std::string what = identity_.backend_name + " sandbox (kind '" + identity_.kind + "')";
+  const std::string what = descriptor_.backend_name + " sandbox (kind '" + descriptor_.kind + "')";
   ExecOutputSink sink(std::move(on_output));
   const auto observed = observation();
   if (!observed) {
@@ -234,7 +234,7 @@ boost::asio::awaitable<StreamedExit> Sandbox::exec_stream(Command command, Outpu
 }
 
 boost::asio::awaitable<StreamOutcome> Sandbox::do_exec_stream(const ExecRequest&, ExecOutputSink&) {
-  throw NotImplementedError("backend '" + identity_.backend_name + "' declares exec_stream but does not implement it");
+  throw NotImplementedError("backend '" + descriptor_.backend_name + "' declares exec_stream but does not implement it");
   co_return StreamOutcome{};
 }
 
@@ -263,7 +263,7 @@ boost::asio::awaitable<ExecResult> Sandbox::run_code(std::string code, std::chro
 
 boost::asio::awaitable<ExecReport> Sandbox::do_run_code(const std::string&, std::chrono::milliseconds,
                                                         std::chrono::steady_clock::time_point) {
-  throw NotImplementedError("backend '" + identity_.backend_name + "' offers no run_code runtime");
+  throw NotImplementedError("backend '" + descriptor_.backend_name + "' offers no run_code runtime");
   co_return ExecReport{};
 }
 
@@ -288,7 +288,7 @@ boost::asio::awaitable<void> Sandbox::bracketed(bool batched, FileOperation oper
 boost::asio::awaitable<void> Sandbox::write_file(std::string path, std::string content,
                                                  std::string working_directory) {
   require_capability(Capability::FilesIn, "write_file");
-  const std::string wd = resolve_working_directory(working_directory, identity_.storage_base);
+  const std::string wd = resolve_working_directory(working_directory, descriptor_.storage_base);
   UnconfinedStat stat = [this](const std::string& p) -> boost::asio::awaitable<std::optional<EntryKind>> {
     auto s = co_await do_lstat(p);
     co_return s ? std::optional<EntryKind>(s->kind) : std::nullopt;
@@ -317,7 +317,7 @@ boost::asio::awaitable<std::optional<SandboxEntry>> Sandbox::stat_file(std::stri
 boost::asio::awaitable<std::optional<SandboxEntry>> Sandbox::stat_file_in(bool batched, std::string path,
                                                                           std::string working_directory) {
   require_capability(Capability::FilesOut, "stat_file");
-  const std::string wd = resolve_working_directory(working_directory, identity_.storage_base);
+  const std::string wd = resolve_working_directory(working_directory, descriptor_.storage_base);
   const std::string resolved = confine_resolve_guest_path(path, wd);
   std::optional<SandboxEntry> out;
   UnconfinedStat stat = [this](const std::string& p) -> boost::asio::awaitable<std::optional<EntryKind>> {
@@ -360,7 +360,7 @@ boost::asio::awaitable<std::string> Sandbox::read_file_in(bool batched, std::str
 boost::asio::awaitable<std::string> Sandbox::read_confined(bool batched, std::string path,
                                                            std::string working_directory, std::int64_t max_bytes) {
   if (max_bytes < 0) throw ValueError("read_file max_bytes must not be negative, got " + std::to_string(max_bytes));
-  const std::string wd = resolve_working_directory(working_directory, identity_.storage_base);
+  const std::string wd = resolve_working_directory(working_directory, descriptor_.storage_base);
   const std::string resolved = confine_resolve_guest_path(path, wd);
   std::string content;
   UnconfinedStat stat = [this](const std::string& p) -> boost::asio::awaitable<std::optional<EntryKind>> {
@@ -395,7 +395,7 @@ boost::asio::awaitable<std::string> Sandbox::read_confined(bool batched, std::st
 boost::asio::awaitable<std::vector<SandboxEntry>> Sandbox::list_dir(std::string path,
                                                                     std::string working_directory) {
   require_capability(Capability::FilesList, "list_dir");
-  const std::string wd = resolve_working_directory(working_directory, identity_.storage_base);
+  const std::string wd = resolve_working_directory(working_directory, descriptor_.storage_base);
   const std::string resolved = confine_resolve_guest_path(path, wd);
   std::vector<SandboxEntry> out;
   UnconfinedStat stat = [this](const std::string& p) -> boost::asio::awaitable<std::optional<EntryKind>> {
@@ -420,7 +420,7 @@ boost::asio::awaitable<std::vector<SandboxEntry>> Sandbox::list_dir(std::string 
 
 boost::asio::awaitable<void> Sandbox::remove(std::string path, std::string working_directory, bool recursive) {
   require_capability(Capability::FilesDelete, "remove");
-  const std::string wd = resolve_working_directory(working_directory, identity_.storage_base);
+  const std::string wd = resolve_working_directory(working_directory, descriptor_.storage_base);
   const std::string resolved = confine_resolve_guest_path(path, wd);
   if (resolved == wd)
     throw ValueError("refusing to remove the working directory '" + wd + "' itself");
@@ -454,7 +454,7 @@ boost::asio::awaitable<void> Sandbox::reclaim(std::string directory, std::string
   // irreversible, so this guard stands whatever the caller derived the path from.
   if (components < 2)
     throw ValueError("reclaim refuses '" + directory + "': fewer than two path components is too close to the root");
-  const std::string wd = resolve_working_directory(working_directory, identity_.storage_base);
+  const std::string wd = resolve_working_directory(working_directory, descriptor_.storage_base);
   if (target == wd) throw ValueError("reclaim refuses '" + directory + "': it is the working directory itself");
   const auto observed = observation();
   if (!observed) co_return co_await do_reclaim(target, timeout, deadline);
@@ -494,8 +494,8 @@ boost::asio::awaitable<void> Sandbox::do_reclaim(const std::string& absolute_dir
     co_return co_await settle_exec(std::move(report), "reclaim", timeout);
   };
   auto expired = [&](const TimeoutError& e) {
-    return TimeoutError("backend '" + identity_.backend_name + "': reclaiming '" + absolute_directory +
-                        "' (workload kind '" + identity_.kind + "') exceeded its timeout of " +
+    return TimeoutError("backend '" + descriptor_.backend_name + "': reclaiming '" + absolute_directory +
+                        "' (workload kind '" + descriptor_.kind + "') exceeded its timeout of " +
                         std::to_string(timeout.count()) + " ms: " + e.what());
   };
   try {
@@ -512,7 +512,7 @@ boost::asio::awaitable<void> Sandbox::do_reclaim(const std::string& absolute_dir
     removed = co_await run(std::move(rm));
     if (removed.exit_code == 0) co_return;
     const std::string detail = trimmed_stderr(removed);
-    throw OSError("backend '" + identity_.backend_name + "': the guest of workload kind '" + identity_.kind +
+    throw OSError("backend '" + descriptor_.backend_name + "': the guest of workload kind '" + descriptor_.kind +
                   "' refused to remove '" + absolute_directory + "': rm exited " +
                   std::to_string(removed.exit_code) + (detail.empty() ? "" : " — " + detail));
   } catch (const TimeoutError& e) {
@@ -540,20 +540,20 @@ boost::asio::awaitable<void> Sandbox::reset(std::chrono::milliseconds timeout) {
 }
 
 boost::asio::awaitable<void> Sandbox::do_reset(std::chrono::milliseconds, std::chrono::steady_clock::time_point) {
-  throw NotImplementedError("backend '" + identity_.backend_name + "' does not implement reset");
+  throw NotImplementedError("backend '" + descriptor_.backend_name + "' does not implement reset");
   co_return;
 }
 
 boost::asio::awaitable<std::string> Sandbox::do_read_file(const std::string&, std::int64_t) {
-  throw NotImplementedError("backend '" + identity_.backend_name + "' does not implement read_file");
+  throw NotImplementedError("backend '" + descriptor_.backend_name + "' does not implement read_file");
   co_return std::string{};
 }
 boost::asio::awaitable<std::vector<GuestDirEntry>> Sandbox::do_list_dir(const std::string&) {
-  throw NotImplementedError("backend '" + identity_.backend_name + "' does not implement list_dir");
+  throw NotImplementedError("backend '" + descriptor_.backend_name + "' does not implement list_dir");
   co_return std::vector<GuestDirEntry>{};
 }
 boost::asio::awaitable<void> Sandbox::do_remove(const std::string&, bool) {
-  throw NotImplementedError("backend '" + identity_.backend_name + "' does not implement remove");
+  throw NotImplementedError("backend '" + descriptor_.backend_name + "' does not implement remove");
   co_return;
 }
 

@@ -33,9 +33,9 @@ void Sandbox::deliver(const Observation& observation, SandboxEvent event) const 
   // A backend may have attributed its event already (an egress proxy labelled with a key).
   if (c.key == SandboxKey{}) c.key = observation.key;
   if (c.call_id.empty()) c.call_id = c.key.call_id;
-  if (c.backend.empty()) c.backend = identity_.backend_name;
-  if (c.kind.empty()) c.kind = identity_.kind;
-  if (c.instance_id.empty()) c.instance_id = identity_.instance_id;
+  if (c.backend.empty()) c.backend = descriptor_.backend_name;
+  if (c.kind.empty()) c.kind = descriptor_.kind;
+  if (c.instance_id.empty()) c.instance_id = descriptor_.instance_id;
   emit(observation.observers.get(), std::move(event));
 }
 

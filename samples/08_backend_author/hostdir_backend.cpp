@@ -62,7 +62,7 @@ struct Fd {
 class HostDirSandbox final : public Sandbox {
 public:
   HostDirSandbox(const std::string& kind, const fs::path& work, const std::string& instance_id)
-      : Sandbox(Identity{kName, kind,
+      : Sandbox(Descriptor{kName, kind,
                          CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut,
                                        Capability::FilesList, Capability::FilesDelete},
                          work.string(), instance_id}) {}

@@ -31,7 +31,7 @@ boost::asio::awaitable<std::vector<std::string>> ready(std::vector<std::string> 
 }  // namespace
 
 InProcessSandbox::InProcessSandbox(InProcessSandboxOptions options)
-    : Sandbox(Identity{options.backend_name, options.kind, options.capabilities, options.storage_base,
+    : Sandbox(Descriptor{options.backend_name, options.kind, options.capabilities, options.storage_base,
                        options.instance_id}),
       outputs_(std::move(options.outputs)),
       raises_(std::move(options.raises)),

@@ -39,7 +39,7 @@ std::string files_path(const std::string& id, const char* sub = "") {
 
 AcasSandbox::AcasSandbox(std::shared_ptr<AcasSandboxBackend::State> state, std::shared_ptr<Record> record,
                          CapabilitySet capabilities, std::string storage_base)
-    : Sandbox(Identity{"acas", record->kind, capabilities, std::move(storage_base), record->id}),
+    : Sandbox(Descriptor{"acas", record->kind, capabilities, std::move(storage_base), record->id}),
       state_(std::move(state)),
       record_(std::move(record)) {}
 

@@ -354,12 +354,12 @@ awaitable<void> DockerSandboxBackend::prepare_before_start(const std::string& co
   if (!state || state->image_id.empty()) co_return;
   const std::string image_key = "image:" + state->image_id;
   std::size_t first_missing = 0;
-  Identity identity;
+  GuestUser identity;
   {
     std::lock_guard lock(state_mutex_);
     auto suffix = work_dir_suffix_.find({state->image_id, base});
-    auto known = identities_.find(image_key);
-    if (suffix == work_dir_suffix_.end() || known == identities_.end() || !probes_known_locked(image_key, spec))
+    auto known = guest_users_.find(image_key);
+    if (suffix == work_dir_suffix_.end() || known == guest_users_.end() || !probes_known_locked(image_key, spec))
       co_return;
     first_missing = suffix->second;
     identity = known->second;
@@ -448,7 +448,7 @@ awaitable<std::optional<std::string>> DockerSandboxBackend::read_account_file(co
   }
 }
 
-awaitable<DockerSandboxBackend::Identity> DockerSandboxBackend::resolve_identity(const std::string& container,
+awaitable<DockerSandboxBackend::GuestUser> DockerSandboxBackend::resolve_guest_user(const std::string& container,
                                                                                  const std::string& id,
                                                                                  const std::string& fresh_image,
                                                                                  const SandboxSpec& spec) {
@@ -458,11 +458,11 @@ awaitable<DockerSandboxBackend::Identity> DockerSandboxBackend::resolve_identity
   const std::string image_key = fresh_image.empty() ? std::string() : "image:" + fresh_image;
   {
     std::lock_guard lock(state_mutex_);
-    auto it = identities_.find(id);
-    if (it == identities_.end() && !image_key.empty()) it = identities_.find(image_key);
-    if (it != identities_.end()) {
-      identities_[id] = it->second;
-      co_return identities_[id];
+    auto it = guest_users_.find(id);
+    if (it == guest_users_.end() && !image_key.empty()) it = guest_users_.find(image_key);
+    if (it != guest_users_.end()) {
+      guest_users_[id] = it->second;
+      co_return guest_users_[id];
     }
   }
   // Order: Config.User, /etc/passwd, /etc/group, then `id` (D-25).
@@ -519,10 +519,10 @@ awaitable<DockerSandboxBackend::Identity> DockerSandboxBackend::resolve_identity
   if (!uid) uid = co_await ask_id("-u");
   if (!gid) gid = co_await ask_id("-g");
   if (uid && gid) {
-    Identity resolved{*uid, *gid, true};
+    GuestUser resolved{*uid, *gid, true};
     std::lock_guard lock(state_mutex_);
-    identities_[id] = resolved;
-    if (!image_key.empty()) identities_[image_key] = resolved;
+    guest_users_[id] = resolved;
+    if (!image_key.empty()) guest_users_[image_key] = resolved;
     co_return resolved;
   }
   const auto needs = spec.requires_capabilities();
@@ -535,12 +535,12 @@ awaitable<DockerSandboxBackend::Identity> DockerSandboxBackend::resolve_identity
   logger()->warn("backend 'docker': the image user '{}' of container {} does not resolve; workload kind '{}' gets "
                  "root-owned (0:0) inputs",
                  user, container, spec.kind());
-  co_return Identity{0, 0, false};  // not cached: resolution is retried on the next acquire
+  co_return GuestUser{0, 0, false};  // not cached: resolution is retried on the next acquire
 }
 
 awaitable<void> DockerSandboxBackend::prepare_work_dir(const std::string& container, const std::string& id,
                                                        const std::string& fresh_image, const std::string& base,
-                                                       const Identity& identity) {
+                                                       const GuestUser& identity) {
   const auto chain = detail::cumulative_components(base);
   // What a fresh container of an image showed is that image's (prepare_before_start). Only
   // the first finding is kept: a later fresh container whose directory was uploaded before
@@ -673,9 +673,9 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::acquire(SandboxKey key
   // 7. Probes, identity, work directory, in that order.
   const std::string fresh_image = fresh ? state->image_id : std::string();
   co_await run_probes(container, state->id, fresh_image, spec, image);
-  Identity identity{0, 0, false};
+  GuestUser identity{0, 0, false};
   if (needs_work_dir(spec) || spec.requires_capabilities().contains(Capability::HostTools))
-    identity = co_await resolve_identity(container, state->id, fresh_image, spec);
+    identity = co_await resolve_guest_user(container, state->id, fresh_image, spec);
   if (needs_work_dir(spec) && base != "/")
     co_await prepare_work_dir(container, state->id, fresh_image, base, identity);
 

@@ -105,7 +105,7 @@ awaitable<std::optional<support::TarEntry>> tar_stat(DockerTransport& transport,
 }
 
 DockerSandbox::DockerSandbox(DockerSandboxParts parts)
-    : Sandbox(Identity{"docker", parts.kind, parts.capabilities, parts.storage_base, parts.container_id}),
+    : Sandbox(Descriptor{"docker", parts.kind, parts.capabilities, parts.storage_base, parts.container_id}),
       p_(std::move(parts)) {}
 
 awaitable<std::optional<GuestStat>> DockerSandbox::unconfined_stat_for_testing(std::string absolute_path) {

@@ -17,7 +17,7 @@ namespace maf::sandbox::wslc::detail {
 using boost::asio::awaitable;
 
 WslcSandbox::WslcSandbox(WslcSandboxParts parts)
-    : Sandbox(Identity{"wslc", parts.kind, parts.capabilities, parts.storage_base, parts.instance_id}),
+    : Sandbox(Descriptor{"wslc", parts.kind, parts.capabilities, parts.storage_base, parts.instance_id}),
       p_(std::move(parts)),
       plane_{p_.runner.get(), p_.container, p_.kind, p_.command_timeout} {}
 

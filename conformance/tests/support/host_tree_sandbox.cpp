@@ -18,7 +18,7 @@ namespace maf::sandbox::conformance::test {
 namespace fs = std::filesystem;
 
 HostTreeSandbox::HostTreeSandbox(const fs::path& root, Flaw flaw, CapabilitySet cleanup_rungs)
-    : Sandbox(Identity{"host-tree", "conformance",
+    : Sandbox(Descriptor{"host-tree", "conformance",
                        CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesList,
                                      Capability::FilesDelete}
                            .united(cleanup_rungs.intersection({Capability::Reclaim, Capability::Snapshot, Capability::HostTools,

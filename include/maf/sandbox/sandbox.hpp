@@ -79,15 +79,15 @@ public:
   Sandbox& operator=(const Sandbox&) = delete;
 
   /// The backend's name, for messages.
-  const std::string& backend_name() const noexcept { return identity_.backend_name; }
+  const std::string& backend_name() const noexcept { return descriptor_.backend_name; }
   /// The workload kind this sandbox serves, for messages.
-  const std::string& kind() const noexcept { return identity_.kind; }
+  const std::string& kind() const noexcept { return descriptor_.kind; }
   /// The backend's declared capabilities (not the spec's requirements).
-  CapabilitySet capabilities() const noexcept { return identity_.capabilities; }
+  CapabilitySet capabilities() const noexcept { return descriptor_.capabilities; }
   /// Absolute guest directory that "." and relative working directories resolve under.
-  const std::string& storage_base() const noexcept { return identity_.storage_base; }
+  const std::string& storage_base() const noexcept { return descriptor_.storage_base; }
   /// Names this physical instance, so a disposal can target it and not a replacement (C-72).
-  const std::string& instance_id() const noexcept { return identity_.instance_id; }
+  const std::string& instance_id() const noexcept { return descriptor_.instance_id; }
 
   /// Run an argv or a shell line (EXEC). TimeoutError means exactly "`timeout` expired".
   boost::asio::awaitable<ExecResult> exec(Command command, std::string working_directory = ".",
@@ -152,14 +152,17 @@ protected:
   /// context filled with this sandbox's key, backend, kind and instance. No-op unobserved.
   void notify(SandboxEvent event) const noexcept;
 
-  struct Identity {
+  /// What a sandbox is, fixed at construction: the backend that made it, its workload kind,
+  /// the capabilities it serves, the storage base its relative paths resolve under, and the
+  /// instance a disposal names.
+  struct Descriptor {
     std::string backend_name;
     std::string kind;
     CapabilitySet capabilities;
     std::string storage_base = "/maf-sandbox/work";
     std::string instance_id;
   };
-  explicit Sandbox(Identity identity);
+  explicit Sandbox(Descriptor descriptor);
 
   /// Run `request` within `request.deadline` and the backend's output caps. For the
   /// program's own exit, return its ExecResult; when the deadline or a cap stopped it,
@@ -244,7 +247,7 @@ private:
                                                     std::int64_t max_bytes);
   void deliver(const Observation& observation, SandboxEvent event) const noexcept;
 
-  Identity identity_;
+  Descriptor descriptor_;
   mutable std::mutex observation_mutex_;
   std::shared_ptr<const Observation> observation_;
 };

@@ -96,7 +96,9 @@ public:
   static std::string container_name(const SandboxKey& key, const std::string& kind);
 
 private:
-  struct Identity {
+  /// The image user's uid:gid inputs are owned by (D-14, D-25); `resolved` false means the
+  /// root fallback, which is not cached.
+  struct GuestUser {
     long long uid = 0;
     long long gid = 0;
     bool resolved = false;
@@ -123,12 +125,12 @@ private:
   boost::asio::awaitable<void> run_probes(const std::string& container, const std::string& id,
                                           const std::string& fresh_image, const SandboxSpec& spec,
                                           const std::string& image);
-  boost::asio::awaitable<Identity> resolve_identity(const std::string& container, const std::string& id,
+  boost::asio::awaitable<GuestUser> resolve_guest_user(const std::string& container, const std::string& id,
                                                     const std::string& fresh_image, const SandboxSpec& spec);
   /// `fresh_image` as for run_probes: a fresh container's finding is recorded as its image's.
   boost::asio::awaitable<void> prepare_work_dir(const std::string& container, const std::string& id,
                                                 const std::string& fresh_image, const std::string& base,
-                                                const Identity& identity);
+                                                const GuestUser& identity);
   boost::asio::awaitable<std::optional<std::string>> read_account_file(const std::string& container,
                                                                        const std::string& path);
   /// D-27: the drained proxy, then the workload, then the network. `caller` may stand in
@@ -157,7 +159,7 @@ private:
   std::map<std::string, std::shared_ptr<void>> identity_locks_;  ///< per container name
   /// (container id, probe), and ("image:" + image id, probe) for what fresh containers passed
   std::set<std::pair<std::string, std::string>> probes_passed_;
-  std::map<std::string, Identity> identities_;  ///< container id, or "image:" + image id -> identity
+  std::map<std::string, GuestUser> guest_users_;  ///< container id, or "image:" + image id -> its user
   /// (image id, work dir base) -> index in the base's component chain of the first component
   /// a fresh container of that image lacked (the chain's size: none); the ones before it were
   /// real directories. A fact of the image, recorded once from a fresh container (issue 24).
