@@ -72,6 +72,32 @@ Outcome cli(const std::vector<std::string>& args, const std::string& plugin_path
   return o;
 }
 
+/// The entry of `plugins --json` for backend `name`, or null: the build tree's own plugin
+/// directory is searched too, so other backends may be listed beside it.
+const json* backend_named(const json& plugins, const std::string& name) {
+  for (const auto& candidate : plugins["backends"])
+    if (candidate["name"] == name) return &candidate;
+  return nullptr;
+}
+
+/// `check --json` of a POSIX python spec on `backend` built from `config`: `check` hands the
+/// config to the plugin's factory and asks only the declarations (C-65), so it passes exactly
+/// when the factory built an instance without reaching anything.
+[[maybe_unused]] void check_serves_posix(const std::string& backend, const std::string& config,
+                                         const std::string& plugin_dir, const std::string& floor) {
+  Scratch s;
+  const auto config_file = s.write(backend + ".json", config);
+  const auto spec = s.write("spec.json", R"({"kind": "python", "requires_os_family": "posix"})");
+  const Outcome o = cli({"check", "--backend", backend, "--config", config_file.string(), "--spec", spec.string(),
+                         "--min-isolation", floor, "--json"},
+                        plugin_dir);
+  REQUIRE(o.exit_code == 0);
+  const json j = o.parsed();
+  CHECK(j["ok"] == true);
+  CHECK(j["backend"] == backend);
+  CHECK(j["declarations"]["os_families"] == json({"posix"}));
+}
+
 const std::string kGoodConfig = R"({"outputs": {"hello": "hello from the guest\n"}})";
 
 }  // namespace
@@ -121,13 +147,52 @@ TEST_CASE("cli: D-5: plugins describes the docker backend with no engine to ask 
                          {"MAF_SANDBOX_DOCKER", "/nonexistent/maf-test/docker"}});
   REQUIRE(o.exit_code == 0);
   const json j = o.parsed();
-  const json* found = nullptr;
-  for (const auto& candidate : j["backends"])
-    if (candidate["name"] == "docker") found = &candidate;
+  const json* found = backend_named(j, "docker");
   REQUIRE(found != nullptr);
   CHECK((*found)["describe_error"].is_null());
   CHECK((*found)["declarations"]["os_families"] == json({"posix"}));
   CHECK((*found)["isolation"] == "container");
+}
+#endif
+
+#ifdef MAF_TEST_WSLC_PLUGIN_DIR
+TEST_CASE("cli: W-42/W-3: plugins and check describe the wslc backend with no wslc to run — its factory runs none") {
+  // W-42 puts the first wslc call (`wslc version`) in the first acquire. Neither the default
+  // `wslc` (PATH holds no directory that exists) nor a configured path exists here: a factory
+  // that ran wslc would throw, and the backend would be listed as needing configuration.
+  const Outcome listed = cli({"plugins", "--json"}, MAF_TEST_WSLC_PLUGIN_DIR, {{"PATH", "/nonexistent/maf-test/bin"}});
+  REQUIRE(listed.exit_code == 0);
+  const json plugins = listed.parsed();
+  const json* found = backend_named(plugins, "wslc");
+  REQUIRE(found != nullptr);
+  CHECK((*found)["describe_error"].is_null());
+  CHECK((*found)["isolation"] == "container");                          // W-1
+  CHECK((*found)["declarations"]["os_families"] == json({"posix"}));    // W-3
+  CHECK((*found)["declarations"]["egress_modes"] == json({"closed"}));  // W-4, no proxy image
+
+  check_serves_posix("wslc", R"({"wslc_path": "/nonexistent/maf-test/wslc"})", MAF_TEST_WSLC_PLUGIN_DIR, "container");
+}
+#endif
+
+#ifdef MAF_TEST_ACAS_PLUGIN_DIR
+TEST_CASE("cli: A-70/R-1: plugins and check describe the acas backend with no service and no credentials — its factory sends nothing") {
+  // The endpoint is checked (R-1) and a token fetched on the first operation, never by the
+  // factory. Port 1 on loopback answers nobody and `token_env` names a variable that is not
+  // set, so a factory that fetched a token or sent a request would throw.
+  const Outcome listed = cli({"plugins", "--json"}, MAF_TEST_ACAS_PLUGIN_DIR);
+  REQUIRE(listed.exit_code == 0);
+  const json plugins = listed.parsed();
+  const json* found = backend_named(plugins, "acas");
+  REQUIRE(found != nullptr);
+  CHECK((*found)["describe_error"].is_null());
+  CHECK((*found)["isolation"] == "microvm");
+  CHECK((*found)["declarations"]["os_families"] == json({"posix"}));
+  CHECK((*found)["declarations"]["egress_modes"] == json({"allowlist", "closed"}));
+
+  check_serves_posix("acas",
+                     R"({"endpoint": "http://127.0.0.1:1", "allow_insecure_loopback": true,
+                         "token_env": "MAF_TEST_ACAS_NO_SUCH_TOKEN"})",
+                     MAF_TEST_ACAS_PLUGIN_DIR, "microvm");
 }
 #endif
 

@@ -9,6 +9,7 @@
 #include "guest_scripts.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/paths.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::acas::detail {
 namespace {
@@ -26,7 +27,7 @@ std::string files_path(const std::string& id, const char* sub = "") {
   std::string last = err;
   while (!last.empty() && last.back() == '\n') last.pop_back();
   if (auto nl = last.rfind('\n'); nl != std::string::npos) last = last.substr(nl + 1);
-  const std::string msg = "acas: write_file '" + path + "' refused by the guest: " + last;
+  const std::string msg = said("write_file '") + path + "' refused by the guest: " + last;
   if (last.find("Permission denied") != std::string::npos) throw PermissionError(msg);
   if (last.find("Is a directory") != std::string::npos) throw IsADirectoryError(msg);
   if (last.find("Not a directory") != std::string::npos || last.find("File exists") != std::string::npos)
@@ -57,12 +58,12 @@ boost::asio::awaitable<ExecAnswer> AcasSandbox::control_exec(Service& svc, const
                 RetryClass::Exec, deadline, budget, "exec", true};
   auto r = co_await svc.call(std::move(c));
   if (r.overflowed)
-    throw SandboxExecOutputLimitExceeded("acas: exec answer exceeded the control budget of " + std::to_string(budget) +
+    throw SandboxExecOutputLimitExceeded(said("exec answer exceeded the control budget of ") + std::to_string(budget) +
                                          " bytes");
   Service::expect(r, {200}, "exec");
   // only identity encoding; a compressed body is never guessed at.
   if (!r.content_encoding.empty() && r.content_encoding != "identity")
-    throw AcasResponseInvalid("acas: invalid execution response (Content-Encoding " + r.content_encoding + ")");
+    throw AcasResponseInvalid(said("invalid execution response (Content-Encoding ") + r.content_encoding + ")");
   co_return parse_exec_answer(r.body);
 }
 
@@ -75,7 +76,7 @@ boost::asio::awaitable<ExecReport> AcasSandbox::captured_exec(Service& svc, cons
   auto launch = co_await control_exec(svc, id, capture_launch_script(token, shell_line, limit), working_directory,
                                       deadline, 64 * 1024);
   if (launch.exit_code != 0 || !launch.stderr_text.empty())
-    throw SandboxOutputError("acas: exec capture failed to launch (status " + std::to_string(launch.exit_code) +
+    throw SandboxOutputError(said("exec capture failed to launch (status ") + std::to_string(launch.exit_code) +
                              (launch.exit_code == 127 ? ", a capture tool is missing" : "") + "): " +
                              launch.stderr_text.substr(0, 200));
   // One byte over the limit is what the readers keep to make "over" visible.
@@ -104,11 +105,11 @@ boost::asio::awaitable<ExecReport> AcasSandbox::captured_exec(Service& svc, cons
       if (chunk.exit_code != 0 || !chunk.stderr_text.empty() || out.size() > 2 * static_cast<std::size_t>(kChunkBytes) ||
           out.rfind(framing, 0) != 0 || out.size() < 2 * framing.size() ||
           out.compare(out.size() - framing.size(), framing.size(), framing) != 0)
-        throw SandboxOutputError("acas: exec capture chunk " + std::to_string(i) + " was refused");
+        throw SandboxOutputError(said("exec capture chunk ") + std::to_string(i) + " was refused");
       std::string decoded = base64_decode(out.substr(framing.size(), out.size() - 2 * framing.size()));
       const std::int64_t expected = std::min(kChunkBytes, size - i * kChunkBytes);
       if (static_cast<std::int64_t>(decoded.size()) != expected)
-        throw SandboxOutputError("acas: exec capture chunk " + std::to_string(i) + " has the wrong length");
+        throw SandboxOutputError(said("exec capture chunk ") + std::to_string(i) + " has the wrong length");
       target->append(decoded);
     }
   }
@@ -176,14 +177,14 @@ boost::asio::awaitable<std::string> AcasSandbox::do_read_file(const std::string&
   } catch (const TimeoutError&) {
     // a FIFO stats as a file and never serves; the read timeout turns the hang
     // into a refusal. The sandbox stays whole.
-    throw TimeoutError("acas: read_file '" + absolute_path + "' got no bytes within read_timeout_seconds=" +
+    throw TimeoutError(said("read_file '") + absolute_path + "' got no bytes within read_timeout_seconds=" +
                        std::to_string(state_->config.read_timeout_seconds) +
                        "; a guest can make an entry that stats as a file but never serves (e.g. a FIFO)");
   }
   if (r.overflowed)
-    throw SandboxTransferCapExceeded("acas: guest file '" + absolute_path + "' holds more than max_bytes=" +
+    throw SandboxTransferCapExceeded(said("guest file '") + absolute_path + "' holds more than max_bytes=" +
                                      std::to_string(max_bytes));
-  if (r.status == 404) throw FileNotFoundError("acas: guest file '" + absolute_path + "' does not exist");
+  if (r.status == 404) throw FileNotFoundError(said("guest file '") + absolute_path + "' does not exist");
   Service::expect(r, {200}, "files.get");
   co_return std::move(r.body);
 }
@@ -195,7 +196,7 @@ boost::asio::awaitable<std::vector<GuestDirEntry>> AcasSandbox::do_list_dir(cons
   ServiceCall c{"GET", files_path(record_->id, "/list"), one_query("path", absolute_path), std::nullopt, "application/json",
                 RetryClass::Read, read_deadline(), std::size_t{16} << 20, "files.list"};
   auto r = co_await svc.call(std::move(c));
-  if (r.status == 404) throw FileNotFoundError("acas: guest directory '" + absolute_path + "' does not exist");
+  if (r.status == 404) throw FileNotFoundError(said("guest directory '") + absolute_path + "' does not exist");
   Service::expect(r, {200}, "files.list");
   std::vector<GuestDirEntry> out;
   const std::string prefix = absolute_path == "/" ? "/" : absolute_path + "/";
@@ -203,10 +204,10 @@ boost::asio::awaitable<std::vector<GuestDirEntry>> AcasSandbox::do_list_dir(cons
     // every entry a direct child of the listed directory.
     if (e.path.rfind(prefix, 0) != 0 || e.path.size() == prefix.size() ||
         e.path.find('/', prefix.size()) != std::string::npos)
-      throw AcasEntryPayloadIncomplete("acas: list_dir '" + absolute_path + "' returned '" + e.path +
+      throw AcasEntryPayloadIncomplete(said("list_dir '") + absolute_path + "' returned '" + e.path +
                                        "', not a direct child");
     std::string name = e.path.substr(prefix.size());
-    if (name == "." || name == "..") throw AcasEntryPayloadIncomplete("acas: list_dir returned '" + e.path + "'");
+    if (name == "." || name == "..") throw AcasEntryPayloadIncomplete(said("list_dir returned '") + e.path + "'");
     out.push_back(GuestDirEntry{std::move(name), GuestStat{e.kind, e.size_bytes}});
   }
   co_return out;
@@ -218,11 +219,11 @@ boost::asio::awaitable<void> AcasSandbox::do_write_file(const std::string& absol
   Service& svc = lease.service();
   // always as the guest, over exec; never the file plane.
   if (absolute_path.find_first_of(std::string("\0\r\n", 3)) != std::string::npos)
-    throw ValueError("acas: write_file path contains NUL, CR or LF");
+    throw ValueError(said("write_file path contains NUL, CR or LF"));
   const auto slash = absolute_path.rfind('/');
   const std::string parent = slash == 0 ? "/" : absolute_path.substr(0, slash);
   const std::string leaf = absolute_path.substr(slash + 1);
-  if (leaf.empty() || leaf == "." || leaf == "..") throw ValueError("acas: write_file path has no file name");
+  if (leaf.empty() || leaf == "." || leaf == "..") throw ValueError(said("write_file path has no file name"));
   const std::string staged = (parent == "/" ? "" : parent) + "/.maf-" + random_hex32() + ".part";
   const auto deadline = read_deadline();
   std::optional<ExecAnswer> refused;
@@ -263,11 +264,11 @@ boost::asio::awaitable<void> AcasSandbox::do_write_file(const std::string& absol
     }
     if (!cleaned) {
       co_await state_->invalidate(svc, record_, "write_file left a staged file behind");
-      throw SandboxShellTransferUnfinished("acas: write_file '" + absolute_path + "' could not remove its staged file " +
+      throw SandboxShellTransferUnfinished(said("write_file '") + absolute_path + "' could not remove its staged file " +
                                           staged + "; the sandbox was invalidated");
     }
     if (refused) raise_guest_refusal(absolute_path, refused->stderr_text);
-    throw SandboxShellTransferFailed("acas: write_file '" + absolute_path + "' ran out of read_timeout_seconds=" +
+    throw SandboxShellTransferFailed(said("write_file '") + absolute_path + "' ran out of read_timeout_seconds=" +
                                      std::to_string(state_->config.read_timeout_seconds) +
                                      " between commands; the staged file was removed and the sandbox kept");
   }
@@ -284,7 +285,7 @@ boost::asio::awaitable<void> AcasSandbox::do_write_file(const std::string& absol
     }
     co_await state_->invalidate(svc, record_, "write_file failed in flight");
     if (cancelled) std::rethrow_exception(failure);
-    throw SandboxShellTransferUnfinished("acas: write_file '" + absolute_path + "' failed in flight (" + cause +
+    throw SandboxShellTransferUnfinished(said("write_file '") + absolute_path + "' failed in flight (" + cause +
                                          "); the sandbox was invalidated");
   }
 }
@@ -296,9 +297,9 @@ boost::asio::awaitable<void> AcasSandbox::do_remove(const std::string& absolute_
   const auto deadline = read_deadline();
   auto r = co_await control_exec(svc, record_->id, remove_script(absolute_path, recursive), "/", deadline, 64 * 1024);
   if (r.exit_code != 0)
-    throw OSError("acas: removing '" + absolute_path + "' failed in the guest: " + r.stderr_text.substr(0, 300));
+    throw OSError(said("removing '") + absolute_path + "' failed in the guest: " + r.stderr_text.substr(0, 300));
   if (co_await lstat(svc, absolute_path))
-    throw OSError("acas: '" + absolute_path + "' is still present after removal");
+    throw OSError(said("'") + absolute_path + "' is still present after removal");
 }
 
 }  // namespace maf::sandbox::acas::detail

@@ -15,6 +15,7 @@
 
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/sleep.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::acas::detail {
 
@@ -192,7 +193,7 @@ boost::asio::awaitable<ClientCache::Lease> ClientCache::lease(std::shared_ptr<co
     bool sibling_building = false;
     {
       std::lock_guard g(core->m);
-      if (core->refusing) throw AcasCredentialError("acas: the backend is closing or closed");
+      if (core->refusing) throw AcasCredentialError(said("the backend is closing or closed"));
       std::size_t here = 0;
       for (const auto& e : core->entries) {
         if (e->context != context) continue;
@@ -237,7 +238,7 @@ boost::asio::awaitable<ClientCache::Lease> ClientCache::lease(std::shared_ptr<co
           }
           // the factory's text is the provider's; only the binding is named.
           if (!source)
-            throw AcasCredentialError("acas: the credential factory of authority '" + binding->authority +
+            throw AcasCredentialError(said("the credential factory of authority '") + binding->authority +
                                       "' (generation '" + binding->generation + "') failed");
         }
         build->service = std::make_shared<Service>(core->config, std::move(source), binding->authority);
@@ -262,14 +263,14 @@ boost::asio::awaitable<ClientCache::Lease> ClientCache::lease(std::shared_ptr<co
     }
     if (sibling_building) {
       if (Clock::now() >= deadline)
-        throw AcasCredentialError("acas: the client of authority '" + binding->authority +
+        throw AcasCredentialError(said("the client of authority '") + binding->authority +
                                   "' was still being built by another caller after client_wait_seconds=" +
                                   std::to_string(core->config.client_wait_seconds));
       co_await support::sleep_for(std::chrono::milliseconds(1));
       continue;
     }
     if (Clock::now() >= deadline)
-      throw AcasCredentialError("acas: no client for authority '" + binding->authority + "' within client_wait_seconds=" +
+      throw AcasCredentialError(said("no client for authority '") + binding->authority + "' within client_wait_seconds=" +
                                 std::to_string(core->config.client_wait_seconds) + ": limit " + std::to_string(limit) +
                                 " clients per loop, all in use");
     co_await support::sleep_for(std::chrono::milliseconds(10));

@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 
 #include "maf/sandbox/errors.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::acas::detail {
 namespace {
@@ -188,7 +189,7 @@ boost::asio::awaitable<HttpOutcome> HttpClient::perform(HttpRequest request) {
     std::lock_guard lock(impl->m);
     if (impl->closed) {
       boost::asio::post(executor, [shared, work]() mutable {
-        (*shared)(std::make_exception_ptr(RuntimeError("acas: the HTTP client is closed")), HttpOutcome{});
+        (*shared)(std::make_exception_ptr(RuntimeError(said("the HTTP client is closed"))), HttpOutcome{});
       });
       return;
     }

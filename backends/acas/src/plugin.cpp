@@ -1,5 +1,6 @@
 // The plugin entry: `libmaf-sandbox-acas.so` exports maf_sandbox_plugin_v1 (plugin.hpp).
-// The factory contacts nothing: the endpoint is validated and a token fetched on acquire.
+// The factory contacts nothing: the endpoint is validated and a token fetched on acquire;
+// cli_test_cli "A-70/R-1" holds it with no service and no credentials.
 #include "maf/sandbox/acas/backend.hpp"
 #include "maf/sandbox/plugin.hpp"
 

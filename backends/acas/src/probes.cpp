@@ -7,6 +7,7 @@
 #include "guest_scripts.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "response.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::acas::detail {
 namespace {
@@ -105,7 +106,7 @@ boost::asio::awaitable<RemovalVerdict> removal_probe(Service& svc, std::string i
   }
   if (failure) std::rethrow_exception(failure);
   if (!left.empty())
-    throw OSError("acas: the removal-compatibility probe of sandbox " + id + " could not delete " + dir + " (" + left +
+    throw OSError(said("the removal-compatibility probe of sandbox ") + id + " could not delete " + dir + " (" + left +
                   "); the probe is incomplete and the next acquire runs it again");
   co_return *verdict;
 }
@@ -119,7 +120,7 @@ boost::asio::awaitable<void> run_command_probes(Service& svc, std::shared_ptr<Ac
   const auto deadline =
       Clock::now() + std::min(ms_of(s->config.probe_timeout_seconds), ms_of(s->config.read_timeout_seconds));
   auto refuse = [&](const std::string& probe, const std::string& why) {
-    return SandboxCapabilityNotSupported("acas: the '" + probe + "' probe failed for kind '" + spec.kind() +
+    return SandboxCapabilityNotSupported(said("the '") + probe + "' probe failed for kind '" + spec.kind() +
                                          "' on image '" + image + "': " + why);
   };
   std::string why;

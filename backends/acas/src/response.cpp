@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "maf/sandbox/acas/errors.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::acas::detail {
 namespace {
@@ -14,7 +15,7 @@ namespace {
 using nlohmann::json;
 
 [[noreturn]] void invalid(std::string_view what, std::string_view why) {
-  throw AcasResponseInvalid("acas: invalid " + std::string(what) + " from the service: " + std::string(why));
+  throw AcasResponseInvalid(said("invalid ") + std::string(what) + " from the service: " + std::string(why));
 }
 
 std::string string_field(const json& object, const char* key) {
@@ -135,7 +136,7 @@ ExecAnswer parse_exec_answer(std::string_view body) {
 
 EntryPayload parse_entry(const json& entry) {
   auto incomplete = [](const std::string& why) {
-    throw AcasEntryPayloadIncomplete("acas: file entry payload incomplete: " + why);
+    throw AcasEntryPayloadIncomplete(said("file entry payload incomplete: ") + why);
   };
   if (!entry.is_object()) incomplete("the entry is not an object");
   auto is_dir = entry.find("isDir");
@@ -166,14 +167,14 @@ EntryPayload parse_entry(std::string_view body) { return parse_entry(parse_json(
 
 std::vector<EntryPayload> parse_dir_listing(std::string_view body) {
   json doc = parse_json(body, "directory listing");
-  if (!doc.is_object()) throw AcasEntryPayloadIncomplete("acas: directory listing is not an object");
+  if (!doc.is_object()) throw AcasEntryPayloadIncomplete(said("directory listing is not an object"));
   auto entries = doc.find("entries");
   if (entries == doc.end() || !entries->is_array())
-    throw AcasEntryPayloadIncomplete("acas: directory listing has no 'entries' list");
+    throw AcasEntryPayloadIncomplete(said("directory listing has no 'entries' list"));
   std::vector<EntryPayload> out;
   for (const auto& entry : *entries) {
     auto parsed = parse_entry(entry);
-    if (parsed.path.empty()) throw AcasEntryPayloadIncomplete("acas: a directory entry has no 'path'");
+    if (parsed.path.empty()) throw AcasEntryPayloadIncomplete(said("a directory entry has no 'path'"));
     out.push_back(std::move(parsed));
   }
   return out;
@@ -236,7 +237,7 @@ TokenAnswer parse_token_output(std::string_view text) {
   if (!trimmed.empty() && trimmed.front() == '{') {
     json doc = json::parse(trimmed.begin(), trimmed.end(), nullptr, false);
     if (doc.is_discarded() || !doc.is_object())
-      throw AcasResponseInvalid("acas: the token command printed malformed JSON");
+      throw AcasResponseInvalid(said("the token command printed malformed JSON"));
     for (const char* k : {"accessToken", "access_token"})
       if (auto it = doc.find(k); it != doc.end() && it->is_string()) out.token = it->get<std::string>();
     for (const char* k : {"expires_on", "expiresOn"}) {
@@ -254,13 +255,13 @@ TokenAnswer parse_token_output(std::string_view text) {
     out.token = std::string(trimmed);
   }
   if (out.token.empty() || out.token.find_first_of(" \t\r\n") != std::string::npos)
-    throw AcasResponseInvalid("acas: the token command printed no usable token");
+    throw AcasResponseInvalid(said("the token command printed no usable token"));
   return out;
 }
 
 CaptureManifest parse_capture_manifest(std::string_view out, std::string_view token, std::int64_t limit) {
   auto bad = [](const std::string& why) -> CaptureManifest {
-    throw AcasResponseInvalid("acas: exec capture manifest refused: " + why);
+    throw AcasResponseInvalid(said("exec capture manifest refused: ") + why);
   };
   if (out.size() > 200 || out.empty() || out.back() != '\n') return bad("not one short line");
   std::string_view line = out.substr(0, out.size() - 1);
@@ -313,7 +314,7 @@ std::string base64_decode(std::string_view text) {
   clean.reserve(text.size());
   for (char c : text)
     if (c != '\n' && c != '\r') clean.push_back(c);
-  if (clean.size() % 4 != 0) throw AcasResponseInvalid("acas: base64 length is not a multiple of 4");
+  if (clean.size() % 4 != 0) throw AcasResponseInvalid(said("base64 length is not a multiple of 4"));
   std::string out;
   out.reserve(clean.size() / 4 * 3);
   for (std::size_t i = 0; i < clean.size(); i += 4) {
@@ -326,9 +327,9 @@ std::string base64_decode(std::string_view text) {
         ++pad;
         continue;
       }
-      if (pad) throw AcasResponseInvalid("acas: base64 padding in the middle");
+      if (pad) throw AcasResponseInvalid(said("base64 padding in the middle"));
       v[j] = value(c);
-      if (v[j] < 0) throw AcasResponseInvalid("acas: invalid base64 character");
+      if (v[j] < 0) throw AcasResponseInvalid(said("invalid base64 character"));
     }
     std::uint32_t bits = (std::uint32_t(v[0]) << 18) | (std::uint32_t(v[1]) << 12) | (std::uint32_t(v[2]) << 6) |
                          std::uint32_t(v[3]);

@@ -12,6 +12,7 @@
 
 #include "maf/sandbox/support/subprocess.hpp"
 #include "response.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::acas::detail {
 namespace {
@@ -104,7 +105,7 @@ void Service::close() {
   }
   http_->shutdown();
   // The source's text may carry a secret: only the fact is reported.
-  if (failure) throw AcasCredentialError("acas: the token source of authority '" + authority_ + "' failed to close");
+  if (failure) throw AcasCredentialError(said("the token source of authority '") + authority_ + "' failed to close");
 }
 
 void Service::validate_endpoint(const AcasConfig& config) {
@@ -145,10 +146,10 @@ boost::asio::awaitable<std::string> Service::host_token() {
     throw;
   } catch (const std::exception&) {
     // the provider's text may carry a secret; only the authority is named.
-    throw AcasCredentialError("acas: the token source of authority '" + authority_ + "' failed to give a token");
+    throw AcasCredentialError(said("the token source of authority '") + authority_ + "' failed to give a token");
   }
   if (answer.token.empty())
-    throw AcasCredentialError("acas: the token source of authority '" + authority_ + "' gave an empty token");
+    throw AcasCredentialError(said("the token source of authority '") + authority_ + "' gave an empty token");
   TokenAnswer t;
   t.token = std::move(answer.token);
   t.expires_on = answer.expires_on;
@@ -194,16 +195,16 @@ boost::asio::awaitable<std::string> Service::fetch_token(Clock::time_point now) 
       r = co_await support::run_subprocess(std::move(o));
     } catch (const std::exception&) {
       // Provider output may contain a token: never quoted ("The credential chain").
-      throw AcasCredentialError("acas: the token command '" + config_.token_command[0] + "' could not be run");
+      throw AcasCredentialError(said("the token command '") + config_.token_command[0] + "' could not be run");
     }
     if (r.exit_code != 0)
-      throw AcasCredentialError("acas: the token command '" + config_.token_command[0] + "' exited with status " +
+      throw AcasCredentialError(said("the token command '") + config_.token_command[0] + "' exited with status " +
                                 std::to_string(r.exit_code));
     TokenAnswer answer;
     try {
       answer = parse_token_output(r.stdout_bytes);
     } catch (const AcasResponseInvalid&) {
-      throw AcasCredentialError("acas: the token command '" + config_.token_command[0] + "' printed no usable token");
+      throw AcasCredentialError(said("the token command '") + config_.token_command[0] + "' printed no usable token");
     }
     Clock::time_point expires = Clock::time_point::max();
     if (answer.expires_on)
@@ -225,8 +226,8 @@ boost::asio::awaitable<std::string> Service::fetch_token(Clock::time_point now) 
   if (const char* env = std::getenv(config_.token_env.c_str()); env && *env) {
     co_return store_token(env, Clock::now() + std::chrono::hours(1));
   }
-  throw AcasCredentialError("acas: no credential configured (token, token_command, service_principal, "
-                            "workload_identity, managed_identity, or $" + config_.token_env + ")");
+  throw AcasCredentialError(said("no credential configured (token, token_command, service_principal, "
+                            "workload_identity, managed_identity, or $") + config_.token_env + ")");
 }
 
 namespace {
@@ -282,7 +283,7 @@ struct EntraRequest {
 
 std::string required_env(const char* source, const char* name) {
   const char* v = std::getenv(name);
-  if (!v || !*v) throw AcasCredentialError(std::string("acas: ") + source + " is configured but $" + name + " is not set");
+  if (!v || !*v) throw AcasCredentialError(said(std::string(source) + " is configured but $" + name + " is not set"));
   return v;
 }
 
@@ -329,11 +330,11 @@ EntraRequest workload_identity_request(const AcasConfig& config) {
     while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0 && assertion.size() < (1u << 20)) assertion.append(buffer, n);
     std::fclose(f);
   } else {
-    throw AcasCredentialError("acas: workload_identity could not read $AZURE_FEDERATED_TOKEN_FILE '" + file + "'");
+    throw AcasCredentialError(said("workload_identity could not read $AZURE_FEDERATED_TOKEN_FILE '") + file + "'");
   }
   while (!assertion.empty() && std::isspace(static_cast<unsigned char>(assertion.back()))) assertion.pop_back();
   if (assertion.empty())
-    throw AcasCredentialError("acas: workload_identity found $AZURE_FEDERATED_TOKEN_FILE '" + file + "' empty");
+    throw AcasCredentialError(said("workload_identity found $AZURE_FEDERATED_TOKEN_FILE '") + file + "' empty");
   return entra_request(config, tenant, client,
                        "client_assertion_type=" + url_encode("urn:ietf:params:oauth:client-assertion-type:jwt-bearer") +
                            "&client_assertion=" + url_encode(assertion));
@@ -357,19 +358,19 @@ boost::asio::awaitable<TokenAnswer> Service::entra_grant(HttpRequest request, st
 
 boost::asio::awaitable<TokenAnswer> Service::service_principal_token() {
   EntraRequest sp = service_principal_request(config_);
-  std::string source = "acas: the service-principal token endpoint '" + sp.where + "'";
+  std::string source = said("the service-principal token endpoint '") + sp.where + "'";
   co_return co_await entra_grant(std::move(sp.request), std::move(source));
 }
 
 boost::asio::awaitable<TokenAnswer> Service::workload_identity_token() {
   EntraRequest wi = workload_identity_request(config_);
-  std::string source = "acas: the workload-identity token endpoint '" + wi.where + "'";
+  std::string source = said("the workload-identity token endpoint '") + wi.where + "'";
   co_return co_await entra_grant(std::move(wi.request), std::move(source));
 }
 
 boost::asio::awaitable<TokenAnswer> Service::managed_identity_token() {
   IdentityRequest ir = identity_request(config_);
-  const std::string source = "acas: the managed-identity endpoint '" + ir.where + "'" +
+  const std::string source = said("the managed-identity endpoint '") + ir.where + "'" +
                              (ir.app_service ? " ($IDENTITY_ENDPOINT)" : " (IMDS)");
   HttpOutcome o = co_await http_->perform(std::move(ir.request));
   co_return token_answer(o, source);
@@ -387,7 +388,7 @@ boost::asio::awaitable<HttpResponse> Service::send_url(const std::string& u, con
   std::chrono::milliseconds backoff{200};
   for (int attempt = 1;; ++attempt) {
     auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(c.deadline - Clock::now());
-    if (remaining.count() <= 0) throw DeadlineBeforeSend("acas: " + c.what + " timed out (deadline reached)");
+    if (remaining.count() <= 0) throw DeadlineBeforeSend(said(c.what + " timed out (deadline reached)"));
     HttpRequest r;
     r.method = c.method;
     r.url = u;
@@ -401,10 +402,10 @@ boost::asio::awaitable<HttpResponse> Service::send_url(const std::string& u, con
     std::optional<std::chrono::milliseconds> wait;
     bool throttled = false;
     if (o.failure != HttpFailure::None) {
-      if (o.failure == HttpFailure::TimedOut) throw TimeoutError("acas: " + c.what + " timed out (deadline reached)");
+      if (o.failure == HttpFailure::TimedOut) throw TimeoutError(said(c.what + " timed out (deadline reached)"));
       bool may_retry = c.retry == RetryClass::Read || (!o.maybe_sent && c.retry != RetryClass::Exec);
       if (!may_retry || attempt >= 6)
-        throw AcasTransportError("acas: " + c.what + " failed without an answer: " + o.error, o.maybe_sent);
+        throw AcasTransportError(said(c.what + " failed without an answer: " + o.error), o.maybe_sent);
     } else {
       wait = parse_retry_after(o.response.retry_after, o.response.retry_after_ms, cap);
       throttled = o.response.status == 429;
@@ -414,9 +415,9 @@ boost::asio::awaitable<HttpResponse> Service::send_url(const std::string& u, con
     backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
     if (Clock::now() + delay >= c.deadline) {
       if (throttled)
-        throw AcasThrottledPastDeadline("acas: " + c.what + " was throttled (429) and its Retry-After outlasts the deadline");
+        throw AcasThrottledPastDeadline(said(c.what + " was throttled (429) and its Retry-After outlasts the deadline"));
       if (o.failure != HttpFailure::None)
-        throw AcasTransportError("acas: " + c.what + " failed without an answer: " + o.error, o.maybe_sent);
+        throw AcasTransportError(said(c.what + " failed without an answer: " + o.error), o.maybe_sent);
       co_return std::move(o.response);
     }
     boost::asio::steady_timer timer(executor, delay);
@@ -443,9 +444,9 @@ boost::asio::awaitable<std::vector<nlohmann::json>> Service::list_all(
     if (next.empty()) break;
     // the bearer follows the link, so it must stay on this endpoint and collection.
     if (origin_of(next) != origin || path_of(next) != collection)
-      throw AcasResponseInvalid("acas: " + what + " returned a nextLink off the endpoint or collection");
+      throw AcasResponseInvalid(said(what + " returned a nextLink off the endpoint or collection"));
     for (const auto& s : seen)
-      if (s == next) throw AcasResponseInvalid("acas: " + what + " returned a repeated nextLink");
+      if (s == next) throw AcasResponseInvalid(said(what + " returned a repeated nextLink"));
   }
   co_return items;
 }
@@ -453,8 +454,8 @@ boost::asio::awaitable<std::vector<nlohmann::json>> Service::list_all(
 void Service::expect(const HttpResponse& response, std::initializer_list<int> ok, const std::string& what) {
   for (int s : ok)
     if (response.status == s) return;
-  throw AcasServiceError("acas: " + what + " answered HTTP " + std::to_string(response.status) + ": " +
-                             problem_summary(response.body),
+  throw AcasServiceError(said(what + " answered HTTP " + std::to_string(response.status) + ": " +
+                              problem_summary(response.body)),
                          response.status);
 }
 

@@ -22,6 +22,7 @@
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 #include "seccomp_filter.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::process {
 
@@ -50,7 +51,7 @@ void prepare_guest_root(const GuestTree& tree, const ProcessBackendConfig& confi
   // The guest's / is its own (it may create files there, as before): owned by the identity
   // it maps onto. Nothing in the fresh root is the guest's yet, so the name is safe.
   if (const auto& owner = tree.owner(); owner && ::chown(root.c_str(), owner->uid, owner->gid) != 0)
-    throw OSError("process backend: cannot hand '" + root.string() + "' to uid " + std::to_string(owner->uid) + ": " +
+    throw OSError(said("cannot hand '") + root.string() + "' to uid " + std::to_string(owner->uid) + ": " +
                   std::strerror(errno));
   // Debian's merged /usr: the guest's /bin, /lib… are links into the read-only /usr.
   for (const char* link : {"bin", "sbin", "lib", "lib32", "lib64", "libx32"}) {

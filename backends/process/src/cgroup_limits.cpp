@@ -16,6 +16,7 @@
 
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::process {
 namespace fs = std::filesystem;
@@ -161,10 +162,10 @@ std::vector<std::string> CgroupLimits::prepare(const std::string& name, const Re
   for (const auto& c : controllers_) {
     const fs::path dir = fs::path(c.base) / name;
     if (!make_dir(dir))
-      throw OSError("process backend: cannot create cgroup '" + dir.string() + "': " + std::strerror(errno));
+      throw OSError(said("cannot create cgroup '") + dir.string() + "': " + std::strerror(errno));
     for (const auto& [file, value] : limit_writes(c, asked))
       if (!write_file(dir / file, value))
-        throw OSError("process backend: cannot set " + file + " = " + value + " in cgroup '" + dir.string() + "'");
+        throw OSError(said("cannot set ") + file + " = " + value + " in cgroup '" + dir.string() + "'");
     dirs.push_back(dir.string());
   }
   return dirs;

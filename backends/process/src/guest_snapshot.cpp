@@ -13,12 +13,13 @@
 #include "fd.hpp"
 #include "guest_tree.hpp"
 #include "maf/sandbox/errors.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::process {
 namespace {
 
 [[noreturn]] void fail(const std::string& what, const std::string& path) {
-  throw OSError("process backend: " + what + " '" + path + "': " + std::strerror(errno));
+  throw OSError(said(what + " '" + path + "': " + std::strerror(errno)));
 }
 
 /// Owner, mode and times of the entry just created at `name` in `dir` (links: owner and
@@ -85,7 +86,7 @@ void copy_children(int from_dir, int to_dir, const std::string& shown) {
     } else if (S_ISFIFO(st.st_mode)) {
       if (::mkfifoat(to_dir, name.c_str(), 0600) != 0) fail("cannot create the FIFO", path);
     } else {
-      throw OSError("process backend: '" + path + "' is neither a directory, a file, a link nor a FIFO; "
+      throw OSError(said("'") + path + "' is neither a directory, a file, a link nor a FIFO; "
                     "a snapshot does not copy sockets or devices");
     }
     copy_attributes(to_dir, name, st, path);
@@ -105,7 +106,7 @@ std::string random_suffix() {
 void copy_host_tree(const std::string& from, const std::string& to) {
   struct stat st {};
   if (::lstat(from.c_str(), &st) != 0) fail("cannot stat", from);
-  if (!S_ISDIR(st.st_mode)) throw OSError("process backend: '" + from + "' is not a directory to copy");
+  if (!S_ISDIR(st.st_mode)) throw OSError(said("'") + from + "' is not a directory to copy");
   if (::mkdir(to.c_str(), 0700) != 0) fail("cannot create", to);
   Fd from_dir(::open(from.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   Fd to_dir(::open(to.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -127,7 +128,7 @@ void restore_snapshot(const std::string& sandbox_dir) {
   const std::string snapshot = snapshot_dir(sandbox_dir);
   struct stat st {};
   if (::lstat(snapshot.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw OSError("process backend: sandbox '" + sandbox_dir +
+    throw OSError(said("sandbox '") + sandbox_dir +
                   "' has no snapshot to reset to (it was created before the backend kept one); dispose it instead");
   const std::string root = sandbox_dir + "/root";
   const std::string staging = sandbox_dir + "/.reset-" + random_suffix();

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "maf/sandbox/errors.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::process {
 namespace {
@@ -20,7 +21,7 @@ namespace {
 using Context = std::unique_ptr<std::remove_pointer_t<scmp_filter_ctx>, decltype(&seccomp_release)>;
 
 void check(int rc, const std::string& what) {
-  if (rc < 0) throw OSError("process backend: libseccomp refused " + what + ": " + std::strerror(-rc));
+  if (rc < 0) throw OSError(said("libseccomp refused ") + what + ": " + std::strerror(-rc));
 }
 
 /// Adds `rule` unless the call does not exist on this architecture (e.g. vm86 on x86-64).
@@ -104,7 +105,7 @@ const std::vector<DeniedSyscall>& denied_syscalls() {
 
 std::string compile_seccomp_program() {
   Context ctx(seccomp_init(SCMP_ACT_ALLOW), &seccomp_release);
-  if (!ctx) throw OSError("process backend: libseccomp could not create a filter (seccomp_init)");
+  if (!ctx) throw OSError(said("libseccomp could not create a filter (seccomp_init)"));
   // Another architecture's calls (i386 `int 0x80`) would be judged by other numbers: kill.
   check(seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS), "the bad-architecture action");
   for (const auto& d : denied_syscalls()) {
@@ -124,15 +125,15 @@ std::string compile_seccomp_program() {
 
   // seccomp_export_bpf writes to an fd: a memfd collects it.
   const int fd = ::memfd_create("maf-seccomp-export", MFD_CLOEXEC);
-  if (fd < 0) throw OSError(std::string("process backend: memfd_create: ") + std::strerror(errno));
+  if (fd < 0) throw OSError(std::string(said("memfd_create: ")) + std::strerror(errno));
   std::string program;
   try {
     check(seccomp_export_bpf(ctx.get(), fd), "exporting the program");
     const off_t size = ::lseek(fd, 0, SEEK_END);
-    if (size <= 0) throw OSError("process backend: libseccomp exported an empty program");
+    if (size <= 0) throw OSError(said("libseccomp exported an empty program"));
     program.resize(static_cast<std::size_t>(size));
     if (::pread(fd, program.data(), program.size(), 0) != size)
-      throw OSError(std::string("process backend: reading the exported program: ") + std::strerror(errno));
+      throw OSError(std::string(said("reading the exported program: ")) + std::strerror(errno));
   } catch (...) {
     ::close(fd);
     throw;
@@ -143,7 +144,7 @@ std::string compile_seccomp_program() {
 
 int seccomp_program_fd(const std::string& program) {
   const int fd = ::memfd_create("maf-seccomp", MFD_CLOEXEC);
-  if (fd < 0) throw OSError(std::string("process backend: memfd_create: ") + std::strerror(errno));
+  if (fd < 0) throw OSError(std::string(said("memfd_create: ")) + std::strerror(errno));
   std::size_t done = 0;
   while (done < program.size()) {
     const ssize_t n = ::pwrite(fd, program.data() + done, program.size() - done, static_cast<off_t>(done));
@@ -151,7 +152,7 @@ int seccomp_program_fd(const std::string& program) {
     if (n <= 0) {
       const int e = errno;
       ::close(fd);
-      throw OSError(std::string("process backend: writing the seccomp program: ") + std::strerror(e));
+      throw OSError(std::string(said("writing the seccomp program: ")) + std::strerror(e));
     }
     done += static_cast<std::size_t>(n);
   }

@@ -12,6 +12,7 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/resource_limits.hpp"
 #include "maf/sandbox/support/labels.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::wslc {
 
@@ -29,8 +30,8 @@ std::vector<std::string> list_args(const ListSelector& selector) {
 
 std::string cpus_argument(double cpus) {
   if (!std::isfinite(cpus) || cpus < ResourceLimits::kMinCpus || cpus > ResourceLimits::kMaxCpus)
-    throw ValueError(fmt::format("backend 'wslc': cpus must be from {} to {} CPUs (wslc --cpus), got {}",
-                                 ResourceLimits::kMinCpus, ResourceLimits::kMaxCpus, cpus));
+    throw ValueError(said(fmt::format("cpus must be from {} to {} CPUs (wslc --cpus), got {}", ResourceLimits::kMinCpus,
+                                      ResourceLimits::kMaxCpus, cpus)));
   // wslc reads --cpus with std::from_chars(..., chars_format::fixed): "1e-02" would be refused.
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, cpus, std::chars_format::fixed);

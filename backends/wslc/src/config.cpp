@@ -8,12 +8,13 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/plugin.hpp"
 #include "maf/sandbox/wslc/commands.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::wslc {
 namespace {
 
 [[noreturn]] void refuse(const std::string& key, const std::string& why) {
-  throw ValueError("backend 'wslc': configuration key '" + key + "' " + why);
+  throw ValueError(said("configuration key '") + key + "' " + why);
 }
 
 std::string get_string(const nlohmann::json& j, const char* key) {

@@ -15,6 +15,7 @@
 #include "maf/sandbox/wslc/backend.hpp"
 #include "maf/sandbox/wslc/error_codes.hpp"
 #include "maf/sandbox/wslc/errors.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::wslc {
 
@@ -90,7 +91,7 @@ awaitable<void> WslcSandboxBackend::ensure_egress(const std::string& name, const
     // (W-10), so what the old one decided is this key's (OBS-7).
     Removal old = co_await remove_proxy(proxy, key);
     if (old.failure)
-      throw WslcCommandFailed("backend 'wslc': could not replace egress proxy " + proxy + for_kind + ": " +
+      throw WslcCommandFailed(said("could not replace egress proxy ") + proxy + for_kind + ": " +
                                   old.failure->detail,
                               "", "");
     auto run = proxy_run_args(proxy, network, hosts, labels, image);
@@ -121,13 +122,13 @@ awaitable<void> WslcSandboxBackend::ensure_egress(const std::string& name, const
       ready = logs.exit_code == 0 && proxy_reports_listening(logs.stdout_bytes);
       // A proxy that refused to start has said why and exited: report its words now (issue 22).
       if (!ready && (logs.stdout_bytes + logs.stderr_bytes).find(kProxyRefusal) != std::string::npos)
-        throw WslcCommandFailed("backend 'wslc': egress proxy " + proxy + " from '" + image + "'" + for_kind +
+        throw WslcCommandFailed(said("egress proxy ") + proxy + " from '" + image + "'" + for_kind +
                                     " refused to start: " + tail(logs.stdout_bytes + logs.stderr_bytes),
                                 "", logs.stderr_bytes);
       if (!ready && attempt + 1 < kReadinessPolls) co_await support::sleep_for(kReadinessInterval);
     }
     if (!ready)
-      throw WslcCommandFailed("backend 'wslc': egress proxy " + proxy + " from '" + image + "'" + for_kind +
+      throw WslcCommandFailed(said("egress proxy ") + proxy + " from '" + image + "'" + for_kind +
                                   " never reported `listening on " + std::to_string(kProxyPort) + "` in " +
                                   std::to_string(kReadinessPolls) + " polls of its log; last output: " +
                                   tail(logs.stdout_bytes + logs.stderr_bytes),

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "maf/sandbox/wslc/errors.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::wslc {
 namespace {
@@ -113,7 +114,7 @@ void raise_wslc_failure(const std::string& what, int exit_code, const std::strin
   const WslcSymbol symbol = find_symbol(text);
   const std::string name(symbol_name(symbol));
   const std::string message =
-      "backend 'wslc': " + what + " failed (exit " + std::to_string(exit_code) + "): " + text;
+      said(what + " failed (exit " + std::to_string(exit_code) + "): " + text);
   switch (classify(symbol)) {
     case WslcErrorClass::Unavailable:
       throw WslcBackendUnavailable(message + " — wslc cannot serve (" + name +

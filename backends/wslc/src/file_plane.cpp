@@ -10,6 +10,7 @@
 #include "maf/sandbox/support/tar.hpp"
 #include "maf/sandbox/wslc/commands.hpp"
 #include "maf/sandbox/wslc/error_codes.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::wslc::detail {
 
@@ -25,7 +26,7 @@ public:
     const char* tmp = std::getenv("TMPDIR");
     std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/maf-wslc-stat.XXXXXX";
     if (!::mkdtemp(pattern.data()))
-      throw OSError("backend 'wslc': cannot create a private temp directory under " + pattern);
+      throw OSError(said("cannot create a private temp directory under ") + pattern);
     path_ = pattern;
   }
   ~PrivateDir() {
@@ -80,7 +81,7 @@ awaitable<std::optional<GuestStat>> engine_stat(const FilePlane& plane, const st
       s.kind = EntryKind::File;
     else if (co_await guest_test(plane, "-d", path) == 0)
       // The engine said "not a directory"; a guest saying otherwise is a swap in between.
-      throw OSError("backend 'wslc': guest path '" + path + "' in container " + plane.container +
+      throw OSError(said("guest path '") + path + "' in container " + plane.container +
                     " changed kind while being inspected; refusing");
     else
       s.kind = EntryKind::Other;

@@ -1,5 +1,6 @@
 // The plugin entry: `libmaf-sandbox-wslc.so` exports maf_sandbox_plugin_v1 (plugin.hpp).
-// The factory makes no wslc call: the version is checked on the first acquire (W-42).
+// The factory makes no wslc call: the version is checked on the first acquire (W-42);
+// cli_test_cli "W-42/W-3" holds it with no wslc to run.
 #include "maf/sandbox/plugin.hpp"
 #include "maf/sandbox/wslc/backend.hpp"
 

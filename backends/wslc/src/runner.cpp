@@ -5,6 +5,7 @@
 
 #include "maf/sandbox/support/subprocess.hpp"
 #include "maf/sandbox/wslc/errors.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::wslc {
 
@@ -33,7 +34,7 @@ public:
     try {
       r = co_await support::run_subprocess(std::move(o));
     } catch (const support::SubprocessSpawnError& e) {
-      throw WslcBackendUnavailable("backend 'wslc': cannot run wslc_path '" + path_ + "': " + e.what());
+      throw WslcBackendUnavailable(said("cannot run wslc_path '") + path_ + "': " + e.what());
     }
     // After a capped read the child was killed: its status means nothing, the flags say why.
     co_return WslcOutcome{r.exit_code,        std::move(r.stdout_bytes), std::move(r.stderr_bytes),
@@ -52,7 +53,7 @@ boost::asio::awaitable<WslcOutcome> run_lifecycle(WslcRunner& runner, WslcCall c
   try {
     co_return co_await runner.run(std::move(call));
   } catch (const support::SubprocessTimeout&) {
-    throw OSError("backend 'wslc': wslc " + verb + " did not answer within command_timeout_seconds (" +
+    throw OSError(said("wslc ") + verb + " did not answer within command_timeout_seconds (" +
                   std::to_string(bound ? bound->count() : 0) + " ms); it was killed");
   }
 }

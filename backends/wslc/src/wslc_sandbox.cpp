@@ -11,6 +11,7 @@
 #include "maf/sandbox/wslc/commands.hpp"
 #include "maf/sandbox/wslc/error_codes.hpp"
 #include "maf/sandbox/wslc/errors.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::wslc::detail {
 
@@ -30,14 +31,14 @@ awaitable<void> WslcSandbox::do_abandon() {
   const WslcOutcome r = co_await run_lifecycle(*p_.runner, std::move(call), "container remove");
   // W-38: exit 0, or already gone, is removed.
   if (r.exit_code != 0 && find_symbol(r.stderr_bytes) != WslcSymbol::ContainerNotFound)
-    throw OSError("backend 'wslc': container " + p_.container + " (kind '" + kind() + "') could not be removed: exit " +
+    throw OSError(said("container ") + p_.container + " (kind '" + kind() + "') could not be removed: exit " +
                   std::to_string(r.exit_code) + ": " + r.stderr_bytes.substr(0, 400));
 }
 
 awaitable<ExecReport> WslcSandbox::do_exec(const ExecRequest& request) {
   std::vector<std::string> argv =
       request.command.is_argv() ? request.command.argv() : std::vector<std::string>{"sh", "-c", request.shell_line};
-  if (argv.empty()) throw ValueError("backend 'wslc': exec of kind '" + kind() + "' got an empty argv");
+  if (argv.empty()) throw ValueError(said("exec of kind '") + kind() + "' got an empty argv");
   WslcCall call;
   call.args = exec_args(p_.container, request.working_directory, argv);
   call.timeout = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(request.deadline -
@@ -72,7 +73,7 @@ awaitable<void> WslcSandbox::stop_streamed(const std::string& token, const std::
   call.max_stdout = call.max_stderr = 4096;
   const WslcOutcome r = co_await run_lifecycle(*p_.runner, std::move(call), "container exec (stop)");
   if (r.exit_code != 0)
-    throw OSError("backend 'wslc': could not stop the streamed command in container " + p_.container + " (kind '" +
+    throw OSError(said("could not stop the streamed command in container ") + p_.container + " (kind '" +
                   kind() + "'" + (pgid ? ", process group " + *pgid : std::string()) + "): exit " +
                   std::to_string(r.exit_code) + ": " + r.stderr_bytes);
 }
@@ -80,7 +81,7 @@ awaitable<void> WslcSandbox::stop_streamed(const std::string& token, const std::
 awaitable<StreamOutcome> WslcSandbox::do_exec_stream(const ExecRequest& request, ExecOutputSink& sink) {
   const std::vector<std::string> program =
       request.command.is_argv() ? request.command.argv() : std::vector<std::string>{"sh", "-c", request.shell_line};
-  if (program.empty()) throw ValueError("backend 'wslc': exec_stream of kind '" + kind() + "' got an empty argv");
+  if (program.empty()) throw ValueError(said("exec_stream of kind '") + kind() + "' got an empty argv");
   const std::string token = support::guest_stream_token();
   // W-7's budget is stdout and stderr together, as for exec.
   support::GuestStreamGate gate(sink, kMaxExecOutputBytes, "the W-7 exec output budget (stdout and stderr together)",
@@ -104,10 +105,10 @@ awaitable<StreamOutcome> WslcSandbox::do_exec_stream(const ExecRequest& request,
   }
   if (!expired && !r.stopped_early && !r.idle_expired) {
     if (!gate.started()) {
-      const std::string said = gate.preamble();
-      if (r.exit_code == support::kGuestStreamNotLeader && said.rfind("maf-exec-stream:", 0) == 0)
-        throw OSError("backend 'wslc': cannot stream exec in container " + p_.container + " (kind '" + kind() +
-                      "'): " + said);
+      const std::string preamble = gate.preamble();
+      if (r.exit_code == support::kGuestStreamNotLeader && preamble.rfind("maf-exec-stream:", 0) == 0)
+        throw OSError(said("cannot stream exec in container ") + p_.container + " (kind '" + kind() +
+                      "'): " + preamble);
       gate.deliver_preamble();  // never started: wslc's words are the command's stderr, as for exec
     }
     co_return StreamOutcome::exited(r.exit_code);
@@ -126,7 +127,7 @@ awaitable<std::optional<GuestStat>> WslcSandbox::do_lstat(const std::string& abs
 
 awaitable<void> WslcSandbox::do_write_file(const std::string& absolute_path, const std::string& content) {
   if (content.size() > kMaxFileBytes)
-    throw SandboxTransferCapExceeded("backend 'wslc': writing guest file '" + absolute_path + "' (kind '" + kind() +
+    throw SandboxTransferCapExceeded(said("writing guest file '") + absolute_path + "' (kind '" + kind() +
                                      "') needs " + std::to_string(content.size()) +
                                      " bytes, over the per-file cap of " + std::to_string(kMaxFileBytes) +
                                      "; nothing was uploaded");
