@@ -1,10 +1,141 @@
+// SandboxBackend: the acquire NVI (docs/writing-a-backend.md "How an acquire runs",
+// ACQ-1…ACQ-5) and the defaults of the optional operations.
 #include "maf/sandbox/backend.hpp"
 
+#include <mutex>
+#include <unordered_map>
+
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/paths.hpp"
+#include "maf/sandbox/support/async_mutex.hpp"
+#include "spec_refusal.hpp"
 
 namespace maf::sandbox {
+namespace {
+
+/// ACQ-3's identity: the key (call_id included) and the kind, each field length-prefixed so
+/// no two identities share an encoding whatever bytes their fields hold.
+std::string identity_of(const SandboxKey& key, const std::string& kind) {
+  std::string out;
+  for (const std::string* field : {&key.scope, &key.thread_id, &key.agent_id, &key.call_id, &kind}) {
+    out += std::to_string(field->size());
+    out += ':';
+    out += *field;
+  }
+  return out;
+}
+
+/// The storage base's chain below "/", outermost first.
+std::vector<std::string> components_of(const std::string& base) {
+  std::vector<std::string> chain;
+  for (std::size_t slash = base.find('/', 1); ; slash = base.find('/', slash + 1)) {
+    chain.push_back(base.substr(0, slash));
+    if (slash == std::string::npos) break;
+  }
+  return chain;
+}
+
+/// ACQ-4: capabilities that touch the guest tree under the base (so the base must exist).
+bool uses_storage_base(const SandboxSpec& spec) {
+  const CapabilitySet r = spec.requires_capabilities();
+  for (Capability c : {Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesList,
+                       Capability::FilesDelete, Capability::HostTools})
+    if (r.contains(c)) return true;
+  return false;
+}
+
+}  // namespace
+
+/// One FIFO mutex per identity with an acquire in flight; an entry is erased when the last
+/// acquire that uses it leaves, so the map holds only identities being acquired right now.
+struct SandboxBackend::AcquireLocks {
+  struct Entry {
+    support::AsyncMutex mutex;
+    std::size_t users = 0;
+  };
+  std::mutex m;
+  std::unordered_map<std::string, std::unique_ptr<Entry>> by_identity;
+
+  /// Counts a user of `identity`'s entry from construction to destruction (not the lock).
+  class Use {
+  public:
+    Use(AcquireLocks& locks, std::string identity) : locks_(locks), identity_(std::move(identity)) {
+      std::lock_guard g(locks_.m);
+      auto& slot = locks_.by_identity[identity_];
+      if (!slot) slot = std::make_unique<Entry>();
+      ++slot->users;
+      entry_ = slot.get();
+    }
+    ~Use() {
+      std::lock_guard g(locks_.m);
+      if (--entry_->users == 0) locks_.by_identity.erase(identity_);
+    }
+    Use(const Use&) = delete;
+    Use& operator=(const Use&) = delete;
+    support::AsyncMutex& mutex() const noexcept { return entry_->mutex; }
+
+  private:
+    AcquireLocks& locks_;
+    std::string identity_;
+    Entry* entry_ = nullptr;
+  };
+};
+
+SandboxBackend::SandboxBackend() : acquire_locks_(std::make_shared<AcquireLocks>()) {}
 
 SandboxBackend::~SandboxBackend() = default;
+
+boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxBackend::acquire(SandboxKey key, SandboxSpec spec) {
+  // ACQ-5: a wrapper forwards to a backend whose own acquire runs everything below.
+  if (forwards_acquire()) co_return co_await do_acquire(std::move(key), std::move(spec), AcquirePlan{});
+
+  // ACQ-1: what the declarations do not serve is refused as the router refuses it. A direct
+  // acquire has no host options: the isolation-scope floor is the weakest.
+  const BackendDeclarations& d = declarations();
+  if (const auto unserved = detail::first_unserved(d, spec, IsolationScope::Conversation))
+    detail::refuse_unserved(*unserved, name(), d, spec, IsolationScope::Conversation);
+
+  // ACQ-2: the storage base, decided once for every backend.
+  AcquirePlan plan{spec.work_dir().value_or(kDefaultWorkDir), uses_storage_base(spec)};
+  const std::string& base = plan.storage_base;
+  if (base[0] != '/' || base.find('\\') != std::string::npos || normalize_guest_path(base) != base)
+    throw ValueError("backend '" + name() + "': work_dir '" + base + "' of workload kind '" + spec.kind() +
+                     "' must be an absolute, normalised POSIX guest path (as '" +
+                     normalize_guest_path(base.find('\\') == std::string::npos && base[0] == '/' ? base : "/" + base) +
+                     "' would be)");
+
+  // ACQ-3: one get-or-create per identity in this process; the entry goes with its last user.
+  AcquireLocks::Use use(*acquire_locks_, identity_of(key, spec.kind()));
+  auto held = co_await use.mutex().scoped();
+  std::shared_ptr<Sandbox> sandbox = co_await do_acquire(key, spec, plan);
+  if (!sandbox)
+    throw RuntimeError("backend '" + name() + "' returned no sandbox for workload kind '" + spec.kind() + "'");
+  // ACQ-4: the base exists before the sandbox is handed out, warm reuse included (C-53).
+  if (plan.uses_storage_base && base != "/") co_await walk_storage_base(*sandbox, base, spec);
+  co_return sandbox;
+}
+
+boost::asio::awaitable<void> SandboxBackend::walk_storage_base(Sandbox& sandbox, const std::string& base,
+                                                               const SandboxSpec& spec) {
+  StorageBaseWalk walk{base, components_of(base), 0};
+  // One no-follow stat per component, outermost first, up to the first missing one: existing
+  // directories are left exactly as they are; a link or a non-directory refuses the acquire
+  // (the base would not be confined).
+  for (; walk.first_missing < walk.chain.size(); ++walk.first_missing) {
+    const std::string& component = walk.chain[walk.first_missing];
+    const auto stat = co_await sandbox.do_lstat(component);
+    if (!stat) break;
+    if (stat->kind == EntryKind::Symlink)
+      throw ValueError("backend '" + name() + "': storage base component '" + component + "' of '" + base +
+                       "' (workload kind '" + spec.kind() + "', instance " + sandbox.instance_id() +
+                       ") is a symbolic link, not a real directory; the base is not confined");
+    if (stat->kind != EntryKind::Directory)
+      throw NotADirectoryError("backend '" + name() + "': storage base component '" + component + "' of '" + base +
+                               "' (workload kind '" + spec.kind() + "', instance " + sandbox.instance_id() +
+                               ") is not a directory");
+  }
+  co_await sandbox.do_prepare_storage_base(walk);
+}
 
 boost::asio::awaitable<ScopePurge> SandboxBackend::reap(std::chrono::seconds, std::optional<std::string>) {
   throw NotImplementedError("backend '" + name() + "' does not offer reap");

@@ -16,6 +16,7 @@
 #include "call_admission.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
+#include "spec_refusal.hpp"
 
 namespace maf::sandbox {
 namespace {
@@ -104,30 +105,8 @@ std::optional<SandboxRouter::Refusal> SandboxRouter::first_refusal(const Sandbox
   if (!spec.identities().intersection(options_.denied_identities).empty()) return Refusal::DeniedIdentity;
   // #3 effective floor (C-66)
   if (!meets_floor(rung, stricter(options_.min_isolation, spec.min_isolation()))) return Refusal::BelowFloor;
-  const BackendDeclarations& d = backend.declarations();
-  // #4 capabilities, #5 OS family
-  if (!requires_caps.subset_of(d.capabilities)) return Refusal::CapabilityNotSupported;
-  if (const auto family = spec.requires_os_family(); family && !d.os_families.contains(*family))
-    return Refusal::OsFamily;
-  // #6 is unreachable in C++: `limits` is typed SandboxLimits, so it is always readable.
-  // #7 transfer ceilings, in then out
-  if (!spec.files_in().within(d.limits.files_in)) return Refusal::FilesInLimits;
-  if (!spec.files_out().within(d.limits.files_out)) return Refusal::FilesOutLimits;
-  // #8 egress, by membership only (C-67)
-  if (!d.egress_modes.contains(spec.egress())) return Refusal::Egress;
-  // C-68 (positions [gap], after #8): isolation scope, then method-rule fit.
-  if (!d.effective_isolation_scopes().contains(stricter(options_.min_isolation_scope, spec.isolation_scope())))
-    return Refusal::IsolationScope;
-  if (d.egress_method_tokens) {
-    for (const auto& entry : spec.egress_allow()) {
-      const auto* rule = std::get_if<EgressRule>(&entry);
-      if (!rule || !rule->methods()) continue;
-      for (const auto& m : *rule->methods())
-        if (!d.egress_method_tokens->count(m)) return Refusal::EgressMethod;
-    }
-  }
-  // LIM-3 (docs/limits.md), last: every resource bound the spec asks is one the backend enforces.
-  if (!spec.resources().asked().subset_of(d.resource_bounds)) return Refusal::ResourceBound;
+  // #4…#8, C-68 and LIM-3: what the backend declares (spec_refusal.hpp; ACQ-1 runs the same).
+  if (detail::first_unserved(backend.declarations(), spec, options_.min_isolation_scope)) return Refusal::Unserved;
   return std::nullopt;
 }
 
@@ -135,7 +114,6 @@ void SandboxRouter::refuse(Refusal refusal, const SandboxBackend& backend, Isola
                            const SandboxSpec& spec) const {
   const std::string& kind = spec.kind();
   const CapabilitySet requires_caps = spec.requires_capabilities();
-  const BackendDeclarations& d = backend.declarations();
   switch (refusal) {
     case Refusal::DeniedCapability:
       throw SandboxCapabilityDenied("workload kind '" + kind + "' requires " +
@@ -154,49 +132,9 @@ void SandboxRouter::refuse(Refusal refusal, const SandboxBackend& backend, Isola
                                        "' declares '" + std::string(to_string(rung)) +
                                        "' (ladder, weakest first: " + isolation_ladder_text() + ")");
     }
-    case Refusal::CapabilityNotSupported:
-      throw SandboxCapabilityNotSupported("backend '" + backend.name() + "' does not support " +
-                                          requires_caps.difference(d.capabilities).to_string() +
-                                          ", required by workload kind '" + kind +
-                                          "' (it declares: " + d.capabilities.to_string("nothing") + ")");
-    case Refusal::OsFamily:
-      throw SandboxOsFamilyNotSupported(
-          "backend '" + backend.name() + "' serves " +
-          (d.os_families.empty() ? std::string("no guest whose shape it states")
-                                 : "guests of family " + d.os_families.to_string()) +
-          ", but workload kind '" + kind + "' requires os family '" +
-          std::string(to_string(*spec.requires_os_family())) + "'");
-    case Refusal::FilesInLimits:
-      throw SandboxTransferLimitsNotPermitted("workload kind '" + kind + "' asks files_in limits (" +
-                                              to_string(spec.files_in()) + ") above what backend '" +
-                                              backend.name() + "' permits (" + to_string(d.limits.files_in) + ")");
-    case Refusal::FilesOutLimits:
-      throw SandboxTransferLimitsNotPermitted("workload kind '" + kind + "' asks files_out limits (" +
-                                              to_string(spec.files_out()) + ") above what backend '" +
-                                              backend.name() + "' permits (" + to_string(d.limits.files_out) + ")");
-    case Refusal::Egress:
-      throw SandboxEgressNotEnforced("backend '" + backend.name() + "' cannot enforce egress '" +
-                                     std::string(to_string(spec.egress())) + "' for workload kind '" + kind +
-                                     "'; it enforces: " + d.egress_modes.to_string("nothing"));
-    case Refusal::IsolationScope: {
-      const IsolationScope scope = stricter(options_.min_isolation_scope, spec.isolation_scope());
-      throw SandboxCapabilityNotSupported("backend '" + backend.name() + "' does not serve isolation scope '" +
-                                          std::string(to_string(scope)) + "' required for workload kind '" + kind +
-                                          "' (it serves: " + d.effective_isolation_scopes().to_string() + ")");
-    }
-    case Refusal::EgressMethod:
-      for (const auto& entry : spec.egress_allow()) {
-        const auto* rule = std::get_if<EgressRule>(&entry);
-        if (!rule || !rule->methods()) continue;
-        for (const auto& m : *rule->methods())
-          if (!d.egress_method_tokens->count(m))
-            throw SandboxCapabilityNotSupported("backend '" + backend.name() + "' cannot hold egress method '" + m +
-                                                "' (host '" + rule->host() + "') for workload kind '" + kind + "'");
-      }
-      break;
-    case Refusal::ResourceBound:
-      refuse_unenforced_bounds(backend.name(), d, spec);
-      break;
+    case Refusal::Unserved:
+      detail::refuse_unserved(*detail::first_unserved(backend.declarations(), spec, options_.min_isolation_scope),
+                              backend.name(), backend.declarations(), spec, options_.min_isolation_scope);
   }
   // Unreachable while first_refusal and refuse agree; a loud error beats a silent pass.
   throw RuntimeError("SandboxRouter: refusal " + std::to_string(static_cast<int>(refusal)) +

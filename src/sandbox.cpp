@@ -276,6 +276,13 @@ boost::asio::awaitable<bool> Sandbox::do_file_batch(std::function<boost::asio::a
   co_return false;
 }
 
+boost::asio::awaitable<void> Sandbox::do_prepare_storage_base(const StorageBaseWalk& walk) {
+  if (walk.complete()) co_return;
+  throw NotImplementedError("backend '" + backend_name() + "': storage base '" + walk.base + "' of workload kind '" +
+                            kind() + "' is missing from '" + walk.chain[walk.first_missing] +
+                            "' down, and this backend makes it only when it creates a sandbox");
+}
+
 boost::asio::awaitable<void> Sandbox::bracketed(bool batched, FileOperation operation,
                                                 std::function<boost::asio::awaitable<void>()> body) {
   // Inside a batch the batch's own bracket covers the call (do_file_batch).

@@ -3,9 +3,14 @@
 /// The SandboxBackend interface (C-51…C-59): a provider that draws an isolation boundary
 /// and says, honestly, what it provides.
 ///
-/// A backend never re-decides policy — the router has already checked floor, capabilities,
-/// OS family, limits and egress before `acquire` is called. It may still refuse on what only
-/// the guest can tell (C-54: a missing `sh`, a different OS on cold create).
+/// A backend never re-decides policy. `acquire` is non-virtual (the spdlog `base_sink` shape,
+/// as `Sandbox`'s file operations are): it holds the spec to the backend's declarations
+/// (ACQ-1), settles the storage base (ACQ-2), serialises acquires of one identity (ACQ-3),
+/// calls the backend's `do_acquire` for the engine work alone, and then walks the storage
+/// base through the sandbox's own no-follow stat, asking the sandbox to make what is missing
+/// (ACQ-4) — docs/writing-a-backend.md "How an acquire runs". A backend may still refuse on
+/// what only the engine or the guest can tell (C-54: a missing `sh`, a different OS on cold
+/// create; an allowlist with no proxy image configured).
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/awaitable.hpp>
@@ -25,9 +30,22 @@
 
 namespace maf::sandbox {
 
+/// What the core settled before it calls `do_acquire` (docs/writing-a-backend.md ACQ-2, ACQ-4).
+struct AcquirePlan {
+  /// `spec.work_dir()` or kDefaultWorkDir: absolute, normalised, POSIX (ValueError otherwise,
+  /// before any backend code runs). What the sandbox's relative paths resolve under.
+  std::string storage_base;
+  /// The spec needs the base to exist (it asks exec or a file capability): after do_acquire
+  /// the core walks it and calls the sandbox's do_prepare_storage_base.
+  bool uses_storage_base = false;
+};
+
 class SandboxBackend {
 public:
+  SandboxBackend();
   virtual ~SandboxBackend();
+  SandboxBackend(const SandboxBackend&) = delete;
+  SandboxBackend& operator=(const SandboxBackend&) = delete;
 
   /// Short name used in configuration and messages.
   virtual std::string name() const = 0;
@@ -38,8 +56,10 @@ public:
   virtual const BackendDeclarations& declarations() const { return kDefaultBackendDeclarations; }
 
   /// Get-or-create keyed by (key incl. call_id, spec.kind) (C-52); concurrent acquires of one
-  /// identity yield one sandbox. Ensures the storage base exists (C-53).
-  virtual boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) = 0;
+  /// identity yield one sandbox. Ensures the storage base exists (C-53). Refuses, before any
+  /// backend code runs, a spec the declarations do not serve, with the router's own error
+  /// (ACQ-1), and a work_dir that is not an absolute POSIX path (ValueError naming it, ACQ-2).
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec);
 
   /// Dispose the key's sandboxes — every kind, or one kind, or one physical instance (C-56,
   /// C-72). Never throws; absent = disposed or unverifiable.
@@ -74,12 +94,29 @@ public:
   virtual void attach_observers(const std::shared_ptr<const ObserverSet>& observers) { hub_->attach(observers); }
 
 protected:
+  /// The engine work of an acquire: find, adopt or create the sandbox `key` and `spec.kind()`
+  /// name, and return it with `plan.storage_base` as its storage base. Runs with no other
+  /// acquire of the same (key, kind) in this process (ACQ-3): a backend needs no lock of its
+  /// own for C-52 here, only for what other processes may do (adoption). Need not make the
+  /// storage base: the core walks it afterwards and calls the sandbox's
+  /// do_prepare_storage_base for what is missing (ACQ-4).
+  virtual boost::asio::awaitable<std::shared_ptr<Sandbox>> do_acquire(SandboxKey key, SandboxSpec spec,
+                                                                      AcquirePlan plan) = 0;
+  /// True only for a wrapper whose do_acquire calls another backend's `acquire`, which runs
+  /// ACQ-1…ACQ-4 itself: `acquire` then forwards straight to do_acquire (ACQ-5), so nothing is
+  /// checked, locked or walked twice.
+  virtual bool forwards_acquire() const noexcept { return false; }
+
   /// Where a backend delivers those events: `observer_hub()->notify(event)`. Shared, so a
   /// callback that outlives a call (a drain's publisher) can hold it.
   const std::shared_ptr<ObserverHub>& observer_hub() const noexcept { return hub_; }
 
 private:
+  struct AcquireLocks;  // ACQ-3's per-identity locks (src/backend.cpp)
+  boost::asio::awaitable<void> walk_storage_base(Sandbox& sandbox, const std::string& base, const SandboxSpec& spec);
+
   std::shared_ptr<ObserverHub> hub_ = std::make_shared<ObserverHub>();
+  std::shared_ptr<AcquireLocks> acquire_locks_;
 };
 
 /// LIM-3, written once: throws SandboxResourceBoundNotEnforced naming the first bound `spec`

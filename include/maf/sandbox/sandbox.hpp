@@ -64,6 +64,19 @@ struct GuestDirEntry {
   GuestStat stat;
 };
 
+/// What the core's walk of a storage base found at acquire (ACQ-4), handed to the sandbox's
+/// do_prepare_storage_base: the walk stops at the first missing component and has already
+/// refused a link (ValueError) or a non-directory (NotADirectoryError) before it.
+struct StorageBaseWalk {
+  /// The storage base, absolute and normalised; never "/" (the core walks nothing there).
+  std::string base;
+  /// The base's cumulative components below "/", outermost first ("/a", "/a/b").
+  std::vector<std::string> chain;
+  /// Index in `chain` of the first missing component; `chain.size()` when all are directories.
+  std::size_t first_missing = 0;
+  bool complete() const noexcept { return first_missing == chain.size(); }
+};
+
 /// Which public operation a do_… hook is serving; lets a backend bracket a whole operation
 /// (ancestor walk included), e.g. Docker's freeze around the tar plane.
 enum class FileOperation { Write, Stat, Read, List, Remove };
@@ -222,11 +235,21 @@ protected:
   /// Default: declines.
   virtual boost::asio::awaitable<bool> do_file_batch(std::function<boost::asio::awaitable<void>()> body);
 
+  /// Make what the core's walk of the storage base found missing (ACQ-4): the components
+  /// `walk.chain[walk.first_missing..]`, each a directory, existing ones untouched, never
+  /// through a link a guest swapped in since the walk (re-walk under the backend's own bracket
+  /// where a guest can race it, as Docker's freeze does). Also called with a complete walk,
+  /// so a backend may learn from it (Docker records it per image); there it must create
+  /// nothing. Default: nothing for a complete walk, NotImplementedError otherwise — a backend
+  /// whose do_acquire always makes the base needs no override.
+  virtual boost::asio::awaitable<void> do_prepare_storage_base(const StorageBaseWalk& walk);
+
   /// Throws NotImplementedError naming backend, kind and the capability (C-35).
   void require_capability(Capability capability, const char* method) const;
 
 private:
   friend struct detail::FileBatchAccess;
+  friend class SandboxBackend;  // the acquire's walk of the storage base (ACQ-4): do_lstat, do_prepare_storage_base
   /// ExecReport → the result, or the one error type for its ending (EXE-1), after
   /// do_abandon when the report asks it (EXE-2). `what` names the operation ("exec").
   boost::asio::awaitable<ExecResult> settle_exec(ExecReport report, const char* what, std::chrono::milliseconds timeout);
