@@ -87,7 +87,12 @@ SandboxBackend::~SandboxBackend() = default;
 
 boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxBackend::acquire(SandboxKey key, SandboxSpec spec) {
   // ACQ-5: a wrapper forwards to a backend whose own acquire runs everything below.
-  if (forwards_acquire()) co_return co_await do_acquire(std::move(key), std::move(spec), AcquirePlan{});
+  // Each awaited call is built in a statement of its own and awaited by name: GCC 12 destroys
+  // the by-value arguments of a call made inside a co_await expression twice.
+  if (forwards_acquire()) {
+    auto forwarded = do_acquire(std::move(key), std::move(spec), AcquirePlan{});
+    co_return co_await std::move(forwarded);
+  }
 
   // ACQ-1: what the declarations do not serve is refused as the router refuses it. A direct
   // acquire has no host options: the isolation-scope floor is the weakest.
@@ -97,26 +102,29 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxBackend::acquire(Sandbox
 
   // ACQ-2: the storage base, decided once for every backend.
   AcquirePlan plan{spec.work_dir().value_or(kDefaultWorkDir), uses_storage_base(spec)};
-  const std::string& base = plan.storage_base;
-  if (base[0] != '/' || base.find('\\') != std::string::npos || normalize_guest_path(base) != base)
+  const std::string base = plan.storage_base;
+  const bool absolute = base[0] == '/' && base.find('\\') == std::string::npos;
+  if (!absolute || normalize_guest_path(base) != base)
     throw ValueError("backend '" + name() + "': work_dir '" + base + "' of workload kind '" + spec.kind() +
-                     "' must be an absolute, normalised POSIX guest path (as '" +
-                     normalize_guest_path(base.find('\\') == std::string::npos && base[0] == '/' ? base : "/" + base) +
-                     "' would be)");
+                     "' must be an absolute, normalised POSIX guest path" +
+                     (absolute ? " ('" + normalize_guest_path(base) + "')" : std::string()));
 
   // ACQ-3: one get-or-create per identity in this process; the entry goes with its last user.
   AcquireLocks::Use use(*acquire_locks_, identity_of(key, spec.kind()));
   auto held = co_await use.mutex().scoped();
-  std::shared_ptr<Sandbox> sandbox = co_await do_acquire(key, spec, plan);
-  if (!sandbox)
-    throw RuntimeError("backend '" + name() + "' returned no sandbox for workload kind '" + spec.kind() + "'");
-  // ACQ-4: the base exists before the sandbox is handed out, warm reuse included (C-53).
-  if (plan.uses_storage_base && base != "/") co_await walk_storage_base(*sandbox, base, spec);
+  const std::string kind = spec.kind();
+  const bool walks = plan.uses_storage_base;
+  auto acquiring = do_acquire(std::move(key), std::move(spec), std::move(plan));
+  std::shared_ptr<Sandbox> sandbox = co_await std::move(acquiring);
+  if (!sandbox) throw RuntimeError("backend '" + name() + "' returned no sandbox for workload kind '" + kind + "'");
+  // ACQ-4: the base exists before the sandbox is handed out, warm reuse included (C-53). The
+  // sandbox's own base is walked: it is what its relative paths resolve under.
+  if (walks && sandbox->storage_base() != "/") co_await walk_storage_base(*sandbox, kind);
   co_return sandbox;
 }
 
-boost::asio::awaitable<void> SandboxBackend::walk_storage_base(Sandbox& sandbox, const std::string& base,
-                                                               const SandboxSpec& spec) {
+boost::asio::awaitable<void> SandboxBackend::walk_storage_base(Sandbox& sandbox, const std::string& kind) {
+  const std::string& base = sandbox.storage_base();
   StorageBaseWalk walk{base, components_of(base), 0};
   // One no-follow stat per component, outermost first, up to the first missing one: existing
   // directories are left exactly as they are; a link or a non-directory refuses the acquire
@@ -127,11 +135,11 @@ boost::asio::awaitable<void> SandboxBackend::walk_storage_base(Sandbox& sandbox,
     if (!stat) break;
     if (stat->kind == EntryKind::Symlink)
       throw ValueError("backend '" + name() + "': storage base component '" + component + "' of '" + base +
-                       "' (workload kind '" + spec.kind() + "', instance " + sandbox.instance_id() +
+                       "' (workload kind '" + kind + "', instance " + sandbox.instance_id() +
                        ") is a symbolic link, not a real directory; the base is not confined");
     if (stat->kind != EntryKind::Directory)
       throw NotADirectoryError("backend '" + name() + "': storage base component '" + component + "' of '" + base +
-                               "' (workload kind '" + spec.kind() + "', instance " + sandbox.instance_id() +
+                               "' (workload kind '" + kind + "', instance " + sandbox.instance_id() +
                                ") is not a directory");
   }
   co_await sandbox.do_prepare_storage_base(walk);

@@ -193,7 +193,7 @@ SandboxSpec spec_from_json(const json& j) {
   for (const auto& item : j.items()) {
     bool known = false;
     for (auto k : kSpecFields) known = known || k == item.key();
-    if (!known) field_error(item.key(), "is not a SandboxSpec field (core.md §1.7)");
+    if (!known) field_error(item.key(), "is not a SandboxSpec field (docs/cli.md \"The spec file\")");
   }
   SandboxSpec::Fields f;
   if (!j.contains("kind")) field_error("kind", "is required");

@@ -187,10 +187,10 @@ constexpr std::array<Probe, 12> kProbes{{
      "a guest-planted link inside the call directory must not aim the removal outside it", kReclaim,
      interior_link_not_followed},
     {Suite::Cleanup, "RC-4", "a-missing-directory-is-success",
-     "cleanup runs after every call; a directory never created (or already gone) is success (§9.2)", kReclaim,
+     "cleanup runs after every call; a directory never created (or already gone) is success (docs/tools.md \"The cleanup ladder\")", kReclaim,
      missing_is_success},
     {Suite::Cleanup, "RC-5", "an-absent-working-directory-still-succeeds",
-     "reclaim runs from '/' (§9.2): a call that never wrote has no working directory to enter", kReclaim,
+     "reclaim runs from '/' (docs/tools.md \"The cleanup ladder\"): a call that never wrote has no working directory to enter", kReclaim,
      absent_working_directory},
     {Suite::Cleanup, "RC-6", "a-linked-call-directory-is-unlinked-not-followed",
      "a guest that swaps its call directory for a link must lose the link, not what it points at", kReclaim,
@@ -199,7 +199,7 @@ constexpr std::array<Probe, 12> kProbes{{
      "a guest can make its own files read-only; what it could undo must not survive the reclaim", kReclaim,
      read_only_content_removed},
     {Suite::Cleanup, "RC-8", "root-near-relative-and-working-directory-targets-are-refused",
-     "§9.2: not absolute, fewer than two components or the working directory itself is ValueError, before "
+     "docs/tools.md \"The cleanup ladder\": not absolute, fewer than two components or the working directory itself is ValueError, before "
      "anything is removed",
      kReclaim, refusals_hold},
     {Suite::Cleanup, "RS-1", "a-file-written-after-acquire-is-gone",

@@ -25,7 +25,7 @@ struct CleanupFixture : test::DoubleFixture<test::HostTreeSandbox> {
 
 }  // namespace
 
-TEST_CASE("conformance CLEANUP §9.2: an honest double passes every RC and RS probe") {
+TEST_CASE("conformance CLEANUP: an honest double passes every RC and RS probe") {
   CleanupFixture f;
   std::vector<ProbeResult> results;
   REQUIRE_NOTHROW(results = check_cleanup(*f.subject));
@@ -87,7 +87,7 @@ TEST_CASE("conformance CLEANUP broken double: an over-broad reclaim fails RC-1 (
   CHECK_THAT(results.front().message, Catch::Contains("sibling call"));
 }
 
-TEST_CASE("conformance CLEANUP broken double: a reclaim refusing a missing directory fails RC-4 and RC-5 (§9.2)") {
+TEST_CASE("conformance CLEANUP broken double: a reclaim refusing a missing directory fails RC-4 and RC-5 (docs/tools.md \"The cleanup ladder\")") {
   CleanupFixture f(test::Flaw::ReclaimRefusesMissing, {Capability::Reclaim});
   const auto results = run_cleanup(*f.subject);
   INFO(test::failure_messages(results));

@@ -31,7 +31,7 @@ public:
 
 }  // namespace
 
-TEST_CASE("conformance: probe tables are ordered, complete and uniquely named (§7 counts, LATER EXEC)") {
+TEST_CASE("conformance: probe tables are ordered, complete and uniquely named (docs/conformance.md counts, LATER EXEC)") {
   const std::vector<std::pair<Suite, std::pair<std::string, std::size_t>>> expected{
       {Suite::FilesOut, {"FO", 12}}, {Suite::FilesIn, {"FI", 12}}, {Suite::Exec, {"EX", 7}},
       {Suite::FilesDelete, {"FD", 10}}, {Suite::Egress, {"EG", 3}}, {Suite::EgressClosed, {"EC", 3}},

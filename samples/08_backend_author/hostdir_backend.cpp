@@ -9,11 +9,12 @@
 // runner attacks and this backend passes; the egress suites are not run because their gate
 // (a declared egress mode) is not met. Honest declarations, not strong ones, are the point.
 //
-// What the core does for it: the public Sandbox methods check the capability, confine every
-// path lexically and walk its ancestors through do_lstat, and enforce read caps before any
-// hook runs. What is left here: a deadline on exec, no-follow opens in the hooks, and
-// state that a second process can find (a key.json per sandbox) so dispose_scope works
-// across processes.
+// What the core does for it: `acquire` refuses a spec these declarations do not serve,
+// serialises acquires of one (key, kind) and walks the storage base before handing the
+// sandbox out; the public Sandbox methods check the capability, confine every path lexically
+// and walk its ancestors through do_lstat, and enforce read caps before any hook runs. What
+// is left here: a deadline on exec, no-follow opens in the hooks, and state that a second
+// process can find (a key.json per sandbox) so dispose_scope works across processes.
 #include <maf/sandbox/plugin.hpp>
 #include <maf/sandbox/support/labels.hpp>
 #include <maf/sandbox/support/subprocess.hpp>
@@ -27,8 +28,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <mutex>
 
 namespace hostdir {
 namespace fs = std::filesystem;
@@ -180,30 +179,6 @@ public:
   std::string isolation() const override { return "none"; }
   const BackendDeclarations& declarations() const override { return declarations_; }
 
-  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) override {
-    if (spec.work_dir())
-      throw SandboxCapabilityNotSupported("backend 'hostdir' chooses its own working directory; kind '" + spec.kind() +
-                                          "' asks for work_dir '" + *spec.work_dir() + "'");
-    // Every key field, call_id included, names the sandbox (C-15).
-    const std::string name = support::sandbox_name(kPrefix, key, spec.kind());
-    std::lock_guard lock(mutex_);
-    if (auto found = live_.find(name); found != live_.end())
-      if (auto sandbox = found->second.lock()) co_return sandbox;
-    const fs::path dir = root_ / name;
-    std::error_code ec;
-    fs::create_directories(dir / "work", ec);
-    if (ec) fail(ec.value(), "cannot create the sandbox directory", spec.kind(), (dir / "work").string());
-    const nlohmann::json owner{{"scope", key.scope}, {"thread_id", key.thread_id}, {"agent_id", key.agent_id},
-                               {"call_id", key.call_id}, {"kind", spec.kind()}};
-    std::ofstream(dir / "key.json") << owner.dump();
-    // The core walks the storage base's ancestors for links, so hand it the resolved path.
-    const fs::path work = fs::canonical(dir / "work", ec);
-    if (ec) fail(ec.value(), "cannot resolve", spec.kind(), (dir / "work").string());
-    auto sandbox = std::make_shared<HostDirSandbox>(spec.kind(), work, name);
-    live_[name] = sandbox;
-    co_return sandbox;
-  }
-
   boost::asio::awaitable<std::optional<DisposalFailure>> dispose(SandboxKey key, std::optional<std::string> kind,
                                                                  std::optional<std::string> instance_id) override {
     co_return remove_where([&](const std::string& name, const Owner& o) {
@@ -216,13 +191,34 @@ public:
         [&](const std::string&, const Owner& o) { return o.key.scope == scope && o.key.thread_id == thread_id; });
   }
 
+protected:
+  /// Only the engine work: the directory is the sandbox, so an acquire of a (key, kind) that
+  /// has one — made by this process or another — finds it again.
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> do_acquire(SandboxKey key, SandboxSpec spec, AcquirePlan) override {
+    if (spec.work_dir())
+      throw SandboxCapabilityNotSupported("backend 'hostdir' chooses its own working directory; kind '" + spec.kind() +
+                                          "' asks for work_dir '" + *spec.work_dir() + "'");
+    // Every key field, call_id included, names the sandbox (C-15).
+    const std::string name = support::sandbox_name(kPrefix, key, spec.kind());
+    const fs::path dir = root_ / name;
+    std::error_code ec;
+    fs::create_directories(dir / "work", ec);
+    if (ec) fail(ec.value(), "cannot create the sandbox directory", spec.kind(), (dir / "work").string());
+    const nlohmann::json owner{{"scope", key.scope}, {"thread_id", key.thread_id}, {"agent_id", key.agent_id},
+                               {"call_id", key.call_id}, {"kind", spec.kind()}};
+    std::ofstream(dir / "key.json") << owner.dump();
+    // The core walks the storage base's ancestors for links, so hand it the resolved path.
+    const fs::path work = fs::canonical(dir / "work", ec);
+    if (ec) fail(ec.value(), "cannot resolve", spec.kind(), (dir / "work").string());
+    co_return std::make_shared<HostDirSandbox>(spec.kind(), work, name);
+  }
+
 private:
   /// Removes every sandbox directory under root whose key.json matches; never throws.
   template <class Match>
   ScopePurge remove_where(Match match) {
     ScopePurge purge;
     std::vector<DisposalFailure> failures;
-    std::lock_guard lock(mutex_);
     std::error_code ec;
     for (fs::directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
@@ -233,7 +229,6 @@ private:
       fs::remove_all(it->path(), rm);
       if (rm) failures.push_back({kDisposalRefused, "backend 'hostdir': " + name + ": " + rm.message()});
       else ++purge.disposed;
-      live_.erase(name);
     }
     // A root that cannot be listed may hide sandboxes: say the sweep was partial.
     if (ec && ec != std::errc::no_such_file_or_directory)
@@ -253,9 +248,6 @@ private:
 
   fs::path root_;
   BackendDeclarations declarations_;
-  std::mutex mutex_;
-  /// Sandboxes acquired through this instance, so concurrent acquires share one (C-52).
-  std::map<std::string, std::weak_ptr<HostDirSandbox>> live_;
 };
 
 /// The factory: refuses unknown keys by name and touches nothing (the registry calls it

@@ -323,6 +323,12 @@ boost::asio::awaitable<void> InProcessSandbox::do_reset(std::chrono::millisecond
   co_return;
 }
 
+boost::asio::awaitable<void> InProcessSandbox::do_prepare_storage_base(const StorageBaseWalk& walk) {
+  std::lock_guard lock(mutex_);
+  for (std::size_t i = walk.first_missing; i < walk.chain.size(); ++i) directories_.insert(walk.chain[i]);
+  co_return;
+}
+
 // --- backend (C-115, C-116) ---
 
 InProcessSandboxBackend::InProcessSandboxBackend(InProcessSandboxBackendOptions options)
@@ -331,7 +337,8 @@ InProcessSandboxBackend::InProcessSandboxBackend(InProcessSandboxBackendOptions 
       isolation_(std::move(options.isolation)),
       declarations_(std::move(options.declarations)) {}
 
-boost::asio::awaitable<std::shared_ptr<Sandbox>> InProcessSandboxBackend::acquire(SandboxKey key, SandboxSpec spec) {
+boost::asio::awaitable<std::shared_ptr<Sandbox>> InProcessSandboxBackend::do_acquire(SandboxKey key, SandboxSpec spec,
+                                                                                  AcquirePlan) {
   {
     std::lock_guard lock(mutex_);
     if (acquire_error_) std::rethrow_exception(acquire_error_);

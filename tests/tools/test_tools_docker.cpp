@@ -42,7 +42,7 @@ TEST_CASE("tools docker: schema-invalid arguments are an is_error result naming 
   tools_test::schema_invalid_runs_nothing(*d.engine);
 }
 
-TEST_CASE("tools docker §9.2: DISPOSE after the call leaves no container of the scope") {
+TEST_CASE("tools docker, cleanup ladder: DISPOSE after the call leaves no container of the scope") {
   DockerEngine d;
   tools_test::dispose_leaves_nothing(*d.engine);
 }
@@ -63,12 +63,12 @@ TEST_CASE("tools docker: a backend that fails mid-call (exec deadline) raises Ti
   tools_test::backend_fails_mid_call(*d.engine);
 }
 
-TEST_CASE("tools docker C-120 §9.2: a reclaim the guest refuses is reported, the key marked, the owed disposal lands") {
+TEST_CASE("tools docker C-120, cleanup ladder: a reclaim the guest refuses is reported, the key marked, the owed disposal lands") {
   DockerEngine d;
   tools_test::failed_cleanup_marks_the_key(*d.engine);
 }
 
-TEST_CASE("tools docker §9.2: an unclean key is refused until dispose_unclean lands a disposal") {
+TEST_CASE("tools docker, cleanup ladder: an unclean key is refused until dispose_unclean lands a disposal") {
   DockerEngine d;
   tools_test::unclean_key_is_refused_until_disposed(*d.engine);
 }

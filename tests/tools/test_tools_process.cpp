@@ -59,7 +59,7 @@ TEST_CASE("tools process: schema-invalid arguments are an is_error result naming
   tools_test::schema_invalid_runs_nothing(*p.engine);
 }
 
-TEST_CASE("tools process §9.2: DISPOSE after the call leaves no sandbox on the host") {
+TEST_CASE("tools process, cleanup ladder: DISPOSE after the call leaves no sandbox on the host") {
   ProcessEngine p;
   tools_test::dispose_leaves_nothing(*p.engine);
 }
@@ -81,13 +81,13 @@ TEST_CASE("tools process: a backend that fails mid-call (exec deadline) raises T
   tools_test::backend_fails_mid_call(*p.engine);
 }
 
-TEST_CASE("tools process C-120 §9.2: a reclaim the guest refuses is reported as ReclaimFailure, the key is marked "
+TEST_CASE("tools process C-120, cleanup ladder: a reclaim the guest refuses is reported as ReclaimFailure, the key is marked "
           "and the owed disposal lands") {
   ProcessEngine p;
   tools_test::failed_cleanup_marks_the_key(*p.engine);
 }
 
-TEST_CASE("tools process §9.2: an unclean key is refused (SandboxKeyUnclean, the model's fixed sentence) until "
+TEST_CASE("tools process, cleanup ladder: an unclean key is refused (SandboxKeyUnclean, the model's fixed sentence) until "
           "dispose_unclean lands a disposal") {
   ProcessEngine p;
   tools_test::unclean_key_is_refused_until_disposed(*p.engine);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "maf/sandbox/async.hpp"
+#include "maf/sandbox/testing/in_process.hpp"
 
 namespace maf::sandbox::test {
 
@@ -19,10 +20,18 @@ public:
   std::string isolation() const override { return isolation_; }
   const BackendDeclarations& declarations() const override { return declarations_; }
 
-  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) override {
-    std::lock_guard lock(mutex);
-    acquired.push_back({key, spec.kind()});
-    co_return nullptr;
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> do_acquire(SandboxKey key, SandboxSpec spec,
+                                                              AcquirePlan plan) override {
+    {
+      std::lock_guard lock(mutex);
+      acquired.push_back({key, spec.kind()});
+    }
+    testing::InProcessSandboxOptions options;
+    options.backend_name = name_;
+    options.kind = spec.kind();
+    options.storage_base = plan.storage_base;
+    options.capabilities = declarations_.capabilities;
+    co_return std::make_shared<testing::InProcessSandbox>(std::move(options));
   }
   boost::asio::awaitable<std::optional<DisposalFailure>> dispose(SandboxKey key, std::optional<std::string> kind,
                                                                  std::optional<std::string>) override {

@@ -86,7 +86,7 @@ std::shared_ptr<WatchingBackend> watching_backend() {
 
 }  // namespace
 
-TEST_CASE("§9.3 SERVING: ordinary calls on one (key, kind) overlap") {
+TEST_CASE("call admission: SERVING: ordinary calls on one (key, kind) overlap") {
   ToolFixture f;
   asio::io_context io;
   ParkedCall a, b;
@@ -101,7 +101,7 @@ TEST_CASE("§9.3 SERVING: ordinary calls on one (key, kind) overlap") {
   CHECK(f.backend->dispose_requests().empty());
 }
 
-TEST_CASE("§9.3 DRAINING: a rung above RECLAIM owed while a sibling runs makes newcomers wait; CLEANING: the last call "
+TEST_CASE("call admission: DRAINING: a rung above RECLAIM owed while a sibling runs makes newcomers wait; CLEANING: the last call "
           "out runs the owed record before anyone is admitted") {
   ToolFixture f;
   auto backend = watching_backend();
@@ -133,7 +133,7 @@ TEST_CASE("§9.3 DRAINING: a rung above RECLAIM owed while a sibling runs makes 
   drain(io);
 }
 
-TEST_CASE("§9.3 RECLAIM runs immediately inside the releasing call and does not drain the pair") {
+TEST_CASE("call admission: RECLAIM runs immediately inside the releasing call and does not drain the pair") {
   ToolFixture f;
   f.sandbox->seed("abc123abc123/x", std::string("x"));
   asio::io_context io;
@@ -153,7 +153,7 @@ TEST_CASE("§9.3 RECLAIM runs immediately inside the releasing call and does not
   drain(io);
 }
 
-TEST_CASE("§9.3 exclusive admission: one call at a time for the pair, its cleanup included") {
+TEST_CASE("call admission: exclusive admission: one call at a time for the pair, its cleanup included") {
   ToolFixture f;
   auto backend = watching_backend();
   ToolFixture g(test::tool_capabilities(), backend);
@@ -183,7 +183,7 @@ TEST_CASE("§9.3 exclusive admission: one call at a time for the pair, its clean
   drain(io);
 }
 
-TEST_CASE("§9.3 a waiter not admitted within its timeout gets TimeoutError naming key, kind and the state") {
+TEST_CASE("call admission: a waiter not admitted within its timeout gets TimeoutError naming key, kind and the state") {
   ToolFixture f;
   asio::io_context io;
   ParkedCall holder, waiter;
@@ -211,7 +211,7 @@ TEST_CASE("§9.3 a waiter not admitted within its timeout gets TimeoutError nami
   drain(io);
 }
 
-TEST_CASE("§9.3 owed records are keyed by (backend, instance_id) and keep the stronger rung") {
+TEST_CASE("call admission: owed records are keyed by (backend, instance_id) and keep the stronger rung") {
   ToolFixture f;
   asio::io_context io;
   ParkedCall a, b, c;
@@ -226,7 +226,7 @@ TEST_CASE("§9.3 owed records are keyed by (backend, instance_id) and keep the s
   CHECK(f.sandbox->hook_counts().reset == 0);
 }
 
-TEST_CASE("§9.3 a ticket dropped unreleased gives its place back; cleanup it owed marks the key unclean") {
+TEST_CASE("call admission: a ticket dropped unreleased gives its place back; cleanup it owed marks the key unclean") {
   ToolFixture f;
   asio::io_context io;
   ParkedCall a, b;
@@ -247,14 +247,14 @@ TEST_CASE("§9.3 a ticket dropped unreleased gives its place back; cleanup it ow
   drain(io);
 }
 
-TEST_CASE("§9.3 release_call refuses a ticket that was already released, and admit_call a non-positive timeout") {
+TEST_CASE("call admission: release_call refuses a ticket that was already released, and admit_call a non-positive timeout") {
   ToolFixture f;
   CHECK_THROWS_AS(f.run([&] { return f.router->release_call(CallTicket{}); }), ValueError);
   CHECK_THROWS_AS(f.run([&] { return f.router->admit_call(f.key(), "shell", AdmitOptions{false, std::chrono::milliseconds(0)}); }),
                   ValueError);
 }
 
-TEST_CASE("§9.3 the gate works across event loops: a release on one thread's io_context admits a waiter on another's") {
+TEST_CASE("call admission: the gate works across event loops: a release on one thread's io_context admits a waiter on another's") {
   ToolFixture f;
   asio::io_context first, second;
   ParkedCall holder, waiter;
@@ -279,7 +279,7 @@ TEST_CASE("§9.3 the gate works across event loops: a release on one thread's io
   second.run();
 }
 
-TEST_CASE("§9.3 TSan: one io_context on four threads, overlapping calls of two tools on one (key, kind), whole-sandbox "
+TEST_CASE("call admission: TSan: one io_context on four threads, overlapping calls of two tools on one (key, kind), whole-sandbox "
           "disposals arriving mid-call: no disposal ever runs while a call is inside, and nothing is left") {
   auto backend = watching_backend();
   ToolFixture f(test::tool_capabilities(), backend);

@@ -47,7 +47,7 @@ std::shared_ptr<CoreReclaimDouble> make(CapabilitySet caps = {Capability::Exec, 
 
 }  // namespace
 
-TEST_CASE("§9.2 reclaim_nvi: relative, root-near and working-directory targets are ValueError naming the value; nothing runs") {
+TEST_CASE("cleanup ladder: reclaim_nvi: relative, root-near and working-directory targets are ValueError naming the value; nothing runs") {
   auto sb = make();
   BlockingRunner run;
   const std::pair<std::string, std::string> refused[] = {
@@ -80,14 +80,14 @@ TEST_CASE("§9.2 reclaim_nvi: relative, root-near and working-directory targets 
   CHECK(sb->seen.empty());
 }
 
-TEST_CASE("§9.2 reclaim_nvi: a sandbox that cannot exec refuses reclaim at the gate (NotImplementedError)") {
+TEST_CASE("cleanup ladder: reclaim_nvi: a sandbox that cannot exec refuses reclaim at the gate (NotImplementedError)") {
   auto sb = make({Capability::FilesIn});
   BlockingRunner run;
   CHECK_THROWS_AS(run([&] { return sb->reclaim("/maf-sandbox/work/call-1", ".", 10s); }), NotImplementedError);
   CHECK(sb->seen.empty());
 }
 
-TEST_CASE("§9.2 reclaim_nvi: the core's reclaim is one rm -rf as the guest, from /, with the caller's bound") {
+TEST_CASE("cleanup ladder: reclaim_nvi: the core's reclaim is one rm -rf as the guest, from /, with the caller's bound") {
   auto sb = make();
   BlockingRunner run;
   run([&] { return sb->reclaim("/maf-sandbox/work/./call-1/", "/elsewhere", 7s); });  // wd need not exist
@@ -97,7 +97,7 @@ TEST_CASE("§9.2 reclaim_nvi: the core's reclaim is one rm -rf as the guest, fro
   CHECK(sb->seen[0].timeout == 7s);
 }
 
-TEST_CASE("§9.2 reclaim_nvi: a refused rm is retried once after chmod -R u+rwx as the guest; a second refusal is OSError naming the directory and the guest's words") {
+TEST_CASE("cleanup ladder: reclaim_nvi: a refused rm is retried once after chmod -R u+rwx as the guest; a second refusal is OSError naming the directory and the guest's words") {
   auto sb = make();
   BlockingRunner run;
   SECTION("the recovery succeeds") {
@@ -123,7 +123,7 @@ TEST_CASE("§9.2 reclaim_nvi: a refused rm is retried once after chmod -R u+rwx 
   }
 }
 
-TEST_CASE("§9.2 reclaim_nvi: a backend's expiry is TimeoutError naming the directory and the bound") {
+TEST_CASE("cleanup ladder: reclaim_nvi: a backend's expiry is TimeoutError naming the directory and the bound") {
   auto sb = make();
   sb->raise = std::make_exception_ptr(SandboxQueuedTimeout("queued past its deadline"));
   BlockingRunner run;
@@ -136,7 +136,7 @@ TEST_CASE("§9.2 reclaim_nvi: a backend's expiry is TimeoutError naming the dire
   }
 }
 
-TEST_CASE("§9.2 reset_nvi: without SNAPSHOT reset is NotImplementedError; with it a non-positive bound is ValueError") {
+TEST_CASE("cleanup ladder: reset_nvi: without SNAPSHOT reset is NotImplementedError; with it a non-positive bound is ValueError") {
   BlockingRunner run;
   auto plain = make();
   CHECK_THROWS_AS(run([&] { return plain->reset(10s); }), NotImplementedError);

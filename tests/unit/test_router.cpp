@@ -394,12 +394,14 @@ TEST_CASE("C-77: policy checks may run concurrently from many threads") {
 
 namespace {
 
-// One conversation as a host runs it: acquire through the router, use the sandbox (when the
-// backend gives one), dispose. Returns what it read back, or "" when the fake served it.
+// One conversation as a host runs it: acquire through the router, use the sandbox (when it
+// can exec: the fake's serves files only), dispose. Returns what it read back, or "" when the
+// fake served it.
 boost::asio::awaitable<std::string> conversation(SandboxRouter& router, SandboxKey key, SandboxSpec spec) {
-  std::shared_ptr<Sandbox> sandbox = co_await router.acquire(key, std::move(spec));
+  auto acquiring = router.acquire(key, std::move(spec));
+  std::shared_ptr<Sandbox> sandbox = co_await std::move(acquiring);
   std::string read_back;
-  if (sandbox) {
+  if (sandbox->capabilities().contains(Capability::Exec)) {
     // GCC 12: no temporaries inside a co_await expression.
     const std::string name = key.thread_id + "/" + key.agent_id + ".txt";
     const std::string content = key.agent_id;

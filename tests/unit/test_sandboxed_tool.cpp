@@ -119,7 +119,7 @@ TEST_CASE("C-118 a work_dir that normalises to / is ValueError (the call directo
              Catch::Contains("'/tmp/..'"));
 }
 
-TEST_CASE("§9.2 RECLAIM without the backend's reclaim capability, or RESET without snapshot, is refused at attach") {
+TEST_CASE("cleanup ladder: RECLAIM without the backend's reclaim capability, or RESET without snapshot, is refused at attach") {
   ToolFixture f(testing::kInProcessCapabilities);
   auto ran = std::make_shared<std::atomic<int>>(0);
   SandboxedToolOptions o;
@@ -133,7 +133,7 @@ TEST_CASE("§9.2 RECLAIM without the backend's reclaim capability, or RESET with
              Catch::Contains("'snapshot'"));
 }
 
-TEST_CASE("§9.2 the default rung is DISPOSE; IsolationScope::Call always disposes; the kind's floor raises the host's rung") {
+TEST_CASE("cleanup ladder: the default rung is DISPOSE; IsolationScope::Call always disposes; the kind's floor raises the host's rung") {
   ToolFixture f;
   auto ran = std::make_shared<std::atomic<int>>(0);
   CHECK(f.attach(never_runs(ran)).cleanup() == Cleanup::Dispose);
@@ -340,7 +340,7 @@ TEST_CASE("C-120 nothing is removed when no name was allocated or nothing was ac
   CHECK(f.sandbox->hook_counts().reclaim == 0);
 }
 
-TEST_CASE("C-120 §9.2 a failed reclaim goes to on_reclaim_failure as ReclaimFailure{tool, key, path, reason}, marks the "
+TEST_CASE("C-120, cleanup ladder: a failed reclaim goes to on_reclaim_failure as ReclaimFailure{tool, key, path, reason}, marks the "
           "key unclean and owes a disposal, which makes it clean again when it lands") {
   ToolFixture f;
   std::vector<ReclaimFailure> reported;
@@ -366,7 +366,7 @@ TEST_CASE("C-120 §9.2 a failed reclaim goes to on_reclaim_failure as ReclaimFai
   CHECK(f.router->unclean().empty());
 }
 
-TEST_CASE("§9.2 an unclean key is refused by the router with SandboxKeyUnclean naming key and target until a disposal "
+TEST_CASE("cleanup ladder: an unclean key is refused by the router with SandboxKeyUnclean naming key and target until a disposal "
           "lands; dispose_unclean retries the recorded targets") {
   ToolFixture f;
   SandboxedToolOptions o;
@@ -393,7 +393,7 @@ TEST_CASE("§9.2 an unclean key is refused by the router with SandboxKeyUnclean 
   CHECK_FALSE(f.invoke(tool).is_error);
 }
 
-TEST_CASE("§9.2 FailedReclaimPolicy::Keep: a failed reclaim is reported, the key stays usable and nothing is disposed") {
+TEST_CASE("cleanup ladder: FailedReclaimPolicy::Keep: a failed reclaim is reported, the key stays usable and nothing is disposed") {
   ToolFixture f;
   int reported = 0;
   SandboxedToolOptions o;
@@ -412,7 +412,7 @@ TEST_CASE("§9.2 FailedReclaimPolicy::Keep: a failed reclaim is reported, the ke
   CHECK_FALSE(f.invoke(tool).is_error);
 }
 
-TEST_CASE("§9.2 a host callback that throws never fails the call") {
+TEST_CASE("cleanup ladder: a host callback that throws never fails the call") {
   ToolFixture f;
   SandboxedToolOptions o;
   o.cleanup = Cleanup::Reclaim;
@@ -425,7 +425,7 @@ TEST_CASE("§9.2 a host callback that throws never fails the call") {
   CHECK_FALSE(f.invoke(tool).is_error);
 }
 
-TEST_CASE("§9.2 DISPOSE (the default) disposes after each call, narrowed to the kind and the instance") {
+TEST_CASE("cleanup ladder: DISPOSE (the default) disposes after each call, narrowed to the kind and the instance") {
   ToolFixture f;
   auto tool = f.attach(writing_body());
   f.invoke(tool);
@@ -440,7 +440,7 @@ TEST_CASE("§9.2 DISPOSE (the default) disposes after each call, narrowed to the
   CHECK(f.sandbox->hook_counts().reclaim == 0);  // the disposal takes the directory with it
 }
 
-TEST_CASE("§9.2 IsolationScope::Call: each call has its own host-made call_id in the key, never the model's id") {
+TEST_CASE("cleanup ladder: IsolationScope::Call: each call has its own host-made call_id in the key, never the model's id") {
   ToolFixture f;
   auto tool = f.attach(writing_body(), {}, ToolFixture::spec(IsolationScope::Call));
   f.invoke(tool, nlohmann::json::object(), "model-id");
@@ -454,7 +454,7 @@ TEST_CASE("§9.2 IsolationScope::Call: each call has its own host-made call_id i
   CHECK(f.backend->dispose_requests()[0].key == keys[0]);
 }
 
-TEST_CASE("§9.2 RESET restores the acquire-time snapshot after the call; a failed reset escalates to a disposal") {
+TEST_CASE("cleanup ladder: RESET restores the acquire-time snapshot after the call; a failed reset escalates to a disposal") {
   // The double snapshots at construction, seeds included: the "image" content.
   auto sb = std::make_shared<testing::InProcessSandbox>(testing::InProcessSandboxOptions{
       .seed_files = {{"base.txt", std::string("from the image")}}, .capabilities = test::tool_capabilities(), .kind = "shell"});

@@ -5,7 +5,7 @@
 
 using namespace maf::sandbox;
 
-TEST_CASE("§1.7: SandboxSpec defaults") {
+TEST_CASE("spec: SandboxSpec defaults") {
   SandboxSpec spec({.kind = "k"});
   CHECK(spec.kind() == "k");
   CHECK(spec.egress() == Egress::Closed);

@@ -32,7 +32,7 @@ TEST_CASE("spec_json: a minimal spec takes every SandboxSpec default (C-18, C-22
   CHECK(spec.isolation_scope() == IsolationScope::Conversation);
 }
 
-TEST_CASE("spec_json: every field of core.md §1.7 is read") {
+TEST_CASE("spec_json: every field of docs/cli.md \"The spec file\" is read") {
   const json j = json::parse(R"({
     "kind": "python", "image": "python:3.12", "image_id": "sha256:abc",
     "egress": "allowlist",

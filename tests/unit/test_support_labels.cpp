@@ -113,7 +113,7 @@ TEST_CASE("labels: the label set and the selectors use the same values (D-6)", "
   CHECK_THROWS_AS(sandbox_labels(key, "python", {{"bad key", "v"}}), maf::sandbox::ValueError);
 }
 
-TEST_CASE("labels: selector order follows docker.md §8.1", "[labels]") {
+TEST_CASE("labels: selector order follows the labels every backend writes (docs/backends/docker.md)", "[labels]") {
   const SandboxKey key{.scope = "s", .thread_id = "t", .agent_id = "a", .call_id = "c"};
   std::vector<std::string> order;
   for (const auto& [label, value] : key_selector(key, "k")) order.push_back(label_argument(label, value));

@@ -12,7 +12,7 @@
 using namespace maf::sandbox;
 using namespace maf::sandbox::support;
 
-TEST_CASE("D-27 §11.3: decision lines of either proxy become decisions; nothing else does") {
+TEST_CASE("D-27: decision lines of either proxy become decisions; nothing else does") {
   const std::string log =
       R"({"event":"listening","address":"0.0.0.0","port":3128,"allowing":"allowed.test"})"
       "\n"
@@ -48,7 +48,7 @@ TEST_CASE("D-27 §11.3: decision lines of either proxy become decisions; nothing
   CHECK(over.decisions.size() == kMaxProxyDecisions);
 }
 
-TEST_CASE("§11.3: a JSON decision's port is an integer of 0-65535 or 0; wrong types are no decision") {
+TEST_CASE("proxy decision log: a JSON decision's port is an integer of 0-65535 or 0; wrong types are no decision") {
   auto one = [](const std::string& line) { return parse_proxy_decisions(line, false, 0).decisions; };
   CHECK(one(R"({"event":"decision","decision":"deny","host":"h","port":65535})") ==
         std::vector<ProxyDecision>{{"DENY", "h", 65535}});

@@ -84,7 +84,7 @@ TEST_CASE("C-13: CALL scope is stricter than CONVERSATION") {
   CHECK_THROWS_AS(parse_isolation_scope("CALL"), ValueError);
 }
 
-TEST_CASE("§0: sets print sorted by value and joined with ', '") {
+TEST_CASE("vocabulary: sets print sorted by value and joined with ', '") {
   CapabilitySet caps{Capability::FilesOut, Capability::Exec, Capability::RunCode, Capability::FilesIn};
   CHECK(caps.to_string() == "exec, files_in, files_out, run_code");
   CHECK(CapabilitySet{}.to_string("nothing") == "nothing");

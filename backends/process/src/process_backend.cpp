@@ -138,11 +138,12 @@ public:
     return out;
   }
 
-  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) override {
-    const std::string base = normalize_guest_path(spec.work_dir().value_or(kDefaultWorkDir));
-    if (base.empty() || base[0] != '/')
-      throw ValueError("process backend: work_dir '" + *spec.work_dir() + "' of kind '" + spec.kind() +
-                       "' must be an absolute guest path");
+protected:
+  /// The core has checked the spec, settled the base and holds this identity's lock
+  /// (ACQ-1…ACQ-3); other processes are met by the staging directory's atomic rename.
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> do_acquire(SandboxKey key, SandboxSpec spec,
+                                                              AcquirePlan plan) override {
+    const std::string& base = plan.storage_base;
     // LIM-5: the bounds are part of the identity — other bounds, another sandbox.
     const std::string name = support::sandbox_name(
         kNamePrefix, key, spec.kind(),
@@ -163,8 +164,10 @@ public:
     }
     if (!record) record = create(dir, key, spec.kind(), base, spec.resources());
     touch_last_used(dir.string());
-    co_return open(*record, spec);
+    co_return open(*record);
   }
+
+public:
 
   boost::asio::awaitable<std::optional<DisposalFailure>> dispose(SandboxKey key, std::optional<std::string> kind,
                                                                  std::optional<std::string> instance_id) override {
@@ -293,7 +296,7 @@ private:
     return r;
   }
 
-  std::shared_ptr<Sandbox> open(const Record& r, const SandboxSpec& spec) {
+  std::shared_ptr<Sandbox> open(const Record& r) {
     std::lock_guard lock(mutex_);
     auto& slot = live_[r.dir.string()];
     auto sandbox = slot.lock();
@@ -302,11 +305,7 @@ private:
                                                  r.instance_id, r.dir.string(), applied_bounds(r.resources));
       slot = sandbox;
     }
-    // C-53: the storage base exists on every acquire that needs one, warm reuse included;
-    // a base the guest replaced with a link or a file fails the acquire.
-    const CapabilitySet needs_base{Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesList,
-                                   Capability::FilesDelete};
-    if (!spec.requires_capabilities().intersection(needs_base).empty()) sandbox->tree().ensure_directory(r.work_base);
+    // C-53 is the core's now (ACQ-4): it walks the base and calls do_prepare_storage_base.
     return sandbox;
   }
 

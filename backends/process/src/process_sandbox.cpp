@@ -188,6 +188,10 @@ boost::asio::awaitable<ExecReport> ProcessSandbox::do_run_code(const std::string
 boost::asio::awaitable<std::optional<GuestStat>> ProcessSandbox::do_lstat(const std::string& absolute_path) {
   co_return tree_.lstat(absolute_path);
 }
+boost::asio::awaitable<void> ProcessSandbox::do_prepare_storage_base(const StorageBaseWalk& walk) {
+  if (!walk.complete()) tree_.ensure_directory(walk.base);
+  co_return;
+}
 boost::asio::awaitable<void> ProcessSandbox::do_write_file(const std::string& absolute_path, const std::string& content) {
   tree_.write_file(absolute_path, content);
   co_return;

@@ -35,6 +35,9 @@ protected:
   boost::asio::awaitable<std::string> do_read_file(const std::string& absolute_path, std::int64_t max_bytes) override;
   boost::asio::awaitable<std::vector<GuestDirEntry>> do_list_dir(const std::string& absolute_path) override;
   boost::asio::awaitable<void> do_remove(const std::string& absolute_path, bool recursive) override;
+  /// ACQ-4: the base's missing components, made through the guest tree (no-follow, as the
+  /// guest's principal), on every acquire that finds them missing — warm reuse included.
+  boost::asio::awaitable<void> do_prepare_storage_base(const StorageBaseWalk& walk) override;
   /// RESET: stop every guest process of this sandbox, then put the creation-time snapshot
   /// back in place of the guest's root (guest_snapshot.hpp).
   boost::asio::awaitable<void> do_reset(std::chrono::milliseconds timeout,

@@ -35,7 +35,7 @@ bool guest_sees(Fixture& f, Sandbox& sb, const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("§9.2 process: RECLAIM and SNAPSHOT are declared, and the CLEANUP suite is green on both rungs (RC-1…RC-8, RS-1…RS-4)") {
+TEST_CASE("cleanup ladder, process: RECLAIM and SNAPSHOT are declared, and the CLEANUP suite is green on both rungs (RC-1…RC-8, RS-1…RS-4)") {
   Fixture f;
   const auto& declared = f.backend->declarations().capabilities;
   REQUIRE(declared.contains(Capability::Reclaim));
@@ -52,7 +52,7 @@ TEST_CASE("§9.2 process: RECLAIM and SNAPSHOT are declared, and the CLEANUP sui
   CHECK(ids_with(results, Outcome::Pass).size() == probes(Suite::Cleanup).size());
 }
 
-TEST_CASE("§9.2 RC-7 premise: a plain rm -rf as the guest fails on a tree it made read-only; reclaim removes it") {
+TEST_CASE("cleanup ladder: RC-7 premise: a plain rm -rf as the guest fails on a tree it made read-only; reclaim removes it") {
   Fixture f;
   auto sb = f.acquire();
   const std::string build = "mkdir -p ro/sub && touch ro/sub/f && chmod 0555 ro/sub ro";
@@ -65,7 +65,7 @@ TEST_CASE("§9.2 RC-7 premise: a plain rm -rf as the guest fails on a tree it ma
   CHECK_FALSE(guest_sees(f, *sb, kWork + "/ro"));
 }
 
-TEST_CASE("§9.2 process: reclaim never deletes more than the guest could — a host directory bound read-only stays whole") {
+TEST_CASE("cleanup ladder, process: reclaim never deletes more than the guest could — a host directory bound read-only stays whole") {
   const fs::path host_dir = fs::temp_directory_path() / ("maf-reclaim-host-" + std::to_string(::getpid()));
   fs::create_directories(host_dir / "nested");
   std::ofstream(host_dir / "nested" / "precious.txt") << "host data";
@@ -94,7 +94,7 @@ TEST_CASE("§9.2 process: reclaim never deletes more than the guest could — a 
   fs::remove_all(host_dir);
 }
 
-TEST_CASE("§9.2 process: a background process that recreates files does not outlive its command, so a reclaim stays done") {
+TEST_CASE("cleanup ladder, process: a background process that recreates files does not outlive its command, so a reclaim stays done") {
   Fixture f;
   auto sb = f.acquire();
   // The loop is backgrounded and the command returns; on this backend the command's pid
@@ -107,7 +107,7 @@ TEST_CASE("§9.2 process: a background process that recreates files does not out
   CHECK_FALSE(guest_sees(f, *sb, kWork + "/busy"));
 }
 
-TEST_CASE("§9.2 process: a directory swapped for a link while reclaim runs never takes what the link points at") {
+TEST_CASE("cleanup ladder, process: a directory swapped for a link while reclaim runs never takes what the link points at") {
   Fixture f;
   auto sb = f.acquire();
   REQUIRE(f.exec(*sb, "mkdir -p keep call/d && echo precious > keep/precious.txt && "
@@ -132,7 +132,7 @@ TEST_CASE("§9.2 process: a directory swapped for a link while reclaim runs neve
   CHECK(f.exec(*sb, "cat keep/precious.txt").stdout_bytes == "precious\n");
 }
 
-TEST_CASE("§9.2 process RESET: a file written after acquire is gone, the guest's broken tree is whole again, and a running command is stopped") {
+TEST_CASE("cleanup ladder, process RESET: a file written after acquire is gone, the guest's broken tree is whole again, and a running command is stopped") {
   Fixture f;
   auto sb = f.acquire();
   REQUIRE(f.exec(*sb, "echo after > new.txt && mkdir -p /maf-sandbox/work/deep/er && echo x > /top-level.txt").exit_code == 0);
@@ -165,7 +165,7 @@ TEST_CASE("§9.2 process RESET: a file written after acquire is gone, the guest'
   CHECK(f.guest_processes() == 0);
 }
 
-TEST_CASE("§9.2 process RESET: a sandbox with no snapshot (made before the backend kept one) is an OSError naming it") {
+TEST_CASE("cleanup ladder, process RESET: a sandbox with no snapshot (made before the backend kept one) is an OSError naming it") {
   Fixture f;
   auto sb = f.acquire();
   fs::path dir;
@@ -182,7 +182,7 @@ TEST_CASE("§9.2 process RESET: a sandbox with no snapshot (made before the back
   CHECK(f.exec(*sb, "true").exit_code == 0);  // the root is untouched
 }
 
-TEST_CASE("§9.2 NL-1 process: acquire, work, dispose leaves the state root and the cgroups as they were") {
+TEST_CASE("cleanup ladder: NL-1 process: acquire, work, dispose leaves the state root and the cgroups as they were") {
   Fixture f;
   auto keep = f.acquire();  // another conversation's sandbox, live throughout: not the call's to remove
   auto inventory = inventory_of(f.config);

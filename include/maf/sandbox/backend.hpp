@@ -113,7 +113,7 @@ protected:
 
 private:
   struct AcquireLocks;  // ACQ-3's per-identity locks (src/backend.cpp)
-  boost::asio::awaitable<void> walk_storage_base(Sandbox& sandbox, const std::string& base, const SandboxSpec& spec);
+  boost::asio::awaitable<void> walk_storage_base(Sandbox& sandbox, const std::string& kind);
 
   std::shared_ptr<ObserverHub> hub_ = std::make_shared<ObserverHub>();
   std::shared_ptr<AcquireLocks> acquire_locks_;

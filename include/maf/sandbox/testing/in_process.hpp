@@ -184,6 +184,9 @@ protected:
                                         std::chrono::steady_clock::time_point deadline) override;
   boost::asio::awaitable<void> do_file_operation(FileOperation operation,
                                                  std::function<boost::asio::awaitable<void>()> body) override;
+  /// ACQ-4: the missing components become explicit directories (a test that erased the base
+  /// sees the next acquire make it again, as a real backend would).
+  boost::asio::awaitable<void> do_prepare_storage_base(const StorageBaseWalk& walk) override;
 
 private:
   /// Record-then-answer shared by exec and run_code (C-110, C-111).
@@ -250,9 +253,6 @@ public:
   std::string isolation() const override { return isolation_; }
   const BackendDeclarations& declarations() const override { return declarations_; }
 
-  /// C-116: raises acquire_error (recording nothing) or records key and spec and returns
-  /// the shared sandbox.
-  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) override;
   /// C-116: records, then raises dispose_error if set, else returns dispose_failure.
   boost::asio::awaitable<std::optional<DisposalFailure>> dispose(SandboxKey key, std::optional<std::string> kind,
                                                                  std::optional<std::string> instance_id) override;
@@ -274,6 +274,12 @@ public:
   void set_dispose_failure(std::optional<DisposalFailure> failure);
   void set_purge_count(int count);
   void set_purge_failure(std::optional<DisposalFailure> failure);
+
+protected:
+  /// C-116: raises acquire_error (recording nothing) or records key and spec and returns
+  /// the shared sandbox (after the core's ACQ-1…ACQ-3; its storage base exists from the start).
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> do_acquire(SandboxKey key, SandboxSpec spec,
+                                                              AcquirePlan plan) override;
 
 private:
   std::shared_ptr<InProcessSandbox> sandbox_;
