@@ -3,11 +3,13 @@
 // with `sh -c` as ordinary host children.
 //
 // It draws no isolation boundary at all, and says so: isolation `none` (so only a host that
-// lowers its floor to `none` can route to it) and no egress modes (so the router refuses
-// every spec, even `closed`, rather than run it on the host's network). Everything it does
-// declare — exec, files in/out/list/delete, posix, both isolation scopes — the conformance
-// runner attacks and this backend passes; the egress suites are not run because their gate
-// (a declared egress mode) is not met. Honest declarations, not strong ones, are the point.
+// lowers its floor to `none` can route to it) and one egress mode, `unrestricted` — commands
+// share the host's network, the one posture it keeps — so a spec asking `closed` or an
+// allowlist is refused (by the router, and by the core's acquire for a direct caller) rather
+// than run on the host's network. Everything it declares — exec, files in/out/list/delete,
+// posix, both isolation scopes — the conformance runner attacks and this backend passes; the
+// egress suites are not run because their gates (allowlist, closed) are not met. Honest
+// declarations, not strong ones, are the point.
 //
 // What the core does for it: `acquire` refuses a spec these declarations do not serve,
 // serialises acquires of one (key, kind) and walks the storage base before handing the
@@ -172,7 +174,8 @@ public:
                                                Capability::FilesList, Capability::FilesDelete};
     declarations_.os_families = OsFamilySet{OsFamily::Posix};
     declarations_.isolation_scopes = IsolationScopeSet{IsolationScope::Conversation, IsolationScope::Call};
-    // egress_modes stays empty: commands share the host's network, so nothing is enforced.
+    // Commands share the host's network: unrestricted is all it can promise, and all it says.
+    declarations_.egress_modes = EgressSet{Egress::Unrestricted};
   }
 
   std::string name() const override { return kName; }

@@ -16,9 +16,11 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/sync.hpp"
 #include "maf/sandbox/testing/in_process.hpp"
+#include "message_of.hpp"
 
 using namespace maf::sandbox;
 using namespace maf::sandbox::testing;
+using maf::sandbox::test::message_of;
 
 namespace {
 
@@ -72,19 +74,6 @@ BackendDeclarations serving(CapabilitySet capabilities) {
 }
 
 const SandboxKey kKey{"tenant", "t1", "agent", ""};
-
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    FAIL("wrong type: " << e.what());
-  }
-  FAIL("nothing thrown");
-  return {};
-}
 
 }  // namespace
 

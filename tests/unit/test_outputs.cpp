@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "message_of.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/outputs.hpp"
 #include "maf/sandbox/sync.hpp"
@@ -14,6 +15,7 @@
 
 using namespace maf::sandbox;
 using namespace maf::sandbox::testing;
+using maf::sandbox::test::message_of;
 using maf::sandbox::test::TempDir;
 namespace fs = std::filesystem;
 
@@ -57,17 +59,6 @@ SandboxSpec spec_with(std::vector<DeclaredOutput> outputs, TransferLimits out = 
 
 std::shared_ptr<InProcessSandbox> sandbox_with(std::map<std::string, SeedValue> seed) {
   return std::make_shared<InProcessSandbox>(InProcessSandboxOptions{.seed_files = std::move(seed)});
-}
-
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  FAIL("expected exception was not thrown");
-  return {};
 }
 
 std::string nfd_e_acute() { return "e\xCC\x81"; }  // e + COMBINING ACUTE ACCENT

@@ -11,12 +11,14 @@
 #include <future>
 #include <thread>
 
+#include "message_of.hpp"
 #include "maf/sandbox/async.hpp"
 #include "maf/sandbox/sync.hpp"
 #include "maf/sandbox/testing/in_process.hpp"
 #include "unit/policy_fakes.hpp"
 
 using namespace maf::sandbox;
+using maf::sandbox::test::message_of;
 using maf::sandbox::test::generous_declarations;
 using maf::sandbox::test::PolicyFakeBackend;
 
@@ -32,17 +34,6 @@ RouterOptions floor_at(Isolation rung) { return RouterOptions::lowered_floor(run
 SandboxSpec spec_of(SandboxSpec::Fields f) {
   if (f.kind.empty()) f.kind = "bicep";
   return SandboxSpec(std::move(f));
-}
-
-template <class E, class F>
-std::string refusal(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  FAIL("expected refusal was not raised");
-  return {};
 }
 
 }  // namespace
@@ -62,7 +53,7 @@ TEST_CASE("C-61: no backends -> disabled router; ensure_can_serve is silent") {
 }
 
 TEST_CASE("C-62: a selected name that is not registered names the registered backends") {
-  auto msg = refusal<NoSandboxBackend>([] {
+  auto msg = message_of<NoSandboxBackend>([] {
     SandboxRouter({fake("zeta", "microvm"), fake("alpha", "microvm")}, RouterOptions{.selected = "docker"});
   });
   CHECK_THAT(msg, Catch::Contains("'docker'") && Catch::Contains("alpha, zeta"));
@@ -78,14 +69,14 @@ TEST_CASE("C-62: FIXED selection defaults to the first registered backend") {
 
 TEST_CASE("C-62: an unknown or legacy rung is refused naming backend, raw value and ladder") {
   for (const char* raw : {"process", "MICROVM", "quantum"}) {
-    auto msg = refusal<SandboxBackendNotPermitted>([&] { SandboxRouter({fake("odd", raw)}, floor_at(Isolation::None)); });
+    auto msg = message_of<SandboxBackendNotPermitted>([&] { SandboxRouter({fake("odd", raw)}, floor_at(Isolation::None)); });
     CHECK_THAT(msg, Catch::Contains("'odd'") && Catch::Contains(std::string("'") + raw + "'") &&
                         Catch::Contains("none < runtime < os_process"));
   }
 }
 
 TEST_CASE("C-62: a backend below the host floor is refused at construction, with the remedy") {
-  auto msg = refusal<SandboxBackendNotPermitted>([] { SandboxRouter({fake("docker", "container")}); });
+  auto msg = message_of<SandboxBackendNotPermitted>([] { SandboxRouter({fake("docker", "container")}); });
   CHECK_THAT(msg, Catch::Contains("'docker'") && Catch::Contains("'container'") && Catch::Contains("'microvm'") &&
                       Catch::Contains("minimum-isolation floor") && Catch::Contains("lower the floor explicitly") &&
                       Catch::Contains("none < runtime"));
@@ -118,7 +109,7 @@ TEST_CASE("C-63 [gap]: PER_SPEC with no qualifying backend raises the first back
   auto first = fake("first", "container");
   auto second = fake("second", "vm");
   SandboxRouter router({first, second}, RouterOptions{.min_isolation = Isolation::Container, .selection = Selection::PerSpec});
-  auto msg = refusal<SandboxEgressNotEnforced>([&] { router.ensure_can_serve(spec_of({.egress = Egress::Unrestricted})); });
+  auto msg = message_of<SandboxEgressNotEnforced>([&] { router.ensure_can_serve(spec_of({.egress = Egress::Unrestricted})); });
   CHECK_THAT(msg, Catch::Contains("'first'"));
 }
 
@@ -134,7 +125,7 @@ TEST_CASE("C-65 #1: host-denied capabilities refuse first, naming kind, members 
   SandboxRouter router({fake("b", "container")},
                        RouterOptions{.min_isolation = Isolation::Container,
                                      .denied_capabilities = {Capability::FilesOut, Capability::Exec, Capability::HostTools}});
-  auto msg = refusal<SandboxCapabilityDenied>(
+  auto msg = message_of<SandboxCapabilityDenied>(
       [&] { router.ensure_can_serve(spec_of({.requires_capabilities = {Capability::FilesOut, Capability::Exec},
                                              .min_isolation = Isolation::Vm})); });
   CHECK_THAT(msg, Catch::Contains("'bicep'") && Catch::Contains("exec, files_out") &&
@@ -144,7 +135,7 @@ TEST_CASE("C-65 #1: host-denied capabilities refuse first, naming kind, members 
 TEST_CASE("C-65 #3 / C-66: the effective floor is the stricter of host and spec; a spec never lowers it") {
   SandboxRouter router({fake("docker", "container")}, floor_at(Isolation::Container));
   CHECK_NOTHROW(router.ensure_can_serve(spec_of({.min_isolation = Isolation::None})));
-  auto msg = refusal<SandboxBackendNotPermitted>(
+  auto msg = message_of<SandboxBackendNotPermitted>(
       [&] { router.ensure_can_serve(spec_of({.min_isolation = Isolation::MicroVm})); });
   CHECK_THAT(msg, Catch::Contains("'bicep'") && Catch::Contains("requires at least 'microvm'") &&
                       Catch::Contains("'docker'") && Catch::Contains("'container'") && Catch::Contains("ladder"));
@@ -154,14 +145,14 @@ TEST_CASE("C-65 #4: missing capabilities name backend, missing members, kind and
   BackendDeclarations d = generous_declarations();
   d.capabilities = {Capability::Exec, Capability::FilesIn};
   SandboxRouter router({fake("wslc", "container", d)}, floor_at(Isolation::Container));
-  auto msg = refusal<SandboxCapabilityNotSupported>([&] {
+  auto msg = message_of<SandboxCapabilityNotSupported>([&] {
     router.ensure_can_serve(spec_of({.requires_capabilities = {Capability::Exec, Capability::FilesOut, Capability::FilesList}}));
   });
   CHECK_THAT(msg, Catch::Contains("'wslc'") && Catch::Contains("files_list, files_out") &&
                       Catch::Contains("'bicep'") && Catch::Contains("declares: exec, files_in"));
   d.capabilities = {};
   SandboxRouter none({fake("bare", "container", d)}, floor_at(Isolation::Container));
-  CHECK_THAT(refusal<SandboxCapabilityNotSupported>([&] { none.ensure_can_serve(spec_of({})); }),
+  CHECK_THAT(message_of<SandboxCapabilityNotSupported>([&] { none.ensure_can_serve(spec_of({})); }),
              Catch::Contains("declares: nothing"));
 }
 
@@ -170,13 +161,13 @@ TEST_CASE("C-65 #5: OS family: silence refuses only a spec that asks") {
   d.os_families = {};
   SandboxRouter router({fake("silent", "container", d)}, floor_at(Isolation::Container));
   CHECK_NOTHROW(router.ensure_can_serve(spec_of({})));
-  auto msg = refusal<SandboxOsFamilyNotSupported>(
+  auto msg = message_of<SandboxOsFamilyNotSupported>(
       [&] { router.ensure_can_serve(spec_of({.requires_os_family = OsFamily::Windows})); });
   CHECK_THAT(msg, Catch::Contains("'silent'") && Catch::Contains("no guest whose shape it states") &&
                       Catch::Contains("'windows'"));
   SandboxRouter posix({fake("px", "container")}, floor_at(Isolation::Container));
   CHECK_NOTHROW(posix.ensure_can_serve(spec_of({.requires_os_family = OsFamily::Posix})));
-  CHECK_THAT(refusal<SandboxOsFamilyNotSupported>(
+  CHECK_THAT(message_of<SandboxOsFamilyNotSupported>(
                  [&] { posix.ensure_can_serve(spec_of({.requires_os_family = OsFamily::Windows})); }),
              Catch::Contains("guests of family posix"));
 }
@@ -185,11 +176,11 @@ TEST_CASE("C-65 #7: transfer limits: files_in checked before files_out, each nam
   BackendDeclarations d = generous_declarations();
   d.limits = SandboxLimits{TransferLimits(1024, 4096, 4), TransferLimits(1024, 4096, 4)};
   SandboxRouter router({fake("tight", "container", d)}, floor_at(Isolation::Container));
-  auto msg = refusal<SandboxTransferLimitsNotPermitted>([&] { router.ensure_can_serve(spec_of({})); });
+  auto msg = message_of<SandboxTransferLimitsNotPermitted>([&] { router.ensure_can_serve(spec_of({})); });
   CHECK_THAT(msg, Catch::Contains("files_in") && Catch::Contains("max_bytes_per_file=8388608") &&
                       Catch::Contains("max_bytes_per_file=1024") && Catch::Contains("'tight'") &&
                       Catch::Contains("'bicep'"));
-  msg = refusal<SandboxTransferLimitsNotPermitted>(
+  msg = message_of<SandboxTransferLimitsNotPermitted>(
       [&] { router.ensure_can_serve(spec_of({.files_in = TransferLimits(10, 10, 1)})); });
   CHECK_THAT(msg, Catch::Contains("files_out"));
   CHECK_NOTHROW(router.ensure_can_serve(
@@ -199,7 +190,7 @@ TEST_CASE("C-65 #7: transfer limits: files_in checked before files_out, each nam
 TEST_CASE("C-65 #8 / C-67: egress is served only by membership; never substituted") {
   SandboxRouter router({fake("docker", "container")}, floor_at(Isolation::Container));
   CHECK_NOTHROW(router.ensure_can_serve(spec_of({})));
-  auto msg = refusal<SandboxEgressNotEnforced>(
+  auto msg = message_of<SandboxEgressNotEnforced>(
       [&] { router.ensure_can_serve(spec_of({.egress_allow = {std::string("pypi.org")}, .egress = Egress::Allowlist})); });
   CHECK_THAT(msg, Catch::Contains("'docker'") && Catch::Contains("'allowlist'") && Catch::Contains("'bicep'") &&
                       Catch::Contains("enforces: closed"));
@@ -213,7 +204,7 @@ TEST_CASE("C-65 #8 / C-67: egress is served only by membership; never substitute
 
 TEST_CASE("C-24 / C-65 #8: a backend declaring nothing enforces nothing, even closed") {
   SandboxRouter router({fake("silent", "vm", BackendDeclarations{})});
-  CHECK_THAT(refusal<SandboxEgressNotEnforced>([&] { router.ensure_can_serve(spec_of({})); }),
+  CHECK_THAT(message_of<SandboxEgressNotEnforced>([&] { router.ensure_can_serve(spec_of({})); }),
              Catch::Contains("enforces: nothing"));
 }
 
@@ -238,7 +229,7 @@ TEST_CASE("C-68 [gap]: isolation scope is checked after egress; silence reads as
   d.isolation_scopes = {};
   SandboxRouter router({fake("b", "vm", d)});
   CHECK_NOTHROW(router.ensure_can_serve(spec_of({})));
-  auto msg = refusal<SandboxCapabilityNotSupported>(
+  auto msg = message_of<SandboxCapabilityNotSupported>(
       [&] { router.ensure_can_serve(spec_of({.isolation_scope = IsolationScope::Call})); });
   CHECK_THAT(msg, Catch::Contains("isolation scope 'call'") && Catch::Contains("serves: conversation"));
   // A host minimum scope raises the spec's.

@@ -5,10 +5,12 @@
 
 #include <filesystem>
 
+#include "message_of.hpp"
 #include "maf/sandbox/sink.hpp"
 #include "unit/tool_fixture.hpp"
 
 using namespace maf::sandbox;
+using maf::sandbox::test::message_of;
 using maf::sandbox::test::ToolFixture;
 using maf::sandbox::test::writing_body;
 
@@ -19,17 +21,6 @@ ToolBody never_runs(std::shared_ptr<std::atomic<int>> ran) {
     ++*ran;
     co_return ToolResult::text("ran");
   };
-}
-
-template <class E, class F>
-std::string message_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  FAIL("the expected error was not raised");
-  return {};
 }
 
 const nlohmann::json kShellSchema = {
