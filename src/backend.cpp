@@ -87,7 +87,12 @@ SandboxBackend::~SandboxBackend() = default;
 
 boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxBackend::acquire(SandboxKey key, SandboxSpec spec) {
   // ACQ-5: a wrapper forwards to a backend whose own acquire runs everything below.
-  if (forwards_acquire()) co_return co_await do_acquire(std::move(key), std::move(spec), AcquirePlan{});
+  // GCC 12 mis-destroys a temporary built inside a co_await expression (an `AcquirePlan{}`
+  // there freed an invalid pointer in the plugin wrapper's frame): the plan is a named local.
+  if (forwards_acquire()) {
+    AcquirePlan forwarded;
+    co_return co_await do_acquire(std::move(key), std::move(spec), std::move(forwarded));
+  }
 
   // ACQ-1: what the declarations do not serve is refused as the router refuses it. A direct
   // acquire has no host options: the isolation-scope floor is the weakest.
