@@ -165,6 +165,25 @@ boost::asio::awaitable<std::optional<GuestStat>> AcasSandbox::lstat(Service& svc
   co_return GuestStat{entry.kind, entry.size_bytes};
 }
 
+boost::asio::awaitable<void> AcasSandbox::do_prepare_storage_base(const StorageBaseWalk& walk) {
+  if (walk.complete()) co_return;
+  Admission admitted(state_);
+  auto lease = co_await this->lease();
+  Service& svc = lease.service();
+  const auto deadline = read_deadline();
+  // The levels the walk found missing, outermost first, each one single-level mkdir. A level
+  // a guest makes between the walk and its mkdir (a link included) is the same residual the
+  // old stat-then-mkdir walk had; the emulator's mkdir refuses an existing entry (E-25), so
+  // there it fails the acquire rather than being made through.
+  for (std::size_t i = walk.first_missing; i < walk.chain.size(); ++i) {
+    const std::string& level = walk.chain[i];
+    ServiceCall c{"POST", files_path(record_->id, "/mkdir"), {}, json_path_body(level), "application/json",
+                  RetryClass::Idempotent, deadline, 1 << 20, "files.mkdir"};
+    auto mk = co_await svc.call(std::move(c));
+    Service::expect(mk, {200, 201, 204}, "files.mkdir " + level);
+  }
+}
+
 boost::asio::awaitable<std::string> AcasSandbox::do_read_file(const std::string& absolute_path, std::int64_t max_bytes) {
   Admission admitted(state_);
   auto lease = co_await this->lease();

@@ -36,6 +36,9 @@ protected:
   boost::asio::awaitable<std::string> do_read_file(const std::string& absolute_path, std::int64_t max_bytes) override;
   boost::asio::awaitable<std::vector<GuestDirEntry>> do_list_dir(const std::string& absolute_path) override;
   boost::asio::awaitable<void> do_remove(const std::string& absolute_path, bool recursive) override;
+  /// A-13 over the core's walk (ACQ-4): one files/mkdir per missing level, outermost first,
+  /// from walk.first_missing, never a guest command; a complete walk sends nothing.
+  boost::asio::awaitable<void> do_prepare_storage_base(const StorageBaseWalk& walk) override;
 
 private:
   Clock::time_point read_deadline() const;

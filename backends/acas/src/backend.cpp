@@ -1,4 +1,7 @@
-// AcasSandboxBackend: get-or-create, warm reuse, disposal (A-1… …A-53).
+// AcasSandboxBackend: get-or-create, warm reuse, disposal (A-1… …A-53). The core's
+// `acquire` runs around do_acquire (ACQ-1…ACQ-4): the declaration checks, the storage base,
+// the per-identity lock, and the base walk, whose missing levels the sandbox makes (A-13,
+// AcasSandbox::do_prepare_storage_base).
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 
 #include <algorithm>
@@ -13,6 +16,7 @@
 #include "maf/sandbox/support/labels.hpp"
 #include "maf/sandbox/support/sleep.hpp"
 #include "response.hpp"
+#include "said.hpp"
 #include "state.hpp"
 
 namespace maf::sandbox::acas {
@@ -111,7 +115,7 @@ const BackendDeclarations kAcasDeclarations = [] {
 }  // namespace
 
 namespace detail {
-std::string registry_key(const SandboxKey& key, const std::string& kind) {
+std::string held_key(const SandboxKey& key, const std::string& kind) {
   return support::length_prefixed({key.scope, key.thread_id, key.agent_id, key.call_id, kind});
 }
 }  // namespace detail
@@ -131,10 +135,10 @@ std::shared_ptr<const detail::Binding> AcasSandboxBackend::State::resolve(const 
     b = config.credential_resolver(request);
   } catch (const std::exception&) {
     // the resolver's text is the provider's; never quoted, never a fall-back.
-    throw AcasCredentialError("acas: the credential resolver failed for " + what);
+    throw AcasCredentialError(said("the credential resolver failed for ") + what);
   }
   if (b.authority.empty() || b.generation.empty() || !b.create_credential)
-    throw AcasCredentialError("acas: the credential resolver gave an incomplete binding for " + what +
+    throw AcasCredentialError(said("the credential resolver gave an incomplete binding for ") + what +
                               " (authority, generation and create_credential are required)");
   return std::make_shared<detail::Binding>(detail::Binding{std::move(b.authority), std::move(b.generation),
                                                            std::move(b.create_credential)});
@@ -147,7 +151,7 @@ boost::asio::awaitable<detail::ClientCache::Lease> AcasSandboxBackend::State::le
 
 void AcasSandboxBackend::State::admit() {
   std::lock_guard g(m);
-  if (closing) throw AcasCredentialError("acas: the backend is closing or closed");
+  if (closing) throw AcasCredentialError(said("the backend is closing or closed"));
   ++admitted;
 }
 
@@ -195,8 +199,8 @@ boost::asio::awaitable<void> AcasSandboxBackend::State::invalidate(detail::Servi
   {
     std::lock_guard g(m);
     record->invalidated = true;
-    auto it = registry.find(detail::registry_key(record->key, record->kind));
-    if (it != registry.end() && it->second == record) registry.erase(it);
+    auto it = held.find(detail::held_key(record->key, record->kind));
+    if (it != held.end() && it->second == record) held.erase(it);
   }
   logger()->info("acas: sandbox {} invalidated ({}); deleting it", record->id, why);
   auto failure = co_await delete_sandbox(svc, record->id);
@@ -223,7 +227,7 @@ boost::asio::awaitable<json> resolve_image(AcasSandboxBackend::State& s, detail:
   if (spec.image_id() && !spec.image_id()->empty()) co_return disk_by_id(*spec.image_id());
   const std::string image = spec.image() && !spec.image()->empty() ? *spec.image() : s.config.default_image;
   if (image.empty())
-    throw ValueError("acas: kind '" + spec.kind() +
+    throw ValueError(said("kind '") + spec.kind() +
                      "' names no image: give spec.image a prebuilt name without a tag (e.g. 'python-3.13') or an "
                      "imported 'repository:tag', or spec.image_id (or configure default_image)");
   const auto deadline = Clock::now() + ms_of(s.config.request_timeout_seconds);
@@ -245,7 +249,7 @@ boost::asio::awaitable<json> resolve_image(AcasSandboxBackend::State& s, detail:
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
     // [seed] a bare name the service lacks is refused before any create, catalogue shown.
-    throw ValueError("acas: kind '" + spec.kind() + "' asks for image '" + image +
+    throw ValueError(said("kind '") + spec.kind() + "' asks for image '" + image +
                      "', which this sandbox group does not prebuild. " +
                      (names.empty() ? std::string("Its prebuilt catalogue is empty.")
                                     : "It provides: " + list + ".") +
@@ -269,13 +273,13 @@ boost::asio::awaitable<json> resolve_image(AcasSandboxBackend::State& s, detail:
     if (auto pair = detail::imported_image(item); pair && pair->second == ref) ids.push_back(pair->first);
   std::sort(ids.begin(), ids.end());
   if (ids.empty())
-    throw ValueError("acas: kind '" + spec.kind() + "' asks for image '" + ref +
+    throw ValueError(said("kind '") + spec.kind() + "' asks for image '" + ref +
                      "', which is not imported into this sandbox group; import it first (scripts/import_disk_image.py "
                      "in the Python family, or the service's PUT diskimages)");
   if (ids.size() > 1) {
     std::string list;
     for (const auto& i : ids) list += (list.empty() ? "" : ", ") + i;
-    throw ValueError("acas: image '" + ref + "' is imported more than once (" + list + "); pin one with spec.image_id");
+    throw ValueError(said("image '") + ref + "' is imported more than once (" + list + "); pin one with spec.image_id");
   }
   std::lock_guard g(s.m);
   s.imported_ids[ref] = ids.front();
@@ -293,9 +297,9 @@ boost::asio::awaitable<void> reconcile_lost_create(AcasSandboxBackend::State& s,
       auto doc = detail::parse_sandbox_document(item);
       {
         std::lock_guard g(s.m);
-        bool held = false;
-        for (const auto& [k, r] : s.registry) held = held || r->id == doc.id;
-        if (held) continue;
+        bool ours = false;
+        for (const auto& [k, r] : s.held) ours = ours || r->id == doc.id;
+        if (ours) continue;
       }
       if (co_await s.delete_sandbox(svc, doc.id)) {
         std::lock_guard g(s.m);
@@ -374,14 +378,14 @@ boost::asio::awaitable<std::shared_ptr<Record>> create_sandbox(AcasSandboxBacken
   {
     // registered before anything can fail, so dispose/dispose_scope reach it.
     std::lock_guard g(s.m);
-    s.registry[detail::registry_key(key, spec.kind())] = record;
+    s.held[detail::held_key(key, spec.kind())] = record;
   }
   // poll to Running (404 tolerated until the deadline).
   std::string state = doc.state;
   while (state != "Running") {
     if (state == "Failed" || state == "Deleting" || Clock::now() >= deadline) {
       co_await s.invalidate(svc, record, "create ended in state '" + state + "'");
-      throw RuntimeError("acas: sandbox " + record->id + " did not reach Running (state '" + state + "')");
+      throw RuntimeError(said("sandbox ") + record->id + " did not reach Running (state '" + state + "')");
     }
     co_await support::sleep_for(ms_of(s.config.poll_interval_seconds));
     ServiceCall call_6{"GET", "/sandboxes/" + record->id, {}, std::nullopt,
@@ -414,54 +418,20 @@ boost::asio::awaitable<std::shared_ptr<Record>> create_sandbox(AcasSandboxBacken
   co_return record;
 }
 
-// the storage base exists, through the file plane, one mkdir per missing level.
-boost::asio::awaitable<void> prepare_work_dir(AcasSandboxBackend::State& s, detail::Service& svc, const Record& record,
-                                              const std::string& base) {
-  const auto deadline = Clock::now() + ms_of(s.config.read_timeout_seconds);
-  std::string prefix;
-  std::size_t pos = 1;
-  while (pos <= base.size()) {
-    auto next = base.find('/', pos);
-    prefix = base.substr(0, next);
-    ServiceCall call_8{"GET", "/sandboxes/" + record.id + "/files/stat",
-                                                 detail::one_query("path", prefix), std::nullopt, "application/json",
-                                                 RetryClass::Read, deadline, 1 << 20, "files.stat"};
-    auto r = co_await svc.call(std::move(call_8));
-    if (r.status == 404) {
-      ServiceCall call_9{"POST", "/sandboxes/" + record.id + "/files/mkdir", {},
-                                                    detail::json_path_body(prefix), "application/json",
-                                                    RetryClass::Idempotent, deadline, 1 << 20, "files.mkdir"};
-      auto mk = co_await svc.call(std::move(call_9));
-      detail::Service::expect(mk, {200, 201, 204}, "files.mkdir " + prefix);
-    } else {
-      detail::Service::expect(r, {200}, "files.stat " + prefix);
-      auto entry = detail::parse_entry(std::string_view(r.body));
-      if (entry.kind == EntryKind::Symlink)
-        throw ValueError("acas: the storage base component '" + prefix + "' is a symlink; refusing it");
-      if (entry.kind != EntryKind::Directory)
-        throw NotADirectoryError("acas: the storage base component '" + prefix + "' is not a directory");
-    }
-    if (next == std::string::npos) break;
-    pos = next + 1;
-  }
-}
-
 }  // namespace
 
-boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::acquire(SandboxKey key, SandboxSpec spec) {
+boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::do_acquire(SandboxKey key, SandboxSpec spec,
+                                                                                AcquirePlan plan) {
+  // Before this runs the core has refused, before any request or credential (ACQ-1), what
+  // the declarations do not serve — A-9's method-scoped rules (they require egress_methods,
+  // C-9, which A-70 never declares) and unrestricted egress (not in {allowlist, closed}) —
+  // and a work_dir that is not an absolute, normalised POSIX path (ACQ-2).
   auto s = state_;
   Admission admitted(s);
-  // method-scoped rules are refused before any request or credential.
-  if (spec.requires_capabilities().contains(Capability::EgressMethods))
-    throw SandboxCapabilityNotSupported("acas: kind '" + spec.kind() + "' needs method-scoped egress rules, which "
-                                        "this backend does not enforce");
-  if (spec.egress() == Egress::Unrestricted)
-    throw SandboxEgressNotEnforced("acas: kind '" + spec.kind() + "' asks for unrestricted egress; ACAS serves "
-                                   "allowlist and closed");
   for (const auto& [k, v] : spec.labels()) {
     for (const char* r : kReserved)
-      if (k == r) throw ValueError("acas: spec label '" + k + "' uses a reserved key");
-    if (!support::is_valid_label_key(k)) throw ValueError("acas: spec label key '" + k + "' is not [A-Za-z0-9._-]+");
+      if (k == r) throw ValueError(said("spec label '") + k + "' uses a reserved key");
+    if (!support::is_valid_label_key(k)) throw ValueError(said("spec label key '") + k + "' is not [A-Za-z0-9._-]+");
   }
   detail::Service::validate_endpoint(s->config);
   // one binding for the whole acquire, resolved before any request; a new sandbox
@@ -472,21 +442,23 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::acquire(San
   auto lease = co_await s->lease(binding);
   detail::Service& svc = lease.service();
   const auto conversation = std::pair{key.scope, key.thread_id};
-  const std::string rk = detail::registry_key(key, spec.kind());
-  std::shared_ptr<support::AsyncMutex> lock;
+  const std::string rk = detail::held_key(key, spec.kind());
   {
+    // the core holds this identity's lock (ACQ-3) for the whole of do_acquire, so one
+    // get-or-create runs per identity. A-16 is checked under it, which is still sound: a
+    // purge or a retained deletion that began while this acquire waited for the lock is seen
+    // here, before any request; and an acquire waiting for the lock sends nothing, so
+    // dispose_scope need not count it — the acquire it waits behind is counted
+    // (`acquiring`) from here to its end.
     std::lock_guard g(s->m);
     // no acquire while a purge or a retained deletion covers this identity.
     if (s->purging[conversation] > 0)
-      throw SandboxOutputError("acas: a dispose_scope for " + key.scope + "/" + key.thread_id + " is running");
+      throw SandboxOutputError(said("a dispose_scope for ") + key.scope + "/" + key.thread_id + " is running");
     for (const auto& r : s->retained)
       if (r.key == key)
-        throw SandboxOutputError("acas: sandbox " + r.id + " of " + to_string(key) +
+        throw SandboxOutputError(said("sandbox ") + r.id + " of " + to_string(key) +
                                  " still awaits deletion; dispose it first");
     ++s->acquiring[conversation];
-    auto& slot = s->locks[rk];
-    if (!slot) slot = std::make_shared<support::AsyncMutex>();
-    lock = slot;
   }
   struct Leave {
     std::shared_ptr<State> s;
@@ -496,22 +468,21 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::acquire(San
       --s->acquiring[c];
     }
   } leave{s, conversation};
-  auto held = co_await lock->scoped();  // one get-or-create per identity, FIFO
 
   std::set<std::string> hosts;
   for (const auto& entry : spec.egress_allow()) hosts.insert(lower(egress_entry_host(entry)));
   std::shared_ptr<Record> record;
   {
     std::lock_guard g(s->m);
-    if (auto it = s->registry.find(rk); it != s->registry.end()) record = it->second;
+    if (auto it = s->held.find(rk); it != s->held.end()) record = it->second;
   }
   if (record && (record->mode != spec.egress() || record->hosts != hosts))
-    throw AcasEgressPolicyConflict("acas: sandbox " + record->id + " of " + to_string(key) + " kind '" + spec.kind() +
+    throw AcasEgressPolicyConflict(said("sandbox ") + record->id + " of " + to_string(key) + " kind '" + spec.kind() +
                                    "' holds a different egress policy; dispose the kind before changing it");
   if (record && !co_await ensure_running(*s, svc, *record)) {
     logger()->info("acas: held sandbox {} is gone or unusable; replacing it", record->id);
     std::lock_guard g(s->m);
-    if (auto it = s->registry.find(rk); it != s->registry.end() && it->second == record) s->registry.erase(it);
+    if (auto it = s->held.find(rk); it != s->held.end() && it->second == record) s->held.erase(it);
     record.reset();
   }
   const CapabilitySet needs = spec.requires_capabilities();
@@ -529,19 +500,16 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::acquire(San
       const CapabilitySet refused = needs.intersection(detail::refused_by(it->second.first));
       if (!refused.empty())
         throw SandboxCapabilityNotSupported(
-            "acas: kind '" + spec.kind() + "' needs " + refused.to_string() + ", which image '" + image_name +
+            said("kind '") + spec.kind() + "' needs " + refused.to_string() + ", which image '" + image_name +
             "' does not serve: its removal-compatibility probe was '" + detail::to_string(it->second.first) +
             "' less than 60 s ago (the guest cannot remove what the file plane writes)");
     }
   }
   if (fresh) record = co_await create_sandbox(*s, svc, binding, key, spec, hosts);
 
-  std::string base = spec.work_dir().value_or(kDefaultWorkDir);
-  if (base.empty() || base[0] != '/') base = std::string(kDefaultWorkDir) + "/" + base;
-  const bool needs_dir = needs.contains(Capability::Exec) || needs.contains(Capability::FilesIn) ||
-                         needs.contains(Capability::FilesOut) || needs.contains(Capability::FilesList) ||
-                         needs.contains(Capability::FilesDelete) || needs.contains(Capability::HostTools);
-  if (needs_dir) co_await prepare_work_dir(*s, svc, *record, base);
+  // A-13 comes after do_acquire: the core walks plan.storage_base through the sandbox's
+  // files/stat and the sandbox makes the missing levels. No probe below depends on the base:
+  // each runs from `/` and writes only under `/.maf-authority-<hex>` or `/tmp` (probes.cpp).
   const bool needs_removal = needs.contains(Capability::Exec) || needs.contains(Capability::FilesOut) ||
                              needs.contains(Capability::HostTools) || needs.contains(Capability::FilesDelete);
   if (needs_removal && !record->removal) {
@@ -553,7 +521,7 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::acquire(San
   if (record->removal) {
     const CapabilitySet refused = needs.intersection(detail::refused_by(*record->removal));
     if (!refused.empty()) {
-      const std::string why = "acas: kind '" + spec.kind() + "' needs " + refused.to_string() + ", which sandbox " +
+      const std::string why = said("kind '") + spec.kind() + "' needs " + refused.to_string() + ", which sandbox " +
                               record->id + " of image '" + image_name + "' does not serve: its removal-compatibility "
                               "probe was '" + detail::to_string(*record->removal) +
                               "' (the guest cannot remove what the file plane writes, e.g. a non-root user)";
@@ -573,7 +541,7 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::acquire(San
   }
   co_await detail::run_command_probes(svc, s, record, spec, image_name);
   co_return std::make_shared<detail::AcasSandbox>(
-      s, record, detail::served_capabilities(kAcasDeclarations.capabilities, record->removal), base);
+      s, record, detail::served_capabilities(kAcasDeclarations.capabilities, record->removal), plan.storage_base);
 }
 
 boost::asio::awaitable<std::optional<DisposalFailure>> AcasSandboxBackend::dispose(SandboxKey key,
@@ -589,11 +557,11 @@ boost::asio::awaitable<std::optional<DisposalFailure>> AcasSandboxBackend::dispo
   std::vector<detail::Retained> targets;
   {
     std::lock_guard g(s->m);
-    for (auto it = s->registry.begin(); it != s->registry.end();) {
+    for (auto it = s->held.begin(); it != s->held.end();) {
       const auto& r = *it->second;
       if (r.key == key && (!kind || r.kind == *kind) && (!instance_id || r.id == *instance_id)) {
         targets.push_back({r.id, r.key, r.kind});
-        it = s->registry.erase(it);
+        it = s->held.erase(it);
       } else {
         ++it;
       }
@@ -648,10 +616,10 @@ boost::asio::awaitable<ScopePurge> AcasSandboxBackend::dispose_scope(std::string
   }
   {
     std::lock_guard g(s->m);
-    for (auto it = s->registry.begin(); it != s->registry.end();) {
+    for (auto it = s->held.begin(); it != s->held.end();) {
       if (it->second->key.scope == scope && it->second->key.thread_id == thread_id) {
         targets.push_back({it->second->id, it->second->key, it->second->kind});
-        it = s->registry.erase(it);
+        it = s->held.erase(it);
       } else {
         ++it;
       }
@@ -711,7 +679,7 @@ boost::asio::awaitable<void> AcasSandboxBackend::close() {
   if (!left.empty()) {
     std::string list;
     for (const auto& l : left) list += (list.empty() ? "" : "; ") + l;
-    throw AcasClientCloseError("acas: close() left resources open after client_close_seconds=" +
+    throw AcasClientCloseError(said("close() left resources open after client_close_seconds=") +
                                std::to_string(s->config.client_close_seconds) + ": " + list +
                                " (a later close() retries them)");
   }

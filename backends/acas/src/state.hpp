@@ -1,5 +1,5 @@
 #pragma once
-// The backend's shared state: held sandboxes (the registry, A-5), retained failed
+// The backend's shared state: held sandboxes (`held`, A-5), retained failed
 // deletions, purge/acquire admission and the operations counter
 // close() drains. Shared by the backend and every AcasSandbox it hands out, so a
 // sandbox can invalidate itself after the caller dropped the backend.
@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "maf/sandbox/acas/backend.hpp"
-#include "maf/sandbox/support/async_mutex.hpp"
 #include "client_cache.hpp"
 #include "service.hpp"
 
@@ -50,8 +49,8 @@ struct Retained {
   std::string kind;
 };
 
-/// Registry key: (scope, thread, agent, call, kind), injectively encoded.
-std::string registry_key(const SandboxKey& key, const std::string& kind);
+/// The key of `held`: (scope, thread, agent, call, kind), injectively encoded.
+std::string held_key(const SandboxKey& key, const std::string& kind);
 
 }  // namespace maf::sandbox::acas::detail
 
@@ -66,8 +65,9 @@ struct AcasSandboxBackend::State : std::enable_shared_from_this<AcasSandboxBacke
   std::shared_ptr<const detail::Binding> default_binding;
 
   std::mutex m;
-  std::map<std::string, std::shared_ptr<detail::Record>> registry;
-  std::map<std::string, std::shared_ptr<support::AsyncMutex>> locks;
+  /// The sandboxes this process acquired and still holds, by held_key. One
+  /// get-or-create per identity is the core's acquire lock (ACQ-3), not a lock here.
+  std::map<std::string, std::shared_ptr<detail::Record>> held;
   std::vector<detail::Retained> retained;
   std::map<std::pair<std::string, std::string>, int> purging;    ///< (scope, thread) -> purges running
   std::map<std::pair<std::string, std::string>, int> acquiring;  ///< (scope, thread) -> acquires running
@@ -92,7 +92,7 @@ struct AcasSandboxBackend::State : std::enable_shared_from_this<AcasSandboxBacke
 
   /// Deletes one sandbox and waits for 404. Never throws.
   boost::asio::awaitable<std::optional<DisposalFailure>> delete_sandbox(detail::Service& service, std::string id);
-  /// drop from the registry, delete, retain on failure. `service` is the caller's
+  /// drop from `held`, delete, retain on failure. `service` is the caller's
   /// lease, which holds the record's binding.
   boost::asio::awaitable<void> invalidate(detail::Service& service, std::shared_ptr<detail::Record> record,
                                           std::string why);

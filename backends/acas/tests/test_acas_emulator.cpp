@@ -49,6 +49,55 @@ TEST_CASE("A-13: acquire makes the storage base with one file-plane mkdir per mi
   CHECK(repaired[0]["body"]["path"] == "/maf-sandbox/work");
 }
 
+TEST_CASE("A-13/ACQ-2: a work_dir is the absolute base itself; a relative one is refused before any request") {
+  Fixture f;
+  auto backend = f.backend();
+  auto spec_at = [](std::string work_dir) {
+    return SandboxSpec({.kind = "acas-test",
+                        .image = "busybox",
+                        .work_dir = std::move(work_dir),
+                        .requires_capabilities = {Capability::Exec, Capability::FilesIn}});
+  };
+  auto since = f.last_seq();
+  // ACAS used to join a relative work_dir under its default base; the core refuses it now,
+  // naming it, for every backend.
+  const auto message =
+      refusal<maf::sandbox::ValueError>([&] { f.run([&] { return backend->acquire(f.key(), spec_at("rel/dir")); }); });
+  CHECK_THAT(message, Catch::Contains("work_dir 'rel/dir'") && Catch::Contains("backend 'acas'"));
+  CHECK(f.last_seq() == since);
+  // An absolute one is the base: made level by level, and exec runs there.
+  auto sb = f.run([&] { return backend->acquire(f.key(), spec_at("/srv/acas/rel/dir")); });
+  auto mkdirs = f.requests("files.mkdir", since);
+  REQUIRE(mkdirs.size() == 4);
+  CHECK(mkdirs[0]["body"]["path"] == "/srv");
+  CHECK(mkdirs[3]["body"]["path"] == "/srv/acas/rel/dir");
+  CHECK(f.run([&] { return sb->exec(std::string("pwd")); }).stdout_bytes == "/srv/acas/rel/dir\n");
+}
+
+TEST_CASE("A-9/ACQ-1: method-scoped rules and unrestricted egress are refused before any request or credential") {
+  Fixture f;
+  auto backend = f.backend();
+  const auto since = f.last_seq();
+  const SandboxSpec methods({.kind = "acas-test",
+                             .image = "busybox",
+                             .egress_allow = {maf::sandbox::EgressRule("api.example.com", std::vector<std::string>{"GET"})},
+                             .requires_capabilities = {Capability::Exec},
+                             .egress = Egress::Allowlist});
+  CHECK_THAT(refusal<maf::sandbox::SandboxCapabilityNotSupported>(
+                 [&] { f.run([&] { return backend->acquire(f.key(), methods); }); }),
+             Catch::Contains("backend 'acas' does not support egress_methods") &&
+                 Catch::Contains("workload kind 'acas-test'"));
+  const SandboxSpec open({.kind = "acas-test",
+                          .image = "busybox",
+                          .requires_capabilities = {Capability::Exec},
+                          .egress = Egress::Unrestricted});
+  CHECK_THAT(
+      refusal<maf::sandbox::SandboxEgressNotEnforced>([&] { f.run([&] { return backend->acquire(f.key(), open); }); }),
+      Catch::Contains("backend 'acas' cannot enforce egress 'unrestricted'") &&
+          Catch::Contains("workload kind 'acas-test'"));
+  CHECK(f.last_seq() == since);
+}
+
 TEST_CASE("A-31: write_file runs over exec in 48 KiB chunks (2 + k commands) and lands exact bytes") {
   Fixture f;
   auto backend = f.backend();

@@ -26,7 +26,9 @@ struct Step {
 const Step kImages{"images.public", {{"route", "images.public"}}};
 const Step kCreate{"create", {{"route", "create"}}};
 const Step kLifecycle{"lifecycle", {{"route", "lifecycle"}}};
-const Step kStat{"files.stat", {{"route", "files.stat"}}};
+// A-13's walk of the storage base (the core's, ACQ-4, after the probes): its stats are of
+// the base's levels, never of the removal probe's directory.
+const Step kStat{"files.stat", {{"route", "files.stat"}, {"path", "^/maf-sandbox"}}};
 const Step kMkdir{"files.mkdir", {{"route", "files.mkdir"}}};
 const Step kProbeSh{"probe.sh", {{"route", "exec"}, {"command", "^sh -c 'exit 0'$"}}};
 const Step kLaunch{"probe.capture.launch", {{"route", "exec"}, {"command", "^for c in mkdir mkfifo"}}};
@@ -185,9 +187,10 @@ void run_lane(Fixture& f, const Lane& lane, LaneOutcome& o) {
 }  // namespace
 
 TEST_CASE("T-4/T-6/A-12/A-13/A-14/A-15/A-26 (issue 15): 429, 500, drop and slow at every step of acquire lose and leak nothing") {
-  // Every step a cold acquire passes, in order.
-  const std::vector<Step> every{kImages,  kCreate,      kLifecycle, kStat,   kMkdir, kProbePut, kProbeStat,
-                                kProbeRm, kProbeDelete, kProbeSh,   kLaunch, kChunk, kCleanup};
+  // Every step a cold acquire passes, in order: the backend's do_acquire (create, probes),
+  // then the core's walk of the storage base and the sandbox's mkdirs (ACQ-4, A-13).
+  const std::vector<Step> every{kImages,      kCreate,  kLifecycle, kProbePut, kProbeStat, kProbeRm, kProbeDelete,
+                                kProbeSh,     kLaunch,  kChunk,     kCleanup,  kStat,      kMkdir};
   // Steps whose 500 or lost answer is retried (reads) or only warned about (A-12 lifecycle).
   const std::vector<Step> survived{kImages, kLifecycle, kStat, kProbeStat};
   // Steps whose 500 or lost answer fails the acquire, in acquire order, with what is left.
@@ -195,8 +198,6 @@ TEST_CASE("T-4/T-6/A-12/A-13/A-14/A-15/A-26 (issue 15): 429, 500, drop and slow 
     return std::vector<Stage>{
         // T-6: never replayed; whatever the create made is found by label and deleted.
         {kCreate, create_error, 0},
-        // A-13: the sandbox is held; the next acquire repairs the base on it.
-        {kMkdir, request_error, 1},
         // A-14: a probe whose requests fail is incomplete, not a verdict: held, probed again
         // by the next acquire; the cleanup is attempted regardless and its failure is one.
         {kProbePut, request_error, 1},
@@ -208,6 +209,9 @@ TEST_CASE("T-4/T-6/A-12/A-13/A-14/A-15/A-26 (issue 15): 429, 500, drop and slow 
         {kLaunch, "SandboxCapabilityNotSupported", 0},
         {kChunk, "SandboxCapabilityNotSupported", 0},
         {kCleanup, "SandboxCapabilityNotSupported", 0},
+        // A-13, after every probe passed: the sandbox is held; the next acquire repairs the
+        // base on it.
+        {kMkdir, request_error, 1},
     };
   };
   const std::vector<Lane> lanes{
@@ -258,7 +262,9 @@ TEST_CASE("T-4/T-6/A-12/A-13/A-14/A-15/A-26 (issue 15): 429, 500, drop and slow 
     CHECK(o.ok_unfired.empty());
     CHECK(o.warm_same);
     CHECK(o.served);
-    CHECK(o.disposed == 1);
+    // The final acquire's sandbox, and the one the last stage left held (A-13's mkdir comes
+    // last in acquire order now, so no later stage serves it again): the purge finds both.
+    CHECK(o.disposed == 1 + (lane.stages.empty() ? 0 : lane.stages.back().held));
     CHECK(o.purge_complete);
     CHECK(o.live_after_purge == 0);
     CHECK_FALSE(o.containers_left);

@@ -1,5 +1,6 @@
 // WslcSandboxBackend: declarations and acquire's get-or-create (wslc.md W-1…W-19, W-42).
-// The ALLOWLIST topology lives in egress.cpp, disposal in disposal.cpp.
+// The ALLOWLIST topology lives in egress.cpp, disposal in disposal.cpp, the work base's
+// creation in the sandbox (wslc_sandbox.cpp, W-18 over the core's walk, ACQ-4).
 #include "maf/sandbox/wslc/backend.hpp"
 
 #include <exception>
@@ -7,15 +8,12 @@
 #include <spdlog/spdlog.h>
 
 #include "egress.hpp"
-#include "file_plane.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
-#include "maf/sandbox/paths.hpp"
-#include "maf/sandbox/support/async_mutex.hpp"
 #include "maf/sandbox/support/labels.hpp"
-#include "maf/sandbox/support/tar.hpp"
 #include "maf/sandbox/wslc/error_codes.hpp"
 #include "maf/sandbox/wslc/errors.hpp"
+#include "said.hpp"
 #include "wslc_sandbox.hpp"
 
 namespace maf::sandbox::wslc {
@@ -42,15 +40,11 @@ BackendDeclarations wslc_declarations(bool proxy_configured) {
   // shim — `--cpus` (LM-3). Not memory (its --memory does not bound swap: a hog may swap
   // rather than be killed, LM-1), processes (no --pids-limit), ttl (the 2.9.4 listing reports
   // no labels, so no host can read a lifetime back), idle_timeout (no engine record of a last
-  // use) — C-23 and docs/backends/wslc.md "Resource bounds".
+  // use) — C-23 and docs/backends/wslc.md "Resource bounds". A spec asking one of those is
+  // refused by the core (the router, and ACQ-1 before do_acquire) with this set as "it
+  // enforces"; the page says why.
   d.resource_bounds = ResourceBoundSet{ResourceBound::Cpus};
   return d;  // limits undeclared: the core defaults apply (W-6)
-}
-
-bool needs_base(const SandboxSpec& spec) {
-  const auto r = spec.requires_capabilities();
-  return r.contains(Capability::Exec) || r.contains(Capability::FilesIn) || r.contains(Capability::FilesOut) ||
-         r.contains(Capability::FilesList) || r.contains(Capability::FilesDelete);
 }
 
 std::string version_text(const std::array<int, 4>& v) {
@@ -85,16 +79,9 @@ bool WslcSandboxBackend::behind_proxy(const SandboxSpec& spec) const {
   return config_.egress_proxy_image && spec.egress() == Egress::Allowlist && !spec.egress_allow().empty();
 }
 
-std::shared_ptr<support::AsyncMutex> WslcSandboxBackend::lock_for(const std::string& name) {
-  std::lock_guard guard(state_mutex_);
-  auto& slot = locks_[name];
-  if (!slot) slot = std::make_shared<support::AsyncMutex>();
-  return slot;
-}
-
 void WslcSandboxBackend::remember(const SandboxKey& key, const std::string& name) {
   std::lock_guard guard(state_mutex_);
-  auto& entry = registry_[support::length_prefixed({key.scope, key.thread_id, key.agent_id, key.call_id})];
+  auto& entry = acquired_[support::length_prefixed({key.scope, key.thread_id, key.agent_id, key.call_id})];
   entry.first = key;
   entry.second.insert(name);
 }
@@ -103,7 +90,7 @@ std::set<std::string> WslcSandboxBackend::remembered(const SandboxKey& key,
                                                      const std::optional<std::string>& scope_thread_only) {
   std::lock_guard guard(state_mutex_);
   std::set<std::string> out;
-  for (const auto& [id, entry] : registry_) {
+  for (const auto& [id, entry] : acquired_) {
     const SandboxKey& k = entry.first;
     const bool match = scope_thread_only ? (k.scope == key.scope && k.thread_id == key.thread_id) : k == key;
     if (match) out.insert(entry.second.begin(), entry.second.end());
@@ -113,16 +100,16 @@ std::set<std::string> WslcSandboxBackend::remembered(const SandboxKey& key,
 
 std::optional<SandboxKey> WslcSandboxBackend::remembered_key(const std::string& name) {
   std::lock_guard guard(state_mutex_);
-  for (const auto& [id, entry] : registry_)
+  for (const auto& [id, entry] : acquired_)
     if (entry.second.contains(name)) return entry.first;
   return std::nullopt;
 }
 
 void WslcSandboxBackend::forget(const std::string& name) {
   std::lock_guard guard(state_mutex_);
-  for (auto it = registry_.begin(); it != registry_.end();) {
+  for (auto it = acquired_.begin(); it != acquired_.end();) {
     it->second.second.erase(name);
-    it = it->second.second.empty() ? registry_.erase(it) : std::next(it);
+    it = it->second.second.empty() ? acquired_.erase(it) : std::next(it);
   }
 }
 
@@ -142,10 +129,10 @@ awaitable<void> WslcSandboxBackend::check_version() {
   WslcOutcome r = co_await lifecycle(std::move(args));
   const auto version = parse_wslc_version(r.stdout_bytes);
   if (r.exit_code != 0 || !version)
-    throw WslcBackendUnavailable("backend 'wslc': '" + config_.wslc_path + " version' gave no version (exit " +
+    throw WslcBackendUnavailable(said("'") + config_.wslc_path + " version' gave no version (exit " +
                                  std::to_string(r.exit_code) + "): " + r.stdout_bytes + r.stderr_bytes);
   if (*version < kMinimumWslcVersion)
-    throw WslcBackendUnavailable("backend 'wslc': wslc " + version_text(*version) + " is below the floor " +
+    throw WslcBackendUnavailable(said("wslc ") + version_text(*version) + " is below the floor " +
                                  version_text(kMinimumWslcVersion) +
                                  " (2.9.3 lacks container cp); update WSL with `wsl --update`");
   version_checked_ = true;
@@ -199,45 +186,20 @@ awaitable<void> WslcSandboxBackend::create(const std::string& name, const Sandbo
   raise_wslc_failure(what + " (name taken, and adopting it failed)", r.exit_code, r.stderr_bytes);
 }
 
-awaitable<void> WslcSandboxBackend::ensure_base(const std::string& name, const std::string& kind,
-                                                const std::string& base) {
-  // W-18: walk from the first component under `/`; existing directories stay exactly as
-  // they are; the first missing one ends the walk with one tar holding the base alone.
-  detail::FilePlane plane{runner_.get(), name, kind, config_.command_timeout()};
-  std::string prefix;
-  std::size_t pos = 1;
-  while (pos <= base.size()) {
-    const std::size_t slash = std::min(base.find('/', pos), base.size());
-    prefix = base.substr(0, slash);
-    pos = slash + 1;
-    auto st = co_await detail::engine_stat(plane, prefix);
-    if (!st) {
-      const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count();
-      support::TarWriter tar;
-      tar.add_directory(base.substr(1), {.mode = 0755, .uid = 0, .gid = 0, .mtime = now});
-      std::string archive = std::move(tar).finish();
-      co_await detail::upload_tar(plane, std::move(archive), base);
-      co_return;
-    }
-    if (st->kind == EntryKind::Symlink)
-      throw ValueError("backend 'wslc': work base component '" + prefix + "' of '" + base + "' in container " + name +
-                       " is a symbolic link; the base is not confined");
-    if (st->kind != EntryKind::Directory)
-      throw NotADirectoryError("backend 'wslc': work base component '" + prefix + "' of '" + base +
-                               "' in container " + name + " is not a directory");
-  }
-}
-
-awaitable<std::shared_ptr<Sandbox>> WslcSandboxBackend::acquire(SandboxKey key, SandboxSpec spec) {
-  // Preconditions, before any wslc call.
+awaitable<std::shared_ptr<Sandbox>> WslcSandboxBackend::do_acquire(SandboxKey key, SandboxSpec spec,
+                                                                  AcquirePlan plan) {
+  // The core has refused what the declarations do not serve (ACQ-1: capabilities, egress
+  // mode, resource bounds — LIM-3 — …) and a work_dir that is not an absolute, normalised
+  // POSIX path (ACQ-2), and holds this identity's acquire lock (ACQ-3, W-13). What is left
+  // here is wslc's own, before any wslc call.
   const std::string image = spec.image_id().value_or(spec.image().value_or(config_.image.value_or("")));
   if (image.empty())
-    throw ValueError("backend 'wslc': workload kind '" + spec.kind() +
+    throw ValueError(said("workload kind '") + spec.kind() +
                      "' names no image (set spec.image, spec.image_id or the backend's `image`)");
   // W-4, W-31: CLOSED and an empty allowlist run closed; hosts need the proxy; never
-  // UNRESTRICTED. Refused rather than run closed.
+  // UNRESTRICTED. Refused rather than run closed. The declarations say the same (ALLOWLIST
+  // only with a proxy image), so ACQ-1 refuses these first; this stays the backend's own
+  // word on what its proxy image decides (C-54).
   const bool proxied = behind_proxy(spec);
   if (spec.egress() != Egress::Closed && !(spec.egress() == Egress::Allowlist && spec.egress_allow().empty()) &&
       !proxied)
@@ -247,21 +209,17 @@ awaitable<std::shared_ptr<Sandbox>> WslcSandboxBackend::acquire(SandboxKey key, 
                                         ? std::string(" (no egress_proxy_image is configured; it enforces closed)")
                                         : std::string(" (it enforces closed, or an allowlist through its proxy)")));
   const std::vector<std::string> allow_hosts = proxied ? detail::allow_hosts(spec) : std::vector<std::string>{};
-  const std::string base = spec.work_dir().value_or(kDefaultWorkDir);
-  if (base.empty() || base[0] != '/' || base == "/" || normalize_guest_path(base) != base ||
-      base.find('\\') != std::string::npos)
-    throw ValueError("backend 'wslc': spec.work_dir '" + base + "' of workload kind '" + spec.kind() +
+  // ACQ-2 settled the base; wslc's own refusal: "/" itself (a container's root is no base
+  // the sandbox may own, and W-10 names the base).
+  const std::string& base = plan.storage_base;
+  if (base == "/")
+    throw ValueError(said("spec.work_dir '") + base + "' of workload kind '" + spec.kind() +
                      "' must be a normalised absolute POSIX path below /");
   support::sandbox_labels(key, spec.kind(), spec.labels());  // refuses a bad label key (W-11) now
-  // LIM-3 holds at the router; refused here too, so a direct caller is never served a bound
-  // this backend does not keep (refuse, never degrade).
-  refuse_unenforced_bounds("wslc", declarations_, spec,
-                           "wslc has no --pids-limit, its --memory does not bound swap, its 2.9.4 listing reports "
-                           "no labels to read a ttl back from, and it records no last use: C-23, docs/backends/wslc.md");
+  // W-13 is the core's ACQ-3 lock, per (key, kind): every field the name hashes beyond those
+  // (allowlist hosts, base, bounds) only splits one identity into several containers, so
+  // one container's get-or-create is still never run twice at once in this process.
   const std::string name = container_name(key, spec.kind(), base, allow_hosts, spec.resources());
-
-  auto key_lock = lock_for(name);
-  auto held = co_await key_lock->scoped();  // W-13: one get-or-create per identity
   co_await check_version();
 
   // W-14, W-15: running -> reuse; stopped -> start, else remove and create; missing -> create.
@@ -305,12 +263,13 @@ awaitable<std::shared_ptr<Sandbox>> WslcSandboxBackend::acquire(SandboxKey key, 
     running = co_await list(running_probe);
     entry = find_exact(running, name);
     if (!entry)
-      throw WslcCommandFailed("backend 'wslc': container " + name + " for workload kind '" + spec.kind() +
+      throw WslcCommandFailed(said("container ") + name + " for workload kind '" + spec.kind() +
                                   "' is not running after create or start",
                               "", "");
   }
   remember(key, name);
-  if (needs_base(spec)) co_await ensure_base(name, spec.kind(), base);
+  // W-18: the core walks the base next (ACQ-4), one engine stat per component through the
+  // sandbox's do_lstat, and its do_prepare_storage_base makes what is missing.
 
   detail::WslcSandboxParts parts;
   parts.runner = runner_;

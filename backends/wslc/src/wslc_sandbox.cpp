@@ -8,6 +8,7 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/guest_stream.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
+#include "maf/sandbox/support/tar.hpp"
 #include "maf/sandbox/wslc/commands.hpp"
 #include "maf/sandbox/wslc/error_codes.hpp"
 #include "maf/sandbox/wslc/errors.hpp"
@@ -123,6 +124,20 @@ awaitable<StreamOutcome> WslcSandbox::do_exec_stream(const ExecRequest& request,
 
 awaitable<std::optional<GuestStat>> WslcSandbox::do_lstat(const std::string& absolute_path) {
   co_return co_await engine_stat(plane_, absolute_path);
+}
+
+awaitable<void> WslcSandbox::do_prepare_storage_base(const StorageBaseWalk& walk) {
+  if (walk.complete()) co_return;
+  // The walk stopped at the first missing component; everything from there down is new. No
+  // freeze exists (C-23): a component a guest swaps to a link between the walk and this
+  // upload is followed by the engine — W-25's residual, as for write_file's parents.
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+  support::TarWriter tar;
+  tar.add_directory(walk.base.substr(1), {.mode = 0755, .uid = 0, .gid = 0, .mtime = now});
+  std::string archive = std::move(tar).finish();
+  co_await upload_tar(plane_, std::move(archive), walk.base);
 }
 
 awaitable<void> WslcSandbox::do_write_file(const std::string& absolute_path, const std::string& content) {

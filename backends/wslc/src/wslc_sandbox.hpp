@@ -39,6 +39,10 @@ protected:
   boost::asio::awaitable<StreamOutcome> do_exec_stream(const ExecRequest& request, ExecOutputSink& sink) override;
   boost::asio::awaitable<std::optional<GuestStat>> do_lstat(const std::string& absolute_path) override;
   boost::asio::awaitable<void> do_write_file(const std::string& absolute_path, const std::string& content) override;
+  /// W-18 over the core's walk (ACQ-4): a missing base is made by one tar holding the base
+  /// as a single directory entry (0755, root); the engine makes its missing parents the same
+  /// way and leaves existing directories alone. A complete walk makes nothing.
+  boost::asio::awaitable<void> do_prepare_storage_base(const StorageBaseWalk& walk) override;
 
 private:
   /// Stop a streamed program in the guest (its whole group, support/guest_stream.hpp): wslc

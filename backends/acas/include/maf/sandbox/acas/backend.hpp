@@ -101,7 +101,6 @@ public:
   std::string isolation() const override { return "microvm"; }
   const BackendDeclarations& declarations() const override;
 
-  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) override;
   boost::asio::awaitable<std::optional<DisposalFailure>> dispose(SandboxKey key, std::optional<std::string> kind,
                                                                  std::optional<std::string> instance_id) override;
   boost::asio::awaitable<ScopePurge> dispose_scope(std::string scope, std::string thread_id) override;
@@ -115,6 +114,13 @@ public:
   boost::asio::awaitable<void> close();
 
   struct State;
+
+protected:
+  /// A-1…A-16 after the core's checks (ACQ-1, ACQ-2) and under its per-identity lock
+  /// (ACQ-3): get or create the sandbox and run its probes. The storage base is walked and
+  /// made afterwards, by the core and the sandbox (ACQ-4, A-13).
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> do_acquire(SandboxKey key, SandboxSpec spec,
+                                                              AcquirePlan plan) override;
 
 private:
   std::shared_ptr<State> state_;

@@ -12,6 +12,9 @@
 /// ALLOWLIST runs the workload on an internal network `N-net` whose only way out is the
 /// per-sandbox proxy `N-proxy`, dual-homed on wslc's `bridge` (W-31…W-34, egress.cpp).
 /// Names and labels come from support/labels.hpp, so acquire and every disposal agree.
+/// `acquire` is the core's (ACQ-1…ACQ-4, docs/writing-a-backend.md): it refuses what the
+/// declarations do not serve, settles the work base, serialises acquires of one identity and
+/// walks the base through the sandbox's engine stat; `do_acquire` is the wslc work alone.
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/awaitable.hpp>
@@ -31,10 +34,6 @@
 #include "maf/sandbox/wslc/container_list.hpp"
 #include "maf/sandbox/wslc/runner.hpp"
 
-namespace maf::sandbox::support {
-class AsyncMutex;
-}
-
 namespace maf::sandbox::wslc {
 
 inline constexpr const char* kBackendName = "wslc";
@@ -51,7 +50,6 @@ public:
   std::string isolation() const override { return "container"; }
   const BackendDeclarations& declarations() const override { return declarations_; }
 
-  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) override;
   boost::asio::awaitable<std::optional<DisposalFailure>> dispose(SandboxKey key, std::optional<std::string> kind,
                                                                  std::optional<std::string> instance_id) override;
   boost::asio::awaitable<ScopePurge> dispose_scope(std::string scope, std::string thread_id) override;
@@ -63,6 +61,13 @@ public:
   static std::string container_name(const SandboxKey& key, const std::string& kind, const std::string& work_base,
                                     const std::vector<std::string>& allow_hosts = {},
                                     const ResourceLimits& resources = {});
+
+protected:
+  /// W-13…W-18 after the core's checks: get-or-create of the container under the core's
+  /// per-identity lock (ACQ-3); the work base is made afterwards by the sandbox's
+  /// do_prepare_storage_base (W-18, ACQ-4).
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> do_acquire(SandboxKey key, SandboxSpec spec,
+                                                              AcquirePlan plan) override;
 
 private:
   struct Removal {
@@ -85,7 +90,6 @@ private:
   boost::asio::awaitable<void> remove_egress(const std::string& name, bool with_network);
   boost::asio::awaitable<void> remove_network(const std::string& network, std::vector<DisposalFailure>& failures);
   boost::asio::awaitable<bool> start(const std::string& name);
-  boost::asio::awaitable<void> ensure_base(const std::string& name, const std::string& kind, const std::string& base);
   boost::asio::awaitable<Removal> remove(const std::string& name);
   /// OBS-7 (egress.cpp): `remove` of a proxy, its decisions read first from its running log
   /// (only when observers are attached) and delivered once it is gone, keyed `key`.
@@ -97,11 +101,10 @@ private:
   /// disposal's key when its label filter pinned every key label (a call id given).
   boost::asio::awaitable<std::vector<DisposalFailure>> remove_all(const std::vector<std::string>& names, int* removed,
                                                                   const std::optional<SandboxKey>& caller);
-  std::shared_ptr<support::AsyncMutex> lock_for(const std::string& name);
   void remember(const SandboxKey& key, const std::string& name);
   std::set<std::string> remembered(const SandboxKey& key, const std::optional<std::string>& scope_thread_only);
   void forget(const std::string& name);
-  /// The key this backend acquired `name` with (W-19's registry), if it did.
+  /// The key this backend acquired `name` with (W-19: `acquired_`), if it did.
   std::optional<SandboxKey> remembered_key(const std::string& name);
 
   WslcConfig config_;
@@ -110,8 +113,8 @@ private:
   bool version_checked_ = false;
 
   std::mutex state_mutex_;
-  std::map<std::string, std::shared_ptr<support::AsyncMutex>> locks_;    ///< per container name (W-13)
-  std::map<std::string, std::pair<SandboxKey, std::set<std::string>>> registry_;  ///< W-19 fallback
+  /// W-19's fallback: per key, the names this process acquired (and whose removal failed).
+  std::map<std::string, std::pair<SandboxKey, std::set<std::string>>> acquired_;
 };
 
 }  // namespace maf::sandbox::wslc
