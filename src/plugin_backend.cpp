@@ -22,7 +22,10 @@ public:
   std::string isolation() const override { return inner_->isolation(); }
   const BackendDeclarations& declarations() const override { return inner_->declarations(); }
 
-  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) override {
+protected:
+  // ACQ-5: the plugin's own acquire runs ACQ-1…ACQ-4; this wrapper only re-owns its result.
+  bool forwards_acquire() const noexcept override { return true; }
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> do_acquire(SandboxKey key, SandboxSpec spec, AcquirePlan) override {
     std::shared_ptr<Sandbox> sandbox = co_await inner_->acquire(std::move(key), std::move(spec));
     if (!sandbox) co_return sandbox;
     // The aliasing constructor: callers see the plugin's Sandbox, but own a pair. Members
@@ -31,6 +34,8 @@ public:
         library_, std::move(sandbox));
     co_return std::shared_ptr<Sandbox>(owner, owner->second.get());
   }
+
+public:
 
   boost::asio::awaitable<std::optional<DisposalFailure>> dispose(
       SandboxKey key, std::optional<std::string> kind, std::optional<std::string> instance_id) override {

@@ -331,7 +331,8 @@ InProcessSandboxBackend::InProcessSandboxBackend(InProcessSandboxBackendOptions 
       isolation_(std::move(options.isolation)),
       declarations_(std::move(options.declarations)) {}
 
-boost::asio::awaitable<std::shared_ptr<Sandbox>> InProcessSandboxBackend::acquire(SandboxKey key, SandboxSpec spec) {
+boost::asio::awaitable<std::shared_ptr<Sandbox>> InProcessSandboxBackend::do_acquire(SandboxKey key, SandboxSpec spec,
+                                                                                   AcquirePlan) {
   {
     std::lock_guard lock(mutex_);
     if (acquire_error_) std::rethrow_exception(acquire_error_);

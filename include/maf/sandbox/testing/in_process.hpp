@@ -250,9 +250,6 @@ public:
   std::string isolation() const override { return isolation_; }
   const BackendDeclarations& declarations() const override { return declarations_; }
 
-  /// C-116: raises acquire_error (recording nothing) or records key and spec and returns
-  /// the shared sandbox.
-  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) override;
   /// C-116: records, then raises dispose_error if set, else returns dispose_failure.
   boost::asio::awaitable<std::optional<DisposalFailure>> dispose(SandboxKey key, std::optional<std::string> kind,
                                                                  std::optional<std::string> instance_id) override;
@@ -274,6 +271,12 @@ public:
   void set_dispose_failure(std::optional<DisposalFailure> failure);
   void set_purge_count(int count);
   void set_purge_failure(std::optional<DisposalFailure> failure);
+
+protected:
+  /// C-116: raises acquire_error (recording nothing) or records key and spec and returns
+  /// the shared sandbox.
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> do_acquire(SandboxKey key, SandboxSpec spec,
+                                                              AcquirePlan plan) override;
 
 private:
   std::shared_ptr<InProcessSandbox> sandbox_;
