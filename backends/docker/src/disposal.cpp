@@ -23,6 +23,7 @@
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/async_mutex.hpp"
 #include "maf/sandbox/support/labels.hpp"
+#include "memory.hpp"
 #include "proxy_drain.hpp"
 #include "teardown.hpp"
 
@@ -157,8 +158,11 @@ awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::remove_workload(
                                                                                std::optional<SandboxKey> caller,
                                                                                bool* removed) {
   // Made, then awaited: no by-value temporaries inside the co_await (GCC 12).
+  const std::string name = container;
   auto teardown = detail::teardown_workload(*transport_, config_, std::move(container), std::move(caller), removed);
-  co_return co_await std::move(teardown);
+  std::optional<DisposalFailure> failure = co_await std::move(teardown);
+  if (!failure) memory_->forget(name);  // gone (or absent): its facts go with it
+  co_return failure;
 }
 
 awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::dispose(SandboxKey key, std::optional<std::string> kind,
@@ -217,7 +221,7 @@ awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::dispose(SandboxK
   // The in-process registry is only a fallback for a failed listing; its entries are
   // dropped either way.
   const std::string exact = kind ? container_name(key, *kind) : std::string();
-  for (auto& name : remembered(key, /*forget=*/!kind))
+  for (auto& name : memory_->remembered(key, /*forget=*/!kind))
     if (!kind || name == exact) names.insert(name);
   for (const auto& name : names) {
     std::optional<SandboxKey> caller = key;

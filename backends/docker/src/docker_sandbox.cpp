@@ -16,6 +16,7 @@
 #include "maf/sandbox/support/guest_stream.hpp"
 #include "maf/sandbox/support/sleep.hpp"
 #include "tar_plane.hpp"
+#include "work_dir.hpp"
 
 namespace maf::sandbox::docker::detail {
 
@@ -227,6 +228,7 @@ awaitable<void> DockerSandbox::do_abandon() {
   if (failure)
     throw OSError("backend 'docker': container " + p_.container + " (kind '" + kind() + "') could not be ended: " +
                   failure->to_string());
+  if (p_.memory) p_.memory->forget(p_.container);
 }
 
 awaitable<void> DockerSandbox::stop_streamed(const std::string& token, const std::optional<std::string>& pgid) {
@@ -316,6 +318,12 @@ awaitable<std::optional<GuestStat>> DockerSandbox::do_lstat(const std::string& a
   co_return co_await probe(*p_.transport, p_.container, p_.container_id, absolute_path);
 }
 
+awaitable<void> DockerSandbox::do_prepare_storage_base(const StorageBaseWalk& walk) {
+  const StorageBaseTarget target{*p_.transport,  *p_.freeze, p_.container, p_.container_id, p_.kind,
+                                 GuestUser{p_.uid, p_.gid, true}, *p_.memory, p_.fresh_image};
+  co_await prepare_storage_base(target, walk);
+}
+
 awaitable<void> DockerSandbox::do_write_file(const std::string& absolute_path, const std::string& content) {
   // The public write_file walked every ancestor from "/" (links refused, non-directories
   // refused, the first absent component ends the walk). Find the missing suffix from the
@@ -327,7 +335,7 @@ awaitable<void> DockerSandbox::do_write_file(const std::string& absolute_path, c
   const std::int64_t mtime = now_seconds();  // [port decision] not 0, which reads as 1970
   const auto owner = [&](const std::string& dir) {
     // Missing directories at or below the storage base belong to the image user; anything
-    // above it is the root-owned scaffolding prepare_work_dir would have made.
+    // above it is the root-owned scaffolding do_prepare_storage_base would have made.
     return at_or_below(dir, storage_base()) ? std::pair{p_.uid, p_.gid} : std::pair{0LL, 0LL};
   };
   support::TarWriter tar;
