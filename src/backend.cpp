@@ -87,7 +87,11 @@ SandboxBackend::~SandboxBackend() = default;
 
 boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxBackend::acquire(SandboxKey key, SandboxSpec spec) {
   // ACQ-5: a wrapper forwards to a backend whose own acquire runs everything below.
-  if (forwards_acquire()) co_return co_await do_acquire(std::move(key), std::move(spec), AcquirePlan{});
+  if (forwards_acquire()) {
+    // Made, then awaited: no by-value temporary (the plan) inside the co_await (GCC 12).
+    auto forwarded = do_acquire(std::move(key), std::move(spec), AcquirePlan{});
+    co_return co_await std::move(forwarded);
+  }
 
   // ACQ-1: what the declarations do not serve is refused as the router refuses it. A direct
   // acquire has no host options: the isolation-scope floor is the weakest.

@@ -25,7 +25,9 @@ public:
 protected:
   // ACQ-5: the plugin's own acquire runs ACQ-1…ACQ-4; this wrapper only re-owns its result.
   bool forwards_acquire() const noexcept override { return true; }
-  boost::asio::awaitable<std::shared_ptr<Sandbox>> do_acquire(SandboxKey key, SandboxSpec spec, AcquirePlan) override {
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> do_acquire(SandboxKey key, SandboxSpec spec, AcquirePlan plan) override {
+    // (Named: GCC 12 mishandles an unnamed by-value parameter of a coroutine.)
+    (void)plan;
     std::shared_ptr<Sandbox> sandbox = co_await inner_->acquire(std::move(key), std::move(spec));
     if (!sandbox) co_return sandbox;
     // The aliasing constructor: callers see the plugin's Sandbox, but own a pair. Members

@@ -332,7 +332,8 @@ InProcessSandboxBackend::InProcessSandboxBackend(InProcessSandboxBackendOptions 
       declarations_(std::move(options.declarations)) {}
 
 boost::asio::awaitable<std::shared_ptr<Sandbox>> InProcessSandboxBackend::do_acquire(SandboxKey key, SandboxSpec spec,
-                                                                                   AcquirePlan) {
+                                                                                   AcquirePlan plan) {
+  (void)plan;  // named: GCC 12 mishandles an unnamed by-value parameter of a coroutine
   {
     std::lock_guard lock(mutex_);
     if (acquire_error_) std::rethrow_exception(acquire_error_);
