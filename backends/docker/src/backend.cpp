@@ -113,8 +113,8 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
   // 1. Preconditions, before any engine call.
   const std::string image = spec.image_id().value_or(spec.image().value_or(""));
   if (image.empty())
-    throw ValueError("backend 'docker': workload kind '" + spec.kind() +
-                     "' names no image (set spec.image or spec.image_id)");
+    throw ValueError(said("workload kind '" + spec.kind() +
+                          "' names no image (set spec.image or spec.image_id)"));
   const bool proxied = detail::behind_proxy(config_, *transport_, spec);
   // ACQ-1 has refused an egress mode the declarations lack; this is what only the
   // configuration can tell (an allowlist needs the proxy image and an egress plane).
@@ -148,8 +148,8 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
     logger()->info("backend 'docker': disposing container {} of kind '{}': past its ttl of {} s", container,
                    spec.kind(), spec.resources().ttl()->count());
     if (auto failure = co_await remove_workload(container, key))
-      throw OSError("backend 'docker': container " + container + " of workload kind '" + spec.kind() +
-                    "' is past its ttl and could not be disposed, so it is not handed out: " + failure->to_string());
+      throw OSError(said("container " + container + " of workload kind '" + spec.kind() +
+                         "' is past its ttl and could not be disposed, so it is not handed out: " + failure->to_string()));
     state.reset();
   }
   const bool warm = state && state->running && !state->paused;
@@ -163,8 +163,8 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
     fresh = co_await ensure_running(container, spec, image, key, plan, state);
     state = co_await transport_->container_state(container);
     if (!state || !state->running || state->paused)
-      throw OSError("backend 'docker': container " + container + " for workload kind '" + spec.kind() +
-                    "' is not running after start (status '" + (state ? state->status : "absent") + "')");
+      throw OSError(said("container " + container + " for workload kind '" + spec.kind() +
+                         "' is not running after start (status '" + (state ? state->status : "absent") + "')"));
   }
   memory_->remember(key, container);
 

@@ -19,10 +19,10 @@ awaitable<void> DockerSandboxBackend::check_os_family(const SandboxSpec& spec) {
   const std::string os = co_await transport_->server_os();
   const OsFamilySet now = os == "linux" ? OsFamilySet{OsFamily::Posix} : OsFamilySet{};
   if (now != declarations_.os_families)
-    throw SandboxOsFamilyNotSupported("backend 'docker': the daemon reports OS '" + os +
-                                      "', which does not match the os_families this backend declared (" +
-                                      declarations_.os_families.to_string("none") +
-                                      "); refusing to create a container for workload kind '" + spec.kind() + "'");
+    throw SandboxOsFamilyNotSupported(said("the daemon reports OS '" + os +
+                                           "', which does not match the os_families this backend declared (" +
+                                           declarations_.os_families.to_string("none") +
+                                           "); refusing to create a container for workload kind '" + spec.kind() + "'"));
 }
 
 awaitable<void> DockerSandboxBackend::recover_paused(const std::string& container) {
@@ -35,8 +35,8 @@ awaitable<void> DockerSandboxBackend::recover_paused(const std::string& containe
     try {
       co_await transport_->unpause(container);
     } catch (const Error& e) {
-      throw OSError("backend 'docker': container " + container +
-                    " was left paused and could not be recovered; refusing to hand it out: " + e.what());
+      throw OSError(said("container " + container +
+                         " was left paused and could not be recovered; refusing to hand it out: " + e.what()));
     }
   }
   slot->possibly_frozen = false;
@@ -81,8 +81,8 @@ awaitable<bool> DockerSandboxBackend::create_container(const std::string& contai
       // Like `docker run -d`, a failed start leaves the created container (the next acquire
       // starts or recreates it).
       if (started == StartOutcome::Failed)
-        throw OSError("backend 'docker': creating container " + container + " from image '" + image +
-                      "' for workload kind '" + spec.kind() + "' failed: " + detail);
+        throw OSError(said("creating container " + container + " from image '" + image +
+                           "' for workload kind '" + spec.kind() + "' failed: " + detail));
       // Someone else started it first (another process adopting the name): commands may have
       // run in it, so it is not fresh — probed by its own ID, its work directory checked
       // and created under the freeze as for any container.
@@ -100,11 +100,11 @@ awaitable<bool> DockerSandboxBackend::create_container(const std::string& contai
     if (state) {
       std::string detail;
       if (co_await transport_->start(container, detail)) co_return false;
-      throw OSError("backend 'docker': could not start adopted container " + container + ": " + detail);
+      throw OSError(said("could not start adopted container " + container + ": " + detail));
     }
   }
-  throw OSError("backend 'docker': creating container " + container + " from image '" + image +
-                "' for workload kind '" + spec.kind() + "' failed: " + created.detail);
+  throw OSError(said("creating container " + container + " from image '" + image +
+                     "' for workload kind '" + spec.kind() + "' failed: " + created.detail));
 }
 
 awaitable<bool> DockerSandboxBackend::ensure_running(const std::string& container, const SandboxSpec& spec,
