@@ -18,6 +18,7 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/capture_buffer.hpp"
 #include "maf/sandbox/support/sleep.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::docker {
 
@@ -203,7 +204,7 @@ public:
       s.image_id = doc->value("Image", "");
       co_return s;
     } catch (const json::exception& e) {
-      throw OSError("backend 'docker': unreadable state of container " + container + ": " + e.what());
+      throw OSError(said("unreadable state of container " + container + ": " + e.what()));
     }
   }
 
@@ -211,12 +212,12 @@ public:
     std::string target = "/containers/" + url_escape(container) + "/json";
     const std::string what = "container inspect " + container;
     auto doc = co_await inspect_json(std::move(target), what);
-    if (!doc) throw OSError("backend 'docker': container inspect " + container + " failed: no such container");
+    if (!doc) throw OSError(said("container inspect " + container + " failed: no such container"));
     try {
       const json& cfg = doc->at("Config");
       co_return cfg.contains("User") && cfg["User"].is_string() ? cfg["User"].get<std::string>() : std::string();
     } catch (const json::exception& e) {
-      throw OSError("backend 'docker': unreadable Config.User of container " + container + ": " + e.what());
+      throw OSError(said("unreadable Config.User of container " + container + ": " + e.what()));
     }
   }
 
@@ -278,14 +279,14 @@ public:
       std::function<bool(std::string_view)> progress = sink;
       r = co_await http_.request(std::move(request), std::move(progress));
     } catch (const detail::HttpTimeout&) {
-      throw OSError("backend 'docker': image pull " + image +
-                    " did not finish within image_pull_timeout_seconds=" +
-                    std::to_string(config_.image_pull_timeout_seconds));
+      throw OSError(said("image pull " + image +
+                         " did not finish within image_pull_timeout_seconds=" +
+                         std::to_string(config_.image_pull_timeout_seconds)));
     } catch (const detail::HttpFailure& e) {
-      throw OSError("backend 'docker': image pull " + image + " via " + http_.endpoint().display + ": " + e.what());
+      throw OSError(said("image pull " + image + " via " + http_.endpoint().display + ": " + e.what()));
     }
     if (r.status != 200) throw OSError(failure("image pull " + image, r));
-    if (!errors.empty()) throw OSError("backend 'docker': image pull " + image + " failed: " + errors);
+    if (!errors.empty()) throw OSError(said("image pull " + image + " failed: " + errors));
   }
 
   awaitable<CreateResult> create_and_start(CreateRequest q) override {
@@ -383,8 +384,8 @@ public:
     std::optional<std::chrono::steady_clock::time_point> deadline;
     if (c.timeout) deadline = std::chrono::steady_clock::now() + *c.timeout;
     const auto timed_out = [&] {
-      return TimeoutError("backend 'docker': exec in container " + c.container + " did not finish within " +
-                          std::to_string(c.timeout ? c.timeout->count() : 0) + " ms");
+      return TimeoutError(said("exec in container " + c.container + " did not finish within " +
+                               std::to_string(c.timeout ? c.timeout->count() : 0) + " ms"));
     };
     ExecOutcome o;
     HttpRequest request = co_await exec_create_request(c.container, c.argv, c.working_directory, c.user, deadline);
@@ -394,8 +395,8 @@ public:
     } catch (const detail::HttpTimeout&) {
       throw timed_out();
     } catch (const detail::HttpFailure& e) {
-      throw OSError("backend 'docker': exec in container " + c.container + " via " + http_.endpoint().display + ": " +
-                    e.what());
+      throw OSError(said("exec in container " + c.container + " via " + http_.endpoint().display + ": " +
+                         e.what()));
     }
     if (created.status != 201) {
       // What the client would print and exit 1 with; a paused container is told apart
@@ -418,7 +419,7 @@ public:
     } catch (const detail::HttpTimeout&) {
       throw timed_out();
     } catch (const detail::HttpFailure& e) {
-      throw OSError("backend 'docker': exec stream in container " + c.container + ": " + e.what());
+      throw OSError(said("exec stream in container " + c.container + ": " + e.what()));
     }
     demux.finish();
     if (started.status != 200 && started.status != 101) {
@@ -455,8 +456,8 @@ public:
     } catch (const detail::HttpTimeout&) {
       expired = true;
     } catch (const detail::HttpFailure& e) {
-      throw OSError("backend 'docker': exec in container " + c.container + " via " + http_.endpoint().display + ": " +
-                    e.what());
+      throw OSError(said("exec in container " + c.container + " via " + http_.endpoint().display + ": " +
+                         e.what()));
     }
     if (expired) co_return deadline_end();
     // A refusal is what the client would print and exit 1 with (the caller classifies it).
@@ -488,14 +489,14 @@ public:
     } catch (const detail::HttpIdle&) {
       idle = true;
     } catch (const detail::HttpFailure& e) {
-      throw OSError("backend 'docker': exec stream in container " + c.container + ": " + e.what());
+      throw OSError(said("exec stream in container " + c.container + ": " + e.what()));
     }
     if (expired) co_return deadline_end();
     if (idle) co_return ExecStreamEnd{ExecStreamEnd::How::IdleExpired, 0};
     if (stopped) co_return ExecStreamEnd{ExecStreamEnd::How::Stopped, 0};
     if (started.status != 200 && started.status != 101) co_return refused(started);
     const auto timed_out = [&] {
-      return TimeoutError("backend 'docker': exec in container " + c.container + " passed its deadline");
+      return TimeoutError(said("exec in container " + c.container + " passed its deadline"));
     };
     int code = 0;
     try {
@@ -526,17 +527,17 @@ public:
     const std::string what = "cp " + container + ":" + path;
     auto r = co_await send(std::move(request), what);
     if (r.status == 200) {
-      if (r.body.empty()) throw OSError("backend 'docker': " + what + " produced no tar stream");
+      if (r.body.empty()) throw OSError(said(what + " produced no tar stream"));
       co_return ArchiveGet{ArchiveStatus::Ok, std::move(r.body), r.cut};
     }
     const std::string message = message_of(r);
     if (r.status == 404) {
       if (contains_ci(message, "no such container"))
-        throw OSError("backend 'docker': container " + container + " is gone (cp " + path + ")");
+        throw OSError(said("container " + container + " is gone (cp " + path + ")"));
       co_return ArchiveGet{ArchiveStatus::Absent, {}, false};  // D-20: only the requested path
     }
     if (contains_ci(message, "not a directory"))
-      throw NotADirectoryError("backend 'docker': a component of guest path '" + path + "' is not a directory");
+      throw NotADirectoryError(said("a component of guest path '" + path + "' is not a directory"));
     throw OSError(failure(what, r));
   }
 
@@ -578,8 +579,8 @@ public:
     auto r = co_await send(std::move(request), what);
     if (r.status == 200) co_return;
     if (contains_ci(message_of(r), "not a directory"))
-      throw NotADirectoryError("backend 'docker': extracting into container " + container +
-                               " met a component that is not a directory");
+      throw NotADirectoryError(said("extracting into container " + container +
+                                    " met a component that is not a directory"));
     throw OSError(failure(what, r));
   }
 
@@ -594,7 +595,7 @@ public:
     try {
       for (const auto& c : json::parse(r.body)) ids.push_back(c.at("Id").get<std::string>());
     } catch (const json::exception& e) {
-      throw OSError(std::string("backend 'docker': unreadable container list: ") + e.what());
+      throw OSError(said("unreadable container list: ") + e.what());
     }
     // The list reports Created as Unix seconds; inspect gives the RFC 3339 text the CLI
     // transport reports, so reap reads one format.
@@ -617,7 +618,7 @@ public:
     try {
       for (const auto& n : json::parse(r.body)) out.push_back(resource_of(n, false));
     } catch (const json::exception& e) {
-      throw OSError(std::string("backend 'docker': unreadable network list: ") + e.what());
+      throw OSError(said("unreadable network list: ") + e.what());
     }
     co_return out;
   }
@@ -652,7 +653,7 @@ public:
     const std::string what = "version";
     auto doc = co_await inspect_json(std::move(target), what);
     const std::string version = doc && doc->is_object() ? doc->value("Version", "") : "";
-    if (version.empty()) throw OSError("backend 'docker': docker API version answered no Server.Version");
+    if (version.empty()) throw OSError(said("docker API version answered no Server.Version"));
     co_return version;
   }
 
@@ -737,7 +738,7 @@ private:
     try {
       return json::parse(created.body).at("Id").get<std::string>();
     } catch (const json::exception& e) {
-      throw OSError("backend 'docker': unreadable exec create answer for container " + container + ": " + e.what());
+      throw OSError(said("unreadable exec create answer for container " + container + ": " + e.what()));
     }
   }
 
@@ -755,8 +756,8 @@ private:
   }
 
   std::string failure(const std::string& what, const HttpResponse& r) const {
-    return "backend 'docker': docker API " + what + " failed (HTTP " + std::to_string(r.status) +
-           "): " + message_of(r);
+    return said("docker API " + what + " failed (HTTP " + std::to_string(r.status) +
+                "): " + message_of(r));
   }
 
   static LabelledResource resource_of(const json& j, bool container) {
@@ -796,12 +797,12 @@ private:
       api = j.value("ApiVersion", "");
       os_ = j.value("Os", "");
     } catch (const json::exception& e) {
-      throw OSError(std::string("backend 'docker': unreadable /version answer: ") + e.what());
+      throw OSError(said("unreadable /version answer: ") + e.what());
     }
     int major = 0, minor = 0;
     if (std::sscanf(api.c_str(), "%d.%d", &major, &minor) != 2 || major != 1 || minor < 24)
-      throw OSError("backend 'docker': the engine at " + http_.endpoint().display + " speaks API '" + api +
-                    "'; the Engine-API transport needs 1.24 or later");
+      throw OSError(said("the engine at " + http_.endpoint().display + " speaks API '" + api +
+                         "'; the Engine-API transport needs 1.24 or later"));
     prefix_ = "/v1." + std::to_string(std::min(minor, kMaxMinor));
     while (!os_.empty() && std::isspace(static_cast<unsigned char>(os_.back()))) os_.pop_back();
     negotiated_ = true;
@@ -813,10 +814,10 @@ private:
     try {
       co_return co_await http_.request(std::move(request));
     } catch (const detail::HttpTimeout&) {
-      throw OSError("backend 'docker': docker API " + what + " did not answer within command_timeout_seconds=" +
-                    std::to_string(config_.command_timeout_seconds));
+      throw OSError(said("docker API " + what + " did not answer within command_timeout_seconds=" +
+                         std::to_string(config_.command_timeout_seconds)));
     } catch (const detail::HttpFailure& e) {
-      throw OSError("backend 'docker': docker API " + what + " via " + http_.endpoint().display + ": " + e.what());
+      throw OSError(said("docker API " + what + " via " + http_.endpoint().display + ": " + e.what()));
     }
   }
 
@@ -841,7 +842,7 @@ private:
     try {
       co_return json::parse(r.body);
     } catch (const json::exception& e) {
-      throw OSError("backend 'docker': unreadable " + what + " answer: " + e.what());
+      throw OSError(said("unreadable " + what + " answer: " + e.what()));
     }
   }
 
@@ -863,7 +864,7 @@ private:
       } catch (const detail::HttpTimeout&) {
         throw timed_out();
       } catch (const detail::HttpFailure& e) {
-        throw OSError("backend 'docker': exec inspect in container " + container + ": " + e.what());
+        throw OSError(said("exec inspect in container " + container + ": " + e.what()));
       }
       if (r.status != 200) throw OSError(failure("exec inspect in container " + container, r));
       try {
@@ -871,10 +872,10 @@ private:
         if (!j.value("Running", false) && j.contains("ExitCode") && j["ExitCode"].is_number_integer())
           co_return j["ExitCode"].get<int>();
       } catch (const json::exception& e) {
-        throw OSError("backend 'docker': unreadable exec inspect answer: " + std::string(e.what()));
+        throw OSError(said("unreadable exec inspect answer: " + std::string(e.what())));
       }
       if (attempt >= 200)
-        throw OSError("backend 'docker': exec in container " + container + " ended its output but reports no exit code");
+        throw OSError(said("exec in container " + container + " ended its output but reports no exit code"));
       co_await support::sleep_for(std::chrono::milliseconds(2));
     }
   }

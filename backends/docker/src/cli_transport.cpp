@@ -14,6 +14,7 @@
 #include "maf/sandbox/support/async_mutex.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
+#include "said.hpp"
 
 extern char** environ;
 
@@ -112,7 +113,7 @@ public:
       }
       co_return s;
     } catch (const nlohmann::json::exception& e) {
-      throw OSError("backend 'docker': unreadable state of container " + container + ": " + e.what());
+      throw OSError(said("unreadable state of container " + container + ": " + e.what()));
     }
   }
 
@@ -123,7 +124,7 @@ public:
     try {
       co_return nlohmann::json::parse(trim(r.stdout_bytes)).get<std::string>();
     } catch (const nlohmann::json::exception& e) {
-      throw OSError("backend 'docker': unreadable Config.User of container " + container + ": " + e.what());
+      throw OSError(said("unreadable Config.User of container " + container + ": " + e.what()));
     }
   }
 
@@ -214,8 +215,8 @@ public:
     try {
       r = co_await run(std::move(args), std::move(options));
     } catch (const support::SubprocessTimeout&) {
-      throw TimeoutError("backend 'docker': exec in container " + call.container + " did not finish within " +
-                         std::to_string(call.timeout ? call.timeout->count() : 0) + " ms");
+      throw TimeoutError(said("exec in container " + call.container + " did not finish within " +
+                              std::to_string(call.timeout ? call.timeout->count() : 0) + " ms"));
     }
     ExecOutcome o;
     o.exit_code = r.exit_code;
@@ -274,7 +275,7 @@ public:
       g.bytes = std::move(r.stdout_bytes);
       co_return g;
     }
-    if (r.ok()) throw OSError("backend 'docker': cp " + container + ":" + path + " produced no tar stream");
+    if (r.ok()) throw OSError(said("cp " + container + ":" + path + " produced no tar stream"));
     const std::string& err = r.stderr_bytes;
     // Absent only when the message names exactly the requested path (D-20).
     const bool old_form = contains_ci(err, "no such container:path: " + container + ":" + path);
@@ -283,12 +284,12 @@ public:
     if (old_form) {
       // The 20.10 client words a gone container the same way (docs/backends/docker.md "The CLI runner and its classification"): confirm it.
       if (!co_await container_state(container))
-        throw OSError("backend 'docker': container " + container + " is gone (cp " + path + ")");
+        throw OSError(said("container " + container + " is gone (cp " + path + ")"));
       co_return ArchiveGet{ArchiveStatus::Absent, {}, false};
     }
     if (contains_ci(err, "not a directory"))
       // The daemon's message names a host path under /var/lib/docker; keep it out of the text.
-      throw NotADirectoryError("backend 'docker': a component of guest path '" + path + "' is not a directory");
+      throw NotADirectoryError(said("a component of guest path '" + path + "' is not a directory"));
     throw OSError(failure("cp " + container + ":" + path, r));
   }
 
@@ -311,8 +312,8 @@ public:
     auto r = co_await run(std::move(args), std::move(options));
     if (!r.ok()) {
       if (contains_ci(r.stderr_bytes, "not a directory"))
-        throw NotADirectoryError("backend 'docker': extracting into container " + container +
-                                 " met a component that is not a directory");
+        throw NotADirectoryError(said("extracting into container " + container +
+                                      " met a component that is not a directory"));
       throw OSError(failure("cp - " + container + ":" + destination, r));
     }
   }
@@ -404,8 +405,8 @@ public:
 
 private:
   std::string failure(const std::string& what, const SubprocessResult& r) const {
-    return "backend 'docker': docker " + what + " failed (exit " + std::to_string(r.exit_code) + "): " +
-           trim(r.stderr_bytes);
+    return said("docker " + what + " failed (exit " + std::to_string(r.exit_code) + "): " +
+                trim(r.stderr_bytes));
   }
 
   awaitable<void> bind() {
@@ -423,9 +424,9 @@ private:
       r = co_await spawn(std::move(o));
     } catch (const support::SubprocessTimeout&) {
       // The backend's own bound, not a caller's timeout (C-40): the binding stays unbound.
-      throw OSError("backend 'docker': `" + config_.docker_path +
-                    " context inspect` did not answer within command_timeout_seconds=" +
-                    std::to_string(config_.command_timeout_seconds));
+      throw OSError(said("`" + config_.docker_path +
+                         " context inspect` did not answer within command_timeout_seconds=" +
+                         std::to_string(config_.command_timeout_seconds)));
     }
     std::string name, host;
     try {
@@ -439,9 +440,9 @@ private:
     } catch (const nlohmann::json::exception&) {
     }
     if (!r.ok() || name.empty() || host.empty())
-      throw OSError("backend 'docker': the client '" + config_.docker_path +
-                    "' could not resolve a context and endpoint (`context inspect` exit " +
-                    std::to_string(r.exit_code) + "): " + trim(r.stderr_bytes));
+      throw OSError(said("the client '" + config_.docker_path +
+                         "' could not resolve a context and endpoint (`context inspect` exit " +
+                         std::to_string(r.exit_code) + "): " + trim(r.stderr_bytes)));
     context_ = name;
     host_ = host;
     env_["DOCKER_HOST"] = host;  // pinned even if it was unset (D-29)
@@ -452,7 +453,7 @@ private:
     try {
       co_return co_await support::run_subprocess(std::move(o));
     } catch (const support::SubprocessSpawnError& e) {
-      throw ValueError("backend 'docker': cannot run docker_path '" + config_.docker_path + "': " + e.what());
+      throw ValueError(said("cannot run docker_path '" + config_.docker_path + "': " + e.what()));
     }
   }
 
@@ -474,8 +475,8 @@ private:
       co_return co_await spawn(std::move(o));
     } catch (const support::SubprocessTimeout&) {
       // A lifecycle bound is the backend's own ceiling, not the caller's timeout (C-40).
-      throw OSError("backend 'docker': docker " + verb + " did not answer within command_timeout_seconds=" +
-                    std::to_string(config_.command_timeout_seconds));
+      throw OSError(said("docker " + verb + " did not answer within command_timeout_seconds=" +
+                         std::to_string(config_.command_timeout_seconds)));
     }
   }
 
@@ -507,7 +508,7 @@ private:
             if (v.is_string()) res.labels.emplace(k, v.get<std::string>());
         out.push_back(std::move(res));
       } catch (const nlohmann::json::exception& e) {
-        throw OSError("backend 'docker': unreadable " + verb[0] + " inspect answer: " + e.what());
+        throw OSError(said("unreadable " + verb[0] + " inspect answer: " + e.what()));
       }
     }
     if (!r.ok() && out.empty() && !contains_ci(r.stderr_bytes, "no such"))

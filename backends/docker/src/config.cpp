@@ -8,12 +8,13 @@
 
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/plugin.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::docker {
 namespace {
 
 [[noreturn]] void refuse(const std::string& key, const std::string& why) {
-  throw ValueError("backend 'docker': configuration key '" + key + "' " + why);
+  throw ValueError(said("configuration key '" + key + "' " + why));
 }
 
 std::string get_string(const nlohmann::json& j, const char* key) {

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "maf/sandbox/errors.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::docker::detail {
 
@@ -41,8 +42,8 @@ using Stream = beast::basic_stream<Protocol, asio::any_io_executor>;
 
 HttpEndpoint parse_docker_host(const std::string& docker_host, bool tls_verify) {
   const auto refuse = [&](const std::string& why) -> HttpEndpoint {
-    throw ValueError("backend 'docker': the Engine-API transport cannot use DOCKER_HOST '" + docker_host + "': " +
-                     why + " (use \"transport\": \"cli\" for it)");
+    throw ValueError(said("the Engine-API transport cannot use DOCKER_HOST '" + docker_host + "': " +
+                          why + " (use \"transport\": \"cli\" for it)"));
   };
   HttpEndpoint ep;
   ep.display = docker_host;

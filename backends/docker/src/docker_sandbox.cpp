@@ -16,6 +16,8 @@
 #include "maf/sandbox/support/guest_stream.hpp"
 #include "maf/sandbox/support/sleep.hpp"
 #include "tar_plane.hpp"
+#include "work_dir.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::docker::detail {
 
@@ -100,8 +102,8 @@ awaitable<std::optional<support::TarEntry>> tar_stat(DockerTransport& transport,
     FirstEntry first = parse_first_entry(got.bytes, got.cut, false, path);
     if (!first.need_more) co_return first.entry;
   }
-  throw OSError("backend 'docker': the tar header of guest path '" + path + "' does not end within " +
-                std::to_string(kRetryPrefix) + " bytes");
+  throw OSError(said("the tar header of guest path '" + path + "' does not end within " +
+                     std::to_string(kRetryPrefix) + " bytes"));
 }
 
 DockerSandbox::DockerSandbox(DockerSandboxParts parts)
@@ -174,9 +176,9 @@ awaitable<void> DockerSandbox::refuse_lost_container(int exit_code, bool not_run
     state = co_await p_.transport->container_state(p_.container);
   }
   if (!state || !state->running || state->id != instance_id())
-    throw OSError("backend 'docker': container " + p_.container + " (kind '" + kind() + "') is " +
-                  (state ? "'" + state->status + "'" : "gone") +
-                  " after the exec: it was stopped under the command; acquire again to restart it");
+    throw OSError(said("container " + p_.container + " (kind '" + kind() + "') is " +
+                       (state ? "'" + state->status + "'" : "gone") +
+                       " after the exec: it was stopped under the command; acquire again to restart it"));
 }
 
 awaitable<ExecReport> DockerSandbox::do_exec(const ExecRequest& request) {
@@ -225,8 +227,9 @@ awaitable<void> DockerSandbox::do_abandon() {
   auto teardown = teardown_workload(*p_.transport, *p_.config, p_.container, p_.key);
   const std::optional<DisposalFailure> failure = co_await std::move(teardown);
   if (failure)
-    throw OSError("backend 'docker': container " + p_.container + " (kind '" + kind() + "') could not be ended: " +
-                  failure->to_string());
+    throw OSError(said("container " + p_.container + " (kind '" + kind() + "') could not be ended: " +
+                       failure->to_string()));
+  if (p_.memory) p_.memory->forget(p_.container);
 }
 
 awaitable<void> DockerSandbox::stop_streamed(const std::string& token, const std::optional<std::string>& pgid) {
@@ -250,10 +253,10 @@ awaitable<void> DockerSandbox::stop_streamed(const std::string& token, const std
   // A container that is gone or stopped took the program with it.
   auto state = co_await p_.transport->container_state(p_.container);
   if (!state || !state->running || state->id != instance_id()) co_return;
-  throw OSError("backend 'docker': could not stop the streamed command in container " + p_.container + " (kind '" +
-                kind() + "'" + (pgid ? ", process group " + *pgid : std::string()) + "): " +
-                (timed_out ? "the stop did not finish within command_timeout_seconds"
-                           : "exit " + std::to_string(killed.exit_code) + ": " + killed.stderr_bytes));
+  throw OSError(said("could not stop the streamed command in container " + p_.container + " (kind '" +
+                     kind() + "'" + (pgid ? ", process group " + *pgid : std::string()) + "): " +
+                     (timed_out ? "the stop did not finish within command_timeout_seconds"
+                                : "exit " + std::to_string(killed.exit_code) + ": " + killed.stderr_bytes)));
 }
 
 awaitable<StreamOutcome> DockerSandbox::do_exec_stream(const ExecRequest& request, ExecOutputSink& sink) {
@@ -285,14 +288,14 @@ awaitable<StreamOutcome> DockerSandbox::do_exec_stream(const ExecRequest& reques
 
   if (end.how == ExecStreamEnd::How::Exited) {
     if (!gate->started()) {
-      const std::string said = gate->preamble();
-      if (end.exit_code == support::kGuestStreamNotLeader && said.rfind("maf-exec-stream:", 0) == 0)
-        throw OSError("backend 'docker': cannot stream exec in container " + p_.container + " (kind '" + kind() +
-                      "'): " + said);
+      const std::string preamble = gate->preamble();
+      if (end.exit_code == support::kGuestStreamNotLeader && preamble.rfind("maf-exec-stream:", 0) == 0)
+        throw OSError(said("cannot stream exec in container " + p_.container + " (kind '" + kind() +
+                           "'): " + preamble));
       // Never started (a missing working directory, a refusal): the engine's words are the
       // command's stderr, as plain exec reports them.
       gate->deliver_preamble();
-      co_await refuse_lost_container(end.exit_code, boost::algorithm::icontains(said, "is not running"));
+      co_await refuse_lost_container(end.exit_code, boost::algorithm::icontains(preamble, "is not running"));
       co_return StreamOutcome::exited(end.exit_code);
     }
     co_await refuse_lost_container(end.exit_code, false);
@@ -316,6 +319,12 @@ awaitable<std::optional<GuestStat>> DockerSandbox::do_lstat(const std::string& a
   co_return co_await probe(*p_.transport, p_.container, p_.container_id, absolute_path);
 }
 
+awaitable<void> DockerSandbox::do_prepare_storage_base(const StorageBaseWalk& walk) {
+  const StorageBaseTarget target{*p_.transport,  *p_.freeze, p_.container, p_.container_id, p_.kind,
+                                 GuestUser{p_.uid, p_.gid, true}, *p_.memory, p_.fresh_image};
+  co_await prepare_storage_base(target, walk);
+}
+
 awaitable<void> DockerSandbox::do_write_file(const std::string& absolute_path, const std::string& content) {
   // The public write_file walked every ancestor from "/" (links refused, non-directories
   // refused, the first absent component ends the walk). Find the missing suffix from the
@@ -327,7 +336,7 @@ awaitable<void> DockerSandbox::do_write_file(const std::string& absolute_path, c
   const std::int64_t mtime = now_seconds();  // [port decision] not 0, which reads as 1970
   const auto owner = [&](const std::string& dir) {
     // Missing directories at or below the storage base belong to the image user; anything
-    // above it is the root-owned scaffolding prepare_work_dir would have made.
+    // above it is the root-owned scaffolding do_prepare_storage_base would have made.
     return at_or_below(dir, storage_base()) ? std::pair{p_.uid, p_.gid} : std::pair{0LL, 0LL};
   };
   support::TarWriter tar;
@@ -353,22 +362,22 @@ awaitable<std::string> DockerSandbox::do_read_file(const std::string& absolute_p
     // Never read more than the header prefix plus the cap (D-18).
     ArchiveGet got = co_await p_.transport->archive_get(p_.container, absolute_path, prefix + cap);
     if (got.status == ArchiveStatus::Absent)
-      throw FileNotFoundError("backend 'docker': guest file '" + absolute_path + "' does not exist");
+      throw FileNotFoundError(said("guest file '" + absolute_path + "' does not exist"));
     // Peek at the header first so the type and the cap are decided before any body byte.
     FirstEntry head = parse_first_entry(got.bytes, got.cut, false, absolute_path);
     if (head.need_more) continue;
     if (head.entry.type != support::TarEntryType::file)
-      throw OSError("backend 'docker': guest path '" + absolute_path + "' is not a regular file; it is never read");
+      throw OSError(said("guest path '" + absolute_path + "' is not a regular file; it is never read"));
     if (head.entry.size > cap)
-      throw SandboxTransferCapExceeded("backend 'docker': guest file '" + absolute_path + "' is " +
-                                       std::to_string(head.entry.size) + " bytes, over the read cap max_bytes=" +
-                                       std::to_string(max_bytes));
+      throw SandboxTransferCapExceeded(said("guest file '" + absolute_path + "' is " +
+                                            std::to_string(head.entry.size) + " bytes, over the read cap max_bytes=" +
+                                            std::to_string(max_bytes)));
     std::optional<std::string> body = take_file_body(std::move(got.bytes), head, got.cut, absolute_path);
     if (!body) continue;
     co_return std::move(*body);
   }
-  throw OSError("backend 'docker': the tar stream of guest file '" + absolute_path +
-                "' did not fit its header prefix and cap");
+  throw OSError(said("the tar stream of guest file '" + absolute_path +
+                     "' did not fit its header prefix and cap"));
 }
 
 awaitable<std::vector<GuestDirEntry>> DockerSandbox::do_list_dir(const std::string& absolute_path) {
@@ -408,8 +417,8 @@ awaitable<void> DockerSandbox::do_remove(const std::string& absolute_path, bool 
   // image user, gated on the setting, never on rm's message (D-23).
   if (outcome.exit_code != 0 && as_root && p_.cap_drop_all) outcome = co_await attempt(false);
   if (outcome.exit_code != 0)
-    throw OSError("backend 'docker': removing guest path '" + absolute_path + "' in container " + p_.container +
-                  " failed (exit " + std::to_string(outcome.exit_code) + "): " + outcome.stderr_bytes);
+    throw OSError(said("removing guest path '" + absolute_path + "' in container " + p_.container +
+                       " failed (exit " + std::to_string(outcome.exit_code) + "): " + outcome.stderr_bytes));
 }
 
 awaitable<bool> DockerSandbox::do_file_batch(std::function<awaitable<void>()> body) {

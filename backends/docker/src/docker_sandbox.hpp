@@ -11,6 +11,7 @@
 #include <string>
 
 #include "freeze.hpp"
+#include "memory.hpp"
 #include "maf/sandbox/docker/config.hpp"
 #include "maf/sandbox/docker/transport.hpp"
 #include "maf/sandbox/sandbox.hpp"
@@ -53,6 +54,11 @@ struct DockerSandboxParts {
   /// proxy's drain) and the key (its attribution).
   std::shared_ptr<const DockerConfig> config;
   SandboxKey key;
+  /// The backend's memory (memory.hpp): the work directory's walk is recorded there as the
+  /// image's when `fresh_image` is set, and an abandoned container is forgotten.
+  std::shared_ptr<DockerMemory> memory;
+  /// The image ID when the acquire that made this sandbox created its container, else empty.
+  std::string fresh_image;
 };
 
 class DockerSandbox final : public Sandbox {
@@ -76,6 +82,9 @@ protected:
   boost::asio::awaitable<void> do_file_operation(FileOperation operation,
                                                  std::function<boost::asio::awaitable<void>()> body) override;
   boost::asio::awaitable<bool> do_file_batch(std::function<boost::asio::awaitable<void>()> body) override;
+  /// ACQ-4 (work_dir.hpp prepare_storage_base): a complete walk is recorded; a missing
+  /// suffix is made under the freeze, after a re-walk from the top.
+  boost::asio::awaitable<void> do_prepare_storage_base(const StorageBaseWalk& walk) override;
 
 private:
   /// The container's oom_kill counter as its own cgroup files tell it (v1

@@ -11,6 +11,7 @@
 
 #include "maf/sandbox/docker/egress_events.hpp"
 #include "maf/sandbox/errors.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::docker {
 namespace {
@@ -21,8 +22,8 @@ class AppendOnlyFile {
   explicit AppendOnlyFile(const std::string& path)
       : path_(path), fd_(::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600)) {
     if (fd_ < 0)
-      throw ValueError("backend 'docker': configuration key 'egress_event_log' names '" + path +
-                       "', which cannot be opened for appending: " + std::strerror(errno));
+      throw ValueError(said("configuration key 'egress_event_log' names '" + path +
+                            "', which cannot be opened for appending: " + std::strerror(errno)));
   }
   AppendOnlyFile(const AppendOnlyFile&) = delete;
   AppendOnlyFile& operator=(const AppendOnlyFile&) = delete;
@@ -62,7 +63,7 @@ nlohmann::json to_json(const EgressEvent& event) {
 }  // namespace
 
 EgressObserver egress_event_log(const std::string& path) {
-  if (path.empty()) throw ValueError("backend 'docker': configuration key 'egress_event_log' must not be empty");
+  if (path.empty()) throw ValueError(said("configuration key 'egress_event_log' must not be empty"));
   auto file = std::make_shared<const AppendOnlyFile>(path);
   return [file](const EgressEvent& event) {
     // Guest-influenced host names are escaped by the JSON writer; invalid UTF-8 is replaced

@@ -16,6 +16,7 @@
 #include "maf/sandbox/support/subprocess.hpp"
 #include "key_attribution.hpp"
 #include "proxy_drain.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::docker::detail {
 
@@ -168,12 +169,12 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
   try {
     CreateResult made = co_await transport.create_network(request);
     if (made.outcome == CreateOutcome::Failed)
-      throw OSError("backend 'docker': creating network " + network + " failed: " + made.detail);
+      throw OSError(said("creating network " + network + " failed: " + made.detail));
     created_network = made.outcome == CreateOutcome::Created;
 
     // Verify what the engine made (or what we adopt): never trust that options took.
     auto doc = co_await transport.inspect_network(network);
-    if (!doc) throw OSError("backend 'docker': network " + network + " vanished after creation");
+    if (!doc) throw OSError(said("network " + network + " vanished after creation"));
     const auto j = nlohmann::json::parse(*doc);
     const auto options = j.value("Options", nlohmann::json::object());
     const auto labels = j.value("Labels", nlohmann::json::object());
@@ -211,10 +212,10 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
     std::optional<SandboxKey> caller = key;
     auto removed = co_await drain_and_remove_proxy(transport, config, std::move(old_proxy), std::move(caller));
     if (removed.outcome == RemoveOutcome::Refused)
-      throw OSError("backend 'docker': could not replace proxy " + proxy + ": " + removed.detail);
+      throw OSError(said("could not replace proxy " + proxy + ": " + removed.detail));
     if (!co_await transport.image_present(*config.egress_proxy_image))
-      throw OSError("backend 'docker': egress proxy image '" + *config.egress_proxy_image +
-                    "' is not present; build it locally with scripts/egress-proxy-image " + *config.egress_proxy_image);
+      throw OSError(said("egress proxy image '" + *config.egress_proxy_image +
+                         "' is not present; build it locally with scripts/egress-proxy-image " + *config.egress_proxy_image));
     CreateRequest run;
     run.name = proxy;
     run.image = *config.egress_proxy_image;
@@ -237,8 +238,8 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
       started = co_await transport.create_and_start(run);
     }
     if (started.outcome != CreateOutcome::Created)
-      throw OSError("backend 'docker': starting proxy " + proxy + " from '" + *config.egress_proxy_image +
-                    "' failed: " + started.detail);
+      throw OSError(said("starting proxy " + proxy + " from '" + *config.egress_proxy_image +
+                         "' failed: " + started.detail));
     // Without the outbound leg ALLOWLIST would quietly become CLOSED: fail instead.
     co_await transport.connect_network(config.outbound_network, proxy);
 
@@ -252,19 +253,19 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
       // its own words are the reason, not "never listened" 5 s later (issue 22).
       if (auto state = co_await transport.container_state(proxy); !state || !state->running) {
         output = co_await transport.container_logs(proxy, 64 * 1024);
-        throw OSError("backend 'docker': proxy " + proxy + " from '" + *config.egress_proxy_image +
-                      "' exited: " + proxy_output(output));
+        throw OSError(said("proxy " + proxy + " from '" + *config.egress_proxy_image +
+                           "' exited: " + proxy_output(output)));
       }
       co_await support::sleep_for(std::chrono::milliseconds(250));
     }
     if (!ready)
-      throw OSError("backend 'docker': proxy " + proxy + " never reported `listening`; its output: " +
-                    proxy_output(output));
+      throw OSError(said("proxy " + proxy + " never reported `listening`; its output: " +
+                         proxy_output(output)));
     co_await verify_bridge();  // again, now that endpoints are attached and the bridge is up
   } catch (const Cancelled&) {
     throw;
   } catch (const nlohmann::json::exception& e) {
-    failure = std::make_exception_ptr(OSError("backend 'docker': unreadable inspect of network " + network + ": " + e.what()));
+    failure = std::make_exception_ptr(OSError(said("unreadable inspect of network " + network + ": " + e.what())));
   } catch (const Error&) {
     failure = std::current_exception();
   }

@@ -13,6 +13,7 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/labels.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::docker::detail {
 
@@ -32,8 +33,8 @@ void append_python_string(std::string& out, std::string_view utf8, std::size_t f
     utf8proc_int32_t cp = 0;
     const auto n = utf8proc_iterate(bytes + i, static_cast<utf8proc_ssize_t>(utf8.size() - i), &cp);
     if (n <= 0)
-      throw ValueError("backend 'docker': key field " + std::to_string(field) + " is not well-formed UTF-8 at byte " +
-                       std::to_string(i));
+      throw ValueError(said("key field " + std::to_string(field) + " is not well-formed UTF-8 at byte " +
+                            std::to_string(i)));
     i += static_cast<std::size_t>(n);
     switch (cp) {
       case '"': out += "\\\""; continue;

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "maf/sandbox/errors.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::docker::detail {
 
@@ -51,18 +52,18 @@ FirstEntry parse_first_entry(const std::string& bytes, bool cut, bool want_body,
           }
           [[fallthrough]];
         case support::TarReader::Event::end:
-          throw OSError(have_header ? "backend 'docker': the tar stream of guest path '" + path + "' ended early"
-                                    : "backend 'docker': no tar header for guest path '" + path + "'");
+          throw OSError(have_header ? said("the tar stream of guest path '" + path + "' ended early")
+                                    : said("no tar header for guest path '" + path + "'"));
       }
     }
   } catch (const support::TarLimitExceeded& e) {
-    throw OSError("backend 'docker': refusing the tar stream of guest path '" + path + "': " + e.what());
+    throw OSError(said("refusing the tar stream of guest path '" + path + "': " + e.what()));
   } catch (const support::TarFormatError& e) {
     if (cut && !have_header) {  // a header cut by the limit, not a malformed one
       out.need_more = true;
       return out;
     }
-    throw OSError("backend 'docker': malformed tar stream for guest path '" + path + "': " + e.what());
+    throw OSError(said("malformed tar stream for guest path '" + path + "': " + e.what()));
   }
 }
 
@@ -73,7 +74,7 @@ std::optional<std::string> take_file_body(std::string&& stream, const FirstEntry
   const std::size_t start = head.body_offset;
   if (start > stream.size() || stream.size() - start < size) {
     if (cut) return std::nullopt;
-    throw OSError("backend 'docker': the tar stream of guest path '" + path + "' ended early (truncated body)");
+    throw OSError(said("the tar stream of guest path '" + path + "' ended early (truncated body)"));
   }
   std::string body = std::move(stream);
   body.erase(0, start);  // a move within the buffer, no second allocation

@@ -1,7 +1,9 @@
 #pragma once
 // The one teardown plan of a Docker sandbox (D-27): the drained proxy, then the workload,
 // then the network — attached endpoints block a network's removal. Used by dispose, the
-// scope purge, reap, a ttl expiry and an exec's abandon (EXE-2), so the order is written once.
+// scope purge, a ttl expiry and an exec's abandon (EXE-2), so the order is written once;
+// dispose by instance and reap keep their own removal by ID (disposal.cpp, reap.cpp) in the
+// same order.
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/awaitable.hpp>
@@ -27,5 +29,10 @@ boost::asio::awaitable<std::optional<DisposalFailure>> teardown_workload(DockerT
                                                                         std::string container,
                                                                         std::optional<SandboxKey> caller,
                                                                         bool* removed = nullptr);
+
+/// A full 64-hex engine ID (what dispose by instance and reap remove by).
+bool is_hex64(const std::string& s);
+/// The resource is a proxy (its role label), removed with its workload and never counted.
+bool is_proxy(const LabelledResource& r);
 
 }  // namespace maf::sandbox::docker::detail

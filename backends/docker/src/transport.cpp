@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "maf/sandbox/errors.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::docker {
 
@@ -22,15 +23,15 @@ boost::asio::awaitable<void> DockerTransport::archive_put_upload(std::string con
 }
 
 boost::asio::awaitable<ExecStreamEnd> DockerTransport::exec_stream(ExecStreamCall call, ExecChunkSink) {
-  throw NotImplementedError("backend 'docker': this transport does not stream exec output (container " +
-                            call.container + ")");
+  throw NotImplementedError(said("this transport does not stream exec output (container " +
+                                 call.container + ")"));
 }
 
 // For a transport whose create is create-and-start (the CLI's `run -d` is one client process;
 // splitting it would spawn two): creates_unstarted() is false, and this is never asked.
 boost::asio::awaitable<CreateResult> DockerTransport::create_unstarted(CreateRequest request) {
-  throw OSError("backend 'docker': this transport does not create unstarted containers (container " +
-                request.name + ")");
+  throw OSError(said("this transport does not create unstarted containers (container " +
+                     request.name + ")"));
 }
 
 boost::asio::awaitable<StartOutcome> DockerTransport::start_created(std::string container, std::string& detail) {
@@ -40,7 +41,7 @@ boost::asio::awaitable<StartOutcome> DockerTransport::start_created(std::string 
 
 namespace {
 [[noreturn]] void no_egress_plane(const char* what) {
-  throw OSError(std::string("backend 'docker': this transport has no egress plane (") + what +
+  throw OSError(said("this transport has no egress plane (") + what +
                 "); ALLOWLIST egress is not declared with it");
 }
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -40,6 +41,7 @@ public:
   bool running = true;
   int pauses = 0, unpauses = 0, puts = 0, gets = 0, execs = 0, creates = 0;
   bool fail_pause = false;
+  std::function<void()> on_pause;  ///< what a guest does the moment the freeze is asked for
   // The Engine API's split create and start (issue 24), when `split`: a created container
   // holds `image_dirs` and runs nothing until start_created, which answers AlreadyRunning
   // when `started_by_another` (a 304).
@@ -78,6 +80,7 @@ public:
   }
   boost::asio::awaitable<void> pause(std::string c) override {
     ++pauses;
+    if (on_pause) on_pause();
     if (fail_pause) throw OSError("docker API pause " + c + " failed (HTTP 500): cgroup gone");
     co_return;
   }
@@ -191,7 +194,9 @@ TEST_CASE("issue 24 D-21: an acquire that must create the work directory decides
   CHECK(r.engine->puts == 1);
 }
 
-TEST_CASE("issue 24 D-16: a work-directory component seen unfrozen as a link or a file is decided under the freeze, and refused") {
+TEST_CASE("issue 24 D-16, ACQ-4: a work-directory component seen as a link or a file refuses the acquire, writing nothing") {
+  // The core's walk (unfrozen: a refusal licenses no write) refuses before Docker's hook runs.
+  using Catch::Matchers::Contains;
   Rig r;
   const SandboxSpec spec = spec_with_outputs(0);
   r.hold_container(spec);
@@ -199,12 +204,46 @@ TEST_CASE("issue 24 D-16: a work-directory component seen unfrozen as a link or 
   SECTION("a link") {
     r.engine->links.insert("/maf-sandbox");
     CHECK_THROWS_AS(r.acquire(spec), ValueError);
+    CHECK_THROWS_WITH(r.acquire(spec), Contains("backend 'docker': storage base component '/maf-sandbox' of "
+                                                "'/maf-sandbox/work' (workload kind 'shell', instance ") &&
+                                           Contains(") is a symbolic link, not a real directory; the base is not confined"));
   }
   SECTION("a regular file") {
     r.engine->files["/maf-sandbox"] = "";
     CHECK_THROWS_AS(r.acquire(spec), NotADirectoryError);
+    CHECK_THROWS_WITH(r.acquire(spec), Contains("backend 'docker': storage base component '/maf-sandbox' of "
+                                                "'/maf-sandbox/work' (workload kind 'shell', instance ") &&
+                                           Contains(") is not a directory"));
   }
-  CHECK(r.engine->pauses == 1);  // the refusal came from the frozen check
+  CHECK(r.engine->pauses == 0);  // the refusal came from the core's walk: nothing to guard
+  CHECK(r.engine->puts == 0);
+}
+
+TEST_CASE("issue 24 D-16, D-21: a component a guest swaps in after the unfrozen walk is decided under the freeze, and refused") {
+  using Catch::Matchers::Contains;
+  Rig r;
+  const SandboxSpec spec = spec_with_outputs(0);
+  r.hold_container(spec);
+  r.engine->dirs = {"/maf-sandbox"};  // the walk finds the base missing: the hook must make it
+  SECTION("a link") {
+    r.engine->on_pause = [&] {
+      r.engine->dirs.erase("/maf-sandbox");
+      r.engine->links.insert("/maf-sandbox");
+    };
+    CHECK_THROWS_WITH(r.acquire(spec), Contains("backend 'docker': storage base component '/maf-sandbox' of "
+                                                "'/maf-sandbox/work' (workload kind 'shell', instance " +
+                                                r.engine->container_id +
+                                                ") is a symbolic link, not a real directory; the base is not confined"));
+  }
+  SECTION("a regular file") {
+    r.engine->on_pause = [&] {
+      r.engine->dirs.erase("/maf-sandbox");
+      r.engine->files["/maf-sandbox"] = "";
+    };
+    CHECK_THROWS_AS(r.acquire(spec), NotADirectoryError);
+  }
+  CHECK(r.engine->pauses == 1);  // the refusal came from the frozen re-walk
+  CHECK(r.engine->unpauses == 1);
   CHECK(r.engine->puts == 0);
 }
 

@@ -33,6 +33,11 @@
 #include "maf/sandbox/docker/transport.hpp"
 #include "maf/sandbox/docker/transport_choice.hpp"
 
+namespace maf::sandbox::docker::detail {
+struct GuestUser;
+class DockerMemory;
+}  // namespace maf::sandbox::docker::detail
+
 namespace maf::sandbox::docker {
 
 /// The backend's name ("Declarations").
@@ -72,7 +77,6 @@ public:
   std::string isolation() const override { return "container"; }
   const BackendDeclarations& declarations() const override { return declarations_; }
 
-  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec) override;
   boost::asio::awaitable<std::optional<DisposalFailure>> dispose(SandboxKey key, std::optional<std::string> kind,
                                                                  std::optional<std::string> instance_id) override;
   boost::asio::awaitable<ScopePurge> dispose_scope(std::string scope, std::string thread_id) override;
@@ -95,47 +99,47 @@ public:
   /// The container name for (key, kind): derived, never stored (D-7).
   static std::string container_name(const SandboxKey& key, const std::string& kind);
 
+protected:
+  /// The engine work of an acquire (docs/backends/docker.md "Acquire, step by step"); the
+  /// core has refused what the declarations do not serve, settled the work directory and
+  /// serialised the identity (ACQ-1…ACQ-3), and walks the work directory afterwards (ACQ-4).
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> do_acquire(SandboxKey key, SandboxSpec spec,
+                                                              AcquirePlan plan) override;
+
 private:
-  /// The image user's uid:gid inputs are owned by (D-14, D-25); `resolved` false means the
-  /// root fallback, which is not cached.
-  struct GuestUser {
-    long long uid = 0;
-    long long gid = 0;
-    bool resolved = false;
-  };
+  // Image (image.cpp): present, else pulled explicitly (D-9).
+  boost::asio::awaitable<void> ensure_image(const std::string& image, const SandboxSpec& spec);
+  // Container (container.cpp): OS re-check, paused recovery, create/adopt/start (D-10, D-11, D-30).
+  boost::asio::awaitable<void> check_os_family(const SandboxSpec& spec);
   boost::asio::awaitable<void> recover_paused(const std::string& container);
   /// True when the container was created by this call (not restarted, not adopted).
   /// `state` is what the acquire last read (absent: no such container).
   boost::asio::awaitable<bool> ensure_running(const std::string& container, const SandboxSpec& spec,
                                               const std::string& image, const SandboxKey& key,
-                                              const std::string& base, const std::optional<ContainerState>& state);
+                                              const AcquirePlan& plan, const std::optional<ContainerState>& state);
   boost::asio::awaitable<bool> create_container(const std::string& container, const SandboxSpec& spec,
                                                 const std::string& image, const SandboxKey& key,
-                                                const std::string& base);
-  /// Between create and start (issue 24): upload the work directory into a created container
-  /// of an image whose facts are all known — the missing suffix of `base`, the image user,
-  /// and every probe the spec needs passed — so a cold acquire needs no freeze for it.
-  boost::asio::awaitable<void> prepare_before_start(const std::string& container, const SandboxSpec& spec,
-                                                    const std::string& base);
-  /// Every probe `spec` needs was passed by a fresh container of `image_key`; under state_mutex_.
-  bool probes_known_locked(const std::string& image_key, const SandboxSpec& spec) const;
-  boost::asio::awaitable<void> check_os_family(const SandboxSpec& spec);
-  /// `fresh_image`: the image ID of a container this acquire created, else empty — what a
-  /// fresh container of that image passed counts for this one.
+                                                const AcquirePlan& plan);
+  /// LIM-7: the container carries a ttl label and its lifetime ran out (one inspect; lifetime.cpp).
+  boost::asio::awaitable<bool> past_ttl(const std::string& container);
+  // Probes (probes.cpp, D-24). `fresh_image`: the image ID of a container this acquire
+  // created, else empty — what a fresh container of that image passed counts for this one.
   boost::asio::awaitable<void> run_probes(const std::string& container, const std::string& id,
                                           const std::string& fresh_image, const SandboxSpec& spec,
                                           const std::string& image);
-  boost::asio::awaitable<GuestUser> resolve_guest_user(const std::string& container, const std::string& id,
-                                                    const std::string& fresh_image, const SandboxSpec& spec);
-  /// `fresh_image` as for run_probes: a fresh container's finding is recorded as its image's.
-  boost::asio::awaitable<void> prepare_work_dir(const std::string& container, const std::string& id,
-                                                const std::string& fresh_image, const std::string& base,
-                                                const GuestUser& identity);
+  // Guest user (guest_user.cpp, D-25).
+  boost::asio::awaitable<detail::GuestUser> resolve_guest_user(const std::string& container, const std::string& id,
+                                                               const std::string& fresh_image, const SandboxSpec& spec);
   boost::asio::awaitable<std::optional<std::string>> read_account_file(const std::string& container,
                                                                        const std::string& path);
-  /// D-27: the drained proxy, then the workload, then the network. `caller` may stand in
-  /// for the proxy's attribution label (D-8). `removed`, when given, is set when
-  /// this removal is the one that removed the workload (the engine did not find it absent).
+  // Work directory (work_dir.cpp). Between create and start (issue 24): upload the work
+  // directory into a created container of an image whose facts are all known — the missing
+  // suffix of the base, the image user, and every probe the spec needs passed — so a cold
+  // acquire needs no freeze for it.
+  boost::asio::awaitable<void> prepare_before_start(const std::string& container, const SandboxSpec& spec,
+                                                    const AcquirePlan& plan);
+  // Teardown (disposal.cpp, reap.cpp over teardown.hpp).
+  /// D-27 through detail::teardown_workload; a workload it leaves gone is forgotten.
   boost::asio::awaitable<std::optional<DisposalFailure>> remove_workload(std::string container,
                                                                          std::optional<SandboxKey> caller,
                                                                          bool* removed = nullptr);
@@ -144,27 +148,16 @@ private:
   /// workload's, else the proxy's, else the network's) and its workload, when it has one.
   boost::asio::awaitable<DockerReapResult> reap_where(
       std::optional<std::string> scope, std::function<bool(std::int64_t created, const LabelledResource* workload)> decide);
-  /// LIM-7: the container carries a ttl label and its lifetime ran out (one inspect).
-  boost::asio::awaitable<bool> past_ttl(const std::string& container);
-  void remember(const SandboxKey& key, const std::string& container);
-  std::vector<std::string> remembered(const SandboxKey& key, bool forget);
 
   DockerConfig config_;
   TransportChoice transport_choice_;  ///< before transport_: it decides which one is made
   std::shared_ptr<DockerTransport> transport_;
   BackendDeclarations declarations_;
   bool os_checked_ = false;  ///< built by create() or deferred(): cold acquires (re-)ask the daemon
-
-  std::mutex state_mutex_;
-  std::map<std::string, std::shared_ptr<void>> identity_locks_;  ///< per container name
-  /// (container id, probe), and ("image:" + image id, probe) for what fresh containers passed
-  std::set<std::pair<std::string, std::string>> probes_passed_;
-  std::map<std::string, GuestUser> guest_users_;  ///< container id, or "image:" + image id -> its user
-  /// (image id, work dir base) -> index in the base's component chain of the first component
-  /// a fresh container of that image lacked (the chain's size: none); the ones before it were
-  /// real directories. A fact of the image, recorded once from a fresh container (issue 24).
-  std::map<std::pair<std::string, std::string>, std::size_t> work_dir_suffix_;
-  std::map<std::string, std::set<std::string>> registry_;        ///< to_string(key) -> names
+  /// Per container (pruned when its sandbox goes) and per image (a cache): probes passed, the
+  /// image user, the work directory's facts, and the names acquired (memory.hpp). Shared with
+  /// the sandboxes, which record their work directory and forget an abandoned container.
+  std::shared_ptr<detail::DockerMemory> memory_;
 };
 
 }  // namespace maf::sandbox::docker
