@@ -15,10 +15,10 @@
 
 #include "maf/sandbox/docker/backend.hpp"
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/async_mutex.hpp"
 #include "maf/sandbox/support/labels.hpp"
 #include "memory.hpp"
-#include "proxy_drain.hpp"
 #include "said.hpp"
 #include "teardown.hpp"
 
@@ -99,23 +99,15 @@ awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::dispose(SandboxK
     // A foreign owner's container is not ours to remove: report nothing, remove nothing.
     for (const auto& [label, value] : support::key_selector(key, kind))
       if (labels[label] != value) co_return std::nullopt;
-    try {
-      // The proxy goes first, as in every teardown (D-27).
-      if (!name.empty()) {
-        std::string proxy_name = name + "-proxy";
-        std::optional<SandboxKey> caller = key;
-        auto proxy =
-            co_await detail::drain_and_remove_proxy(*transport_, config_, std::move(proxy_name), std::move(caller));
-        if (proxy.outcome == RemoveOutcome::Refused)
-          co_return DisposalFailure{kDisposalRefused, "proxy " + name + "-proxy: " + proxy.detail};
-      }
-      auto removed = co_await transport_->remove_container(*instance_id);
-      if (removed.outcome == RemoveOutcome::Refused)
-        co_return DisposalFailure{kDisposalRefused, "container " + *instance_id + ": " + removed.detail};
-      if (!name.empty()) co_await transport_->remove_network(name + "-net");
-    } catch (const Error& e) {
-      co_return DisposalFailure{kDisposalUnreachable, e.what()};
-    }
+    // The one plan (D-27), the workload removed by the ID named — not by its name, which a
+    // replacement may hold by now (C-72); a nameless answer has no proxy or network to find.
+    detail::TeardownPlan plan = name.empty() ? detail::TeardownPlan{} : detail::TeardownPlan::by_name(name);
+    plan.workload = {*instance_id, "container " + *instance_id};
+    std::optional<SandboxKey> caller = key;
+    auto running = detail::run_teardown(*transport_, config_, std::move(plan), std::move(caller));
+    detail::TeardownReport report = co_await std::move(running);
+    if (report.failure) co_return report.failure;
+    if (report.network_kept) logger()->warn("backend 'docker': network {}-net remains: {}", name, *report.network_kept);
     if (!name.empty()) memory_->forget(name);
     co_return std::nullopt;
   }

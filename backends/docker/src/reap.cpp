@@ -11,7 +11,6 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/labels.hpp"
 #include "memory.hpp"
-#include "proxy_drain.hpp"
 #include "said.hpp"
 #include "teardown.hpp"
 
@@ -133,42 +132,26 @@ awaitable<DockerReapResult> DockerSandboxBackend::reap_where(
     co_return result;
   }
 
-  // 4. Remove by ID: proxy, workload, network; a failure leaves the rest of its group.
+  // 4. The one plan (D-27) by the IDs just re-validated: proxy (drained; no caller key, only
+  // its label attributes it), workload, network; a part the engine keeps leaves the rest of
+  // its group, and a refused network is reported (an operator's sweep says what it left).
   for (Group* g : confirmed) {
-    try {
-      if (g->proxy) {
-        // Drained like every proxy teardown; no caller key: only its label attributes it.
-        std::string proxy_id = g->proxy->id;
-        std::optional<SandboxKey> no_caller;
-        auto r =
-            co_await detail::drain_and_remove_proxy(*transport_, config_, std::move(proxy_id), std::move(no_caller));
-        if (r.outcome != RemoveOutcome::Removed) {
-          if (r.outcome == RemoveOutcome::Refused)
-            result.failures.push_back({kDisposalRefused, "proxy " + g->proxy->name + ": " + r.detail});
-          continue;
-        }
-        ++result.proxies_removed;
-      }
-      if (g->workload) {
-        auto r = co_await transport_->remove_container(g->workload->id);
-        if (r.outcome != RemoveOutcome::Removed) {
-          if (r.outcome == RemoveOutcome::Refused)
-            result.failures.push_back({kDisposalRefused, "container " + g->workload->name + ": " + r.detail});
-          continue;
-        }
-        ++result.disposed;
-        memory_->forget(g->workload->name);
-      }
-      if (g->network) {
-        auto r = co_await transport_->remove_network(g->network->id);
-        if (r.outcome == RemoveOutcome::Removed)
-          ++result.networks_removed;
-        else if (r.outcome == RemoveOutcome::Refused)
-          result.failures.push_back({kDisposalRefused, "network " + g->network->name + ": " + r.detail});
-      }
-    } catch (const Error& e) {
-      result.failures.push_back({kDisposalRefused, e.what()});
+    const auto part = [](const std::optional<LabelledResource>& r, const char* what) {
+      return r ? detail::TeardownPart{r->id, std::string(what) + " " + r->name} : detail::TeardownPart{};
+    };
+    detail::TeardownPlan plan{part(g->proxy, "proxy"), part(g->workload, "container"), part(g->network, "network")};
+    std::optional<SandboxKey> no_caller;
+    auto running = detail::run_teardown(*transport_, config_, std::move(plan), std::move(no_caller));
+    const detail::TeardownReport report = co_await std::move(running);
+    if (report.proxy_removed) ++result.proxies_removed;
+    if (report.workload_removed) {
+      ++result.disposed;
+      memory_->forget(g->workload->name);
     }
+    if (report.network_removed) ++result.networks_removed;
+    if (report.failure) result.failures.push_back(*report.failure);
+    if (report.network_kept)
+      result.failures.push_back({kDisposalRefused, "network " + g->network->name + ": " + *report.network_kept});
   }
   co_return result;
 }
