@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "maf/sandbox/docker/backend.hpp"
 #include "maf/sandbox/errors.hpp"
@@ -19,6 +20,7 @@
 #include "maf/sandbox/support/async_mutex.hpp"
 #include "maf/sandbox/support/labels.hpp"
 #include "memory.hpp"
+#include "proxy_drain.hpp"
 #include "said.hpp"
 #include "teardown.hpp"
 
