@@ -122,8 +122,8 @@ awaitable<std::optional<DisposalFailure>> DockerSandboxBackend::dispose(SandboxK
   } catch (const Error& e) {
     failures.push_back({kDisposalUnlisted, std::string("listing by label failed: ") + e.what()});
   }
-  // The in-process registry is only a fallback for a failed listing; its entries are
-  // dropped either way.
+  // The names this process acquired (acquired_) are only a fallback for a failed listing;
+  // the key's entry is dropped either way.
   const std::string exact = kind ? container_name(key, *kind) : std::string();
   for (auto& name : memory_->remembered(key, /*forget=*/!kind))
     if (!kind || name == exact) names.insert(name);

@@ -1,4 +1,4 @@
-// The freeze registry and protocol (D-21, D-22; docs/backends/docker.md "The freeze").
+// The freeze slots and protocol (D-21, D-22; docs/backends/docker.md "The freeze").
 #include "freeze.hpp"
 
 #include <boost/algorithm/string/predicate.hpp>

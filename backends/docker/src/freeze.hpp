@@ -2,7 +2,7 @@
 // The freeze (D-21, D-22; docs/backends/docker.md "The freeze"): `docker pause` around every tar-plane operation, so a guest
 // cannot swap a checked directory for a symlink between the check and the `docker cp`.
 //
-// One process-wide registry, shared by every backend instance, keyed by (resolved endpoint,
+// One process-wide table of freeze slots, shared by every backend instance, keyed by (resolved endpoint,
 // container name): two backends on one endpoint share claims, different endpoints never
 // block each other. One container is never paused twice at once — a second pause would fail
 // and the first unpause would lift the other call's freeze.

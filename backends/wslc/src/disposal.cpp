@@ -136,7 +136,7 @@ awaitable<std::optional<DisposalFailure>> WslcSandboxBackend::dispose(SandboxKey
     failures.push_back({kDisposalUnlisted, std::string("listing by label failed: ") + e.what()});
   }
   if (!listed && !instance_id && !kind) {
-    // W-19: the registry is a fallback only (and holds names whose removal failed). It
+    // W-19: the acquired names (acquired_) are a fallback only (and holds names whose removal failed). It
     // records names, not kinds, so a one-kind disposal does not use it: the failed listing
     // is reported instead of removing the key's other kinds.
     for (const auto& n : remembered(key, std::nullopt)) names.insert(n);
