@@ -52,6 +52,11 @@ constexpr std::chrono::milliseconds kExecMargin{30000};
 // without job control is no group leader, so the program's pid is its group's id.
 // The clock is read every tenth poll (a fork each): the end comes at most ~1.5 s late, never
 // early (the start's second is rounded down, so "past" means strictly more whole seconds).
+// The watcher also ends once the program has ended and DIR is gone: a host that stops the
+// program and at once removes DIR (the RECLAIM rung) may remove `status` before the watcher's
+// next look, and the supervisor — whose exec is held open until the watcher ends — would
+// otherwise linger until its exec's backstop. A DIR removed under a running program does not
+// end the watcher: the lifetime still holds.
 constexpr const char* kSupervisor = R"SH(d=$1
 fail() { printf '%s\n' "$*" > "$d/launch-error.part" && mv "$d/launch-error.part" "$d/launch-error"; exit 125; }
 command -v setsid >/dev/null 2>&1 || fail "setsid is not available in the guest"
@@ -60,7 +65,11 @@ deadline=$((t0 + $3))
 setsid sh -c 'printf %s "$$" > "$1/pgid.part" && mv "$1/pgid.part" "$1/pgid" && exec sh -c "$2"' maf-background "$d" "$2" > "$d/stdout" 2> "$d/stderr" < /dev/null &
 child=$!
 (
-  while [ ! -e "$d/pgid" ]; do [ -e "$d/status" ] && exit 0; sleep 0.05 2>/dev/null || sleep 1; done
+  while [ ! -e "$d/pgid" ]; do
+    [ -e "$d/status" ] && exit 0
+    [ -d "$d" ] || kill -0 "$child" 2>/dev/null || exit 0
+    sleep 0.05 2>/dev/null || sleep 1
+  done
   pg=$(cat "$d/pgid")
   i=0
   while :; do
@@ -70,6 +79,7 @@ child=$!
       rm -f "$f"
     done
     [ -e "$d/status" ] && break
+    [ -d "$d" ] || kill -0 "$child" 2>/dev/null || break
     i=$((i + 1))
     if [ "$i" -ge 10 ]; then
       i=0

@@ -227,6 +227,26 @@ TEST_CASE("background process BG-10: RESET (the process backend's) stops every b
   CHECK_THROWS_AS(p.run([&] { return find_background(p.sandbox, bg.id()); }), BackgroundProcessNotFound);
 }
 
+TEST_CASE("background process BG-10: the supervisor ends with its program once the program's directory is gone, "
+          "though no status could be written there (a RECLAIM removes it right after the stop)") {
+  ProcessSandbox p;
+  // The program ends itself once its directory is removed, so no `status` can ever be written:
+  // the supervisor must still end (its exec was held open until its watcher saw `status`).
+  const std::string id = "bg10gone" + std::to_string(::getpid() % 100000000 + 100000000).substr(1);
+  const std::string marker = "maf-marker-2717." + std::to_string(::getpid());
+  BackgroundOptions options;
+  options.id = id;
+  auto bg = p.run([&] {
+    return start_background(p.sandbox,
+                            Command("while [ -d .maf-background/" + id + " ]; do sleep 0.05; done; : " + marker),
+                            options);
+  });
+  REQUIRE(host_still_runs(marker));
+  std::vector<std::string> argv{"rm", "-rf", "--", bg.directory()};
+  CHECK(p.run([&] { return p.sandbox->exec(Command(std::move(argv))); }).exit_code == 0);
+  CHECK_FALSE(host_still_runs(marker));  // the program, its supervisor and the supervisor's exec
+}
+
 // --- the cleanup ladder (docs/tools.md, BG-10) ---
 
 namespace {
