@@ -49,6 +49,21 @@ TEST_CASE("A-13: acquire makes the storage base with one file-plane mkdir per mi
   CHECK(repaired[0]["body"]["path"] == "/maf-sandbox/work");
 }
 
+TEST_CASE("A-13/ACQ-4: a base the guest replaced with a link fails the next acquire; nothing is made through it") {
+  Fixture f;
+  auto backend = f.backend();
+  auto sb = f.run([&] { return backend->acquire(f.key(), files_spec()); });
+  const std::string id = sb->instance_id();
+  // Hostile code: the base becomes a link to a directory of its choosing.
+  f.guest(id, "rm -rf /maf-sandbox/work && mkdir -p /elsewhere && ln -s /elsewhere /maf-sandbox/work");
+  const auto since = f.last_seq();
+  const auto message = refusal<maf::sandbox::ValueError>([&] { f.run([&] { return backend->acquire(f.key(), files_spec()); }); });
+  CHECK_THAT(message, Catch::Contains("'/maf-sandbox/work'") && Catch::Contains("symbolic link") &&
+                          Catch::Contains("backend 'acas'"));
+  CHECK(f.requests("files.mkdir", since).empty());
+  CHECK(f.guest(id, "ls -A /elsewhere")["stdout"] == "");
+}
+
 TEST_CASE("A-13/ACQ-2: a work_dir is the absolute base itself; a relative one is refused before any request") {
   Fixture f;
   auto backend = f.backend();
