@@ -1,4 +1,4 @@
-# install(EXPORT) of maf::sandbox (and maf::sandbox-conformance, maf::sandbox-otel), a version
+# install(EXPORT) of maf::sandbox (and maf::sandbox-conformance, maf::sandbox-testing, maf::sandbox-otel), a version
 # file, a config calling find_dependency, and pkg-config files (maf-sandbox, and
 # maf-sandbox-otel for the exporter's library), modelled on spdlog's packaging. The .deb is
 # cmake/Packaging.cmake.
@@ -16,6 +16,13 @@ install(TARGETS maf-sandbox EXPORT maf-sandbox-targets
 # the file itself; this rule adds the export (installing one target twice is harmless).
 if(TARGET maf-sandbox-conformance)
   install(TARGETS maf-sandbox-conformance EXPORT maf-sandbox-targets
+          LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
+          INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+endif()
+# The in-process test double (maf::sandbox-testing): in the same export set, so a host's or a
+# backend author's tests link it by name; production hosts never do.
+if(TARGET maf-sandbox-testing)
+  install(TARGETS maf-sandbox-testing EXPORT maf-sandbox-targets
           LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
           INCLUDES DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
 endif()

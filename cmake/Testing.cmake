@@ -3,7 +3,7 @@
 # one executable per test file so a crash names its file.
 enable_testing()
 add_library(maf-test-main STATIC "${PROJECT_SOURCE_DIR}/tests/main.cpp")
-target_link_libraries(maf-test-main PUBLIC Catch2::Catch2 maf::sandbox)
+target_link_libraries(maf-test-main PUBLIC Catch2::Catch2 maf::sandbox maf::sandbox-testing)
 target_include_directories(maf-test-main PUBLIC "${PROJECT_SOURCE_DIR}/tests")
 
 function(maf_add_test name)

@@ -1,4 +1,4 @@
-// libFuzzer target: the host-tools request-file parser (src/host_tool_request.cpp) on
+// libFuzzer target: the host-tools request-file parser (src/host_tools/host_tool_request.cpp) on
 // arbitrary bytes — what a hostile guest writes at <calls>/<id>.request.json.
 //
 // Invariants: it never throws and never crashes; a parsed request names a string tool; a
@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "host_tool_request.hpp"
+#include "host_tools/host_tool_request.hpp"
 
 using namespace maf::sandbox::detail;
 

@@ -6,9 +6,11 @@
 /// coroutine API costs (bench/RESULTS.md, "Compile cost").
 ///
 /// The coroutine API — SandboxRouter, Sandbox, SandboxBackend, collect_outputs, sinks,
-/// SandboxHandle — is <maf/sandbox/async.hpp>, which includes this one. The plugin registry,
-/// the BlockingRunner (sync.hpp), the test double and the backend-author support headers are
-/// included by name.
+/// SandboxHandle, the BlockingRunner — is <maf/sandbox/async.hpp>, which includes this one.
+/// The other front doors: <maf/sandbox/tools.hpp> (the agent layer), <maf/sandbox/authoring.hpp>
+/// (the backend author's kit: plugin ABI, registry, support/), <maf/sandbox/fwd.hpp> (forward
+/// declarations); the OTLP exporter and the test double are libraries of their own, each
+/// with its header (otel.hpp, testing/in_process.hpp).
 
 #include "maf/sandbox/artifact.hpp"
 #include "maf/sandbox/blocking_sandbox.hpp"
@@ -28,3 +30,4 @@
 #include "maf/sandbox/os_family.hpp"
 #include "maf/sandbox/router_options.hpp"
 #include "maf/sandbox/spec.hpp"
+#include "maf/sandbox/version.hpp"

@@ -5,6 +5,7 @@
 #include "maf/sandbox/support/subprocess.hpp"
 
 #include "maf/sandbox/support/capture_buffer.hpp"
+#include "support/posix_io.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -36,95 +37,17 @@ extern char** environ;
 namespace maf::sandbox::support {
 namespace {
 
+using detail::build_environment;
+using detail::describe;
+using detail::make_pipe;
+using detail::PipeEnds;
+using detail::pointers;
+using detail::set_nonblocking;
+using detail::UniqueFd;
+using detail::write_without_sigpipe;
+
 namespace asio = boost::asio;
 using Strand = asio::strand<asio::any_io_executor>;
-
-/// An owned descriptor; closes on destruction unless released to an asio object.
-class UniqueFd {
-public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  ~UniqueFd() { reset(); }
-  int get() const noexcept { return fd_; }
-  int release() noexcept { return std::exchange(fd_, -1); }
-  void reset() noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
-private:
-  int fd_ = -1;
-};
-
-struct PipeEnds {
-  UniqueFd read, write;
-};
-
-std::string describe(const std::vector<std::string>& argv) { return "'" + argv.front() + "'"; }
-
-PipeEnds make_pipe(const std::vector<std::string>& argv) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    const int e = errno;
-    throw SubprocessSpawnError("subprocess " + describe(argv) + ": pipe2 failed: " + std::strerror(e), e);
-  }
-  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
-}
-
-void set_nonblocking(int fd) { ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK); }
-
-/// The environment block the child gets, as owned "K=V" strings.
-std::vector<std::string> build_environment(EnvMode mode, const std::map<std::string, std::string>& env) {
-  std::vector<std::string> out;
-  if (mode == EnvMode::inherit) {
-    for (char** e = environ; e && *e; ++e) {
-      std::string_view entry(*e);
-      const auto eq = entry.find('=');
-      const std::string name(entry.substr(0, eq));
-      if (!env.count(name)) out.emplace_back(entry);
-    }
-  }
-  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
-  return out;
-}
-
-std::vector<char*> pointers(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  out.reserve(strings.size() + 1);
-  for (auto& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
-
-/// write(2) without letting a reader-less pipe raise SIGPIPE in the host: the signal is
-/// blocked in this thread for the call and, if the write raised it, consumed — unless one
-/// was already pending, which belongs to someone else.
-ssize_t write_without_sigpipe(int fd, const char* data, std::size_t size) {
-  sigset_t pipe_only, old_mask, pending;
-  sigemptyset(&pipe_only);
-  sigaddset(&pipe_only, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe_only, &old_mask);
-  sigpending(&pending);
-  const bool already_pending = sigismember(&pending, SIGPIPE) == 1;
-  const ssize_t n = ::write(fd, data, size);
-  const int saved = errno;
-  if (n < 0 && saved == EPIPE && !already_pending) {
-    const timespec zero{};
-    while (sigtimedwait(&pipe_only, nullptr, &zero) == -1 && errno == EINTR) {
-    }
-  }
-  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  errno = saved;
-  return n;
-}
 
 /// The handler a coroutine is suspended on, type-erased so `Run` need not be a template.
 struct Completion {

@@ -26,12 +26,11 @@
 #include <string>
 #include <string_view>
 
+#include "maf/sandbox/fwd.hpp"
 #include "maf/sandbox/command.hpp"
 #include "maf/sandbox/errors.hpp"
 
 namespace maf::sandbox {
-
-class Sandbox;
 
 /// No background process of this id in this sandbox (never started, or its sandbox was
 /// reset or replaced). `id()` is the id looked up.

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "maf/sandbox/fwd.hpp"
 #include "maf/sandbox/artifact.hpp"
 #include "maf/sandbox/call_defaults.hpp"
 #include "maf/sandbox/command.hpp"
@@ -20,10 +21,6 @@
 #include "maf/sandbox/spec.hpp"
 
 namespace maf::sandbox {
-
-class Sandbox;
-class SandboxHandle;
-class SandboxRouter;
 
 /// The blocking form, for hosts without an io_context: each call runs to completion on the
 /// calling thread (one private BlockingRunner per handle, so a backend that binds I/O to

@@ -21,12 +21,12 @@
 #include <optional>
 #include <string>
 
+#include "maf/sandbox/fwd.hpp"
 #include "maf/sandbox/cleanup.hpp"
 #include "maf/sandbox/key.hpp"
 
 namespace maf::sandbox {
 
-class Sandbox;
 namespace detail {
 class CallAdmission;
 struct AdmissionGate;

@@ -9,11 +9,10 @@
 #include <string>
 #include <string_view>
 
+#include "maf/sandbox/fwd.hpp"
 #include "maf/sandbox/spec.hpp"
 
 namespace maf::sandbox {
-
-class SandboxRouter;
 
 /// The record, compact JSON:
 /// `{"version": 1, "backend", "isolation", "floor", "selection", "kind", "egress",

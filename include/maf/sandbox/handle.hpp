@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "maf/sandbox/fwd.hpp"
 #include "maf/sandbox/blocking_sandbox.hpp"
 #include "maf/sandbox/command.hpp"
 #include "maf/sandbox/exec_result.hpp"
@@ -44,8 +45,6 @@
 #include "maf/sandbox/sync.hpp"
 
 namespace maf::sandbox {
-
-class SandboxRouter;
 
 /// The awaitable form. Call `co_await close()` when done: it disposes and says whether the
 /// disposal was confirmed. A handle destroyed unclosed disposes best-effort on the executor

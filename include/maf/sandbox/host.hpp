@@ -16,6 +16,7 @@
 
 #include <string>
 
+#include "maf/sandbox/fwd.hpp"
 #include "maf/sandbox/blocking_sandbox.hpp"
 #include "maf/sandbox/disposal.hpp"
 #include "maf/sandbox/key.hpp"
@@ -23,8 +24,6 @@
 #include "maf/sandbox/spec.hpp"
 
 namespace maf::sandbox {
-
-class SandboxRouter;
 
 class SandboxHost {
 public:

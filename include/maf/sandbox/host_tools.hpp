@@ -35,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "maf/sandbox/fwd.hpp"
 #include "maf/sandbox/capability.hpp"
 #include "maf/sandbox/content_labels.hpp"
 #include "maf/sandbox/host_tool_aggregate.hpp"
@@ -62,7 +63,6 @@ struct HostToolDeclaration {
   std::optional<Identity> identity;
 };
 
-class HostToolRun;
 
 /// What a function sees besides its arguments.
 struct HostToolCallContext {

@@ -24,12 +24,10 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include "maf/sandbox/fwd.hpp"
 #include "maf/sandbox/command.hpp"
 
 namespace maf::sandbox {
-
-class Sandbox;
-class HostToolRun;
 
 struct HostToolProgram {
   /// What the launcher runs, in `working_directory`: an argv (run verbatim) or a shell line.

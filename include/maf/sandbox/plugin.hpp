@@ -57,7 +57,7 @@
 
 // --- The build fingerprint ------------------------------------------------------------
 // Everything here is computed by the preprocessor from the including translation unit, so
-// the core (src/registry.cpp) and every plugin compute it the same way, each at its own
+// the core (src/plugins/registry.cpp) and every plugin compute it the same way, each at its own
 // compile time. Two builds whose fingerprints differ must not share C++ objects.
 
 #define MAF_SANDBOX_DETAIL_STR2(x) #x

@@ -105,13 +105,13 @@ public:
 
 private:
   /// Which check of C-65/C-68 refused; the message is built only when it will be thrown.
-  /// `Unserved`: one of the backend's declarations (src/spec_refusal.hpp, shared with ACQ-1).
+  /// `Unserved`: one of the backend's declarations (src/seam/spec_refusal.hpp, shared with ACQ-1).
   enum class Refusal { DeniedCapability, DeniedIdentity, BelowFloor, Unserved };
   /// The first check `backend` fails for `spec`, or none. Allocates nothing.
   std::optional<Refusal> first_refusal(const SandboxBackend& backend, Isolation rung,
                                        const SandboxSpec& spec) const;
   /// acquire with an AcquisitionEvent, and the router's observers attached to the sandbox
-  /// (src/router_observation.cpp).
+  /// (src/policy/router_observation.cpp).
   boost::asio::awaitable<std::shared_ptr<Sandbox>> observed_acquire(SandboxKey key, SandboxSpec spec);
   /// Builds observers_ and attaches it to every backend.
   void attach_observers(std::vector<std::shared_ptr<SandboxObserver>> observers);

@@ -82,7 +82,7 @@ struct StorageBaseWalk {
 enum class FileOperation { Write, Stat, Read, List, Remove };
 
 namespace detail {
-struct FileBatchAccess;  // the core's own way into a batch (collect_outputs); src/file_batch.hpp
+struct FileBatchAccess;  // the core's own way into a batch (collect_outputs); src/seam/file_batch.hpp
 }
 
 class Sandbox {

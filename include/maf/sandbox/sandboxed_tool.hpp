@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "maf/sandbox/fwd.hpp"
 #include "maf/sandbox/background.hpp"
 #include "maf/sandbox/call_admission.hpp"
 #include "maf/sandbox/call_defaults.hpp"
@@ -46,10 +47,6 @@
 #include "maf/sandbox/tool.hpp"
 
 namespace maf::sandbox {
-
-class Sandbox;
-class SandboxRouter;
-class OutputSink;
 
 /// The fixed sentences of C-119. A model sees these and nothing else; the detail is logged.
 inline constexpr const char* kRefusalNoBackend = "Error: no sandbox backend is configured — degrading to T0";

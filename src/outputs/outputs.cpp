@@ -13,8 +13,8 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/exec_result.hpp"
 #include "maf/sandbox/paths.hpp"
-#include "file_batch.hpp"
-#include "unicode_text.hpp"
+#include "seam/file_batch.hpp"
+#include "support/unicode_text.hpp"
 
 namespace maf::sandbox {
 namespace {

@@ -1,6 +1,6 @@
 // Call admission per (key, kind), docs/tools.md "Call admission": the state machine (no I/O). See
-// src/call_admission.hpp for the locking discipline and docs/tools.md for the behaviour.
-#include "call_admission.hpp"
+// src/policy/admission_state.hpp for the locking discipline and docs/tools.md for the behaviour.
+#include "policy/admission_state.hpp"
 
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "argument_schema.hpp"
+#include "tools/argument_schema.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 

@@ -5,7 +5,7 @@
 // unobserved path and nothing here runs.
 #include <chrono>
 
-#include "call_admission.hpp"
+#include "policy/admission_state.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/router.hpp"
 

@@ -13,10 +13,10 @@
 
 #include <algorithm>
 
-#include "call_admission.hpp"
+#include "policy/admission_state.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
-#include "spec_refusal.hpp"
+#include "seam/spec_refusal.hpp"
 
 namespace maf::sandbox {
 namespace {

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "maf/sandbox/plugin.hpp"
-#include "plugin_backend.hpp"
+#include "plugins/plugin_backend.hpp"
 
 static_assert(std::string_view(MAF_SANDBOX_VERSION) == MAF_SANDBOX_VERSION_STRING,
               "include/maf/sandbox/version.hpp must match project(VERSION) in CMakeLists.txt");

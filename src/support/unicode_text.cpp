@@ -1,5 +1,5 @@
 // NFC and Python-compatible lowercasing over utf8proc (see unicode_text.hpp for what is pinned).
-#include "unicode_text.hpp"
+#include "support/unicode_text.hpp"
 
 #include <cstdlib>
 #include <memory>

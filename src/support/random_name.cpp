@@ -1,4 +1,4 @@
-#include "random_name.hpp"
+#include "support/random_name.hpp"
 
 #include <cstdint>
 #include <random>

@@ -1,6 +1,6 @@
 #pragma once
 // The admission state machine of docs/tools.md "Call admission", without I/O: SandboxRouter runs the owed
-// cleanup it hands back (src/router.cpp). One std::mutex guards every gate; a waiter parks on
+// cleanup it hands back (src/policy/router.cpp). One std::mutex guards every gate; a waiter parks on
 // a timer of its own executor, and every touch of that timer happens under the mutex (the
 // hand-over may run on another thread between the queueing and the wait — the AsyncMutex
 // pattern of support/async_mutex.hpp, with a deadline).

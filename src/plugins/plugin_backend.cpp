@@ -1,5 +1,5 @@
 // The forwarding wrapper of plugin_backend.hpp.
-#include "plugin_backend.hpp"
+#include "plugins/plugin_backend.hpp"
 
 #include <dlfcn.h>
 

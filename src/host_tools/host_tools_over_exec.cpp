@@ -20,14 +20,14 @@
 #include <algorithm>
 #include <memory>
 
-#include "host_tool_request.hpp"
+#include "host_tools/host_tool_request.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/host_tools.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/paths.hpp"
 #include "maf/sandbox/sandbox.hpp"
 #include "maf/sandbox/support/shell.hpp"
-#include "random_name.hpp"
+#include "support/random_name.hpp"
 
 namespace maf::sandbox {
 namespace {

@@ -1,5 +1,5 @@
 // Request-file parsing for the host-tools transport (docs/host-tools.md "Request files").
-#include "host_tool_request.hpp"
+#include "host_tools/host_tool_request.hpp"
 
 #include <cstdio>
 

@@ -23,7 +23,7 @@
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/paths.hpp"
 #include "maf/sandbox/sandbox.hpp"
-#include "random_name.hpp"
+#include "support/random_name.hpp"
 
 namespace maf::sandbox {
 namespace {

@@ -1,6 +1,6 @@
 // The declaration checks of spec_refusal.hpp: moved out of the router so the router and
 // SandboxBackend::acquire (ACQ-1) refuse with one code path and one message per refusal.
-#include "spec_refusal.hpp"
+#include "seam/spec_refusal.hpp"
 
 #include <variant>
 

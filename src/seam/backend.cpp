@@ -8,7 +8,7 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/paths.hpp"
 #include "maf/sandbox/support/async_mutex.hpp"
-#include "spec_refusal.hpp"
+#include "seam/spec_refusal.hpp"
 
 namespace maf::sandbox {
 namespace {
