@@ -103,16 +103,14 @@ void validate_output_names(const SandboxSpec& spec) {
 /// The CleanupEvent of run's own disposal (it asks the backend directly, for the detail).
 CleanupEvent disposal_event(const SandboxKey& key, const std::string& kind, const std::string& backend,
                             const std::optional<DisposalFailure>& failure, std::chrono::nanoseconds duration) {
-  CleanupEvent e;
-  e.context.key = key;
-  e.context.call_id = key.call_id;
-  e.context.kind = kind;
-  e.context.backend = backend;
-  e.rung = "dispose";
-  e.outcome = failure ? "unconfirmed" : "done";
-  if (failure) e.detail = failure->to_string();
-  e.duration = duration;
-  return e;
+  EventContext context;
+  context.key = key;
+  context.call_id = key.call_id;
+  context.kind = kind;
+  context.backend = backend;
+  return make_cleanup_event(std::move(context), Cleanup::Dispose,
+                            failure ? CleanupOutcome::Unconfirmed : CleanupOutcome::Done,
+                            failure ? failure->to_string() : std::string(), duration);
 }
 
 }  // namespace

@@ -148,14 +148,14 @@ DispatchResult HostToolRun::dispatch(std::string_view name, const nlohmann::json
   if (framing_bytes < 0)  // a transport's number, not the guest's
     throw ValueError("HostToolRun::dispatch: framing_bytes must not be negative, got " + std::to_string(framing_bytes));
   const auto started = std::chrono::steady_clock::now();
-  std::string identity;
+  std::optional<Identity> identity;
   DispatchResult result = dispatch_unobserved(name, arguments, framing_bytes, identity);
   if (!registry_.observers_->empty()) {
     HostToolDispatchEvent event;
     event.context = context_;
     event.tool = bounded(name);
     event.identity = identity;
-    event.outcome = result.ok() ? "ok" : "refused";
+    event.outcome = result.ok() ? DispatchOutcome::Ok : DispatchOutcome::Refused;
     event.duration = std::chrono::steady_clock::now() - started;
     emit(registry_.observers_.get(), std::move(event));
   }
@@ -163,7 +163,7 @@ DispatchResult HostToolRun::dispatch(std::string_view name, const nlohmann::json
 }
 
 DispatchResult HostToolRun::dispatch_unobserved(std::string_view name, const nlohmann::json& arguments,
-                                                std::int64_t framing_bytes, std::string& identity) {
+                                                std::int64_t framing_bytes, std::optional<Identity>& identity) {
   // HT-R4: every call counts, refused ones included — a guest probing names is spending
   // the budget the cap exists to bound. Exhaustion is a refusal, so the program can finish
   // and report what it has.
@@ -177,7 +177,7 @@ DispatchResult HostToolRun::dispatch_unobserved(std::string_view name, const nlo
   const std::string tool_name = entry->tool.name;  // from here on, sentences quote host names only
   const auto& declaration = entry->tool.declaration;
   const std::optional<Identity> tool_identity = declaration ? declaration->identity : Identity::App;
-  if (tool_identity) identity = std::string(to_string(*tool_identity));
+  identity = tool_identity;
   if (!arguments.is_object())
     return refused("Error: the arguments for '" + tool_name + "' must be a JSON object");
   std::optional<std::string> user_identity;

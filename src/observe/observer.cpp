@@ -54,6 +54,17 @@ EventContext& context_of(SandboxEvent& event) noexcept {
   return std::visit([](auto& e) -> EventContext& { return e.context; }, event);
 }
 
+CleanupEvent make_cleanup_event(EventContext context, Cleanup rung, CleanupOutcome outcome, std::string detail,
+                                std::chrono::nanoseconds duration) {
+  CleanupEvent event;
+  event.context = std::move(context);
+  event.rung = rung;
+  event.outcome = outcome;
+  if (outcome != CleanupOutcome::Done) event.detail = std::move(detail);
+  event.duration = duration;
+  return event;
+}
+
 std::string_view to_string(AcquisitionOutcome outcome) noexcept {
   switch (outcome) {
     case AcquisitionOutcome::Started: return "started";
@@ -90,8 +101,8 @@ std::string event_to_json(const SandboxEvent& event) {
   std::visit(Overloaded{
                  [&](const AcquisitionEvent& e) {
                    j["outcome"] = to_string(e.outcome);
-                   j["isolation"] = e.isolation;
-                   j["egress"] = e.egress;
+                   j["isolation"] = e.isolation ? to_string(*e.isolation) : std::string_view();
+                   j["egress"] = to_string(e.egress);
                    j["error_type"] = e.error_type;
                    j["reason"] = e.reason;
                    j["duration_ns"] = nanos(e.duration);
@@ -131,15 +142,15 @@ std::string event_to_json(const SandboxEvent& event) {
                    j["truncated"] = e.truncated;
                  },
                  [&](const CleanupEvent& e) {
-                   j["rung"] = e.rung;
-                   j["outcome"] = e.outcome;
+                   j["rung"] = to_string(e.rung);
+                   j["outcome"] = to_string(e.outcome);
                    j["detail"] = e.detail;
                    j["duration_ns"] = nanos(e.duration);
                  },
                  [&](const HostToolDispatchEvent& e) {
                    j["tool"] = e.tool;
-                   j["identity"] = e.identity;
-                   j["outcome"] = e.outcome;
+                   j["identity"] = e.identity ? to_string(*e.identity) : std::string_view();
+                   j["outcome"] = to_string(e.outcome);
                    j["error_type"] = e.error_type;
                    j["duration_ns"] = nanos(e.duration);
                  },

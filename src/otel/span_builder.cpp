@@ -181,8 +181,8 @@ void SpanBuilder::add(const SandboxEvent& event, std::vector<json>& out) {
                    name = "maf_sandbox.acquire";
                    duration = e.duration;
                    attributes.push_back(attr("maf_sandbox.outcome", std::string(to_string(e.outcome))));
-                   if (!e.isolation.empty()) attributes.push_back(attr("maf_sandbox.isolation", e.isolation));
-                   attributes.push_back(attr("maf_sandbox.egress", e.egress));
+                   if (e.isolation) attributes.push_back(attr("maf_sandbox.isolation", std::string(to_string(*e.isolation))));
+                   attributes.push_back(attr("maf_sandbox.egress", std::string(to_string(e.egress))));
                    error_type = e.error_type;
                    status_message = e.reason;
                  },
@@ -218,18 +218,20 @@ void SpanBuilder::add(const SandboxEvent& event, std::vector<json>& out) {
                  [&](const CleanupEvent& e) {
                    name = "maf_sandbox.cleanup";
                    duration = e.duration;
-                   attributes.push_back(attr("maf_sandbox.rung", e.rung));
-                   attributes.push_back(attr("maf_sandbox.outcome", e.outcome));
-                   if (e.outcome != "done") {
-                     error_type = e.detail.empty() ? e.outcome : e.detail;
+                   const std::string outcome(to_string(e.outcome));
+                   attributes.push_back(attr("maf_sandbox.rung", std::string(to_string(e.rung))));
+                   attributes.push_back(attr("maf_sandbox.outcome", outcome));
+                   if (e.outcome != CleanupOutcome::Done) {
+                     error_type = e.detail.empty() ? outcome : e.detail;
                    }
                  },
                  [&](const HostToolDispatchEvent& e) {
                    name = "maf_sandbox.host_tool " + e.tool;
                    duration = e.duration;
                    attributes.push_back(attr("maf_sandbox.host_tool", e.tool));
-                   attributes.push_back(attr("maf_sandbox.identity", e.identity));
-                   attributes.push_back(attr("maf_sandbox.outcome", e.outcome));
+                   attributes.push_back(
+                       attr("maf_sandbox.identity", e.identity ? std::string(to_string(*e.identity)) : std::string()));
+                   attributes.push_back(attr("maf_sandbox.outcome", std::string(to_string(e.outcome))));
                    error_type = e.error_type;
                  },
              },

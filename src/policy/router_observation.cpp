@@ -23,12 +23,12 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxRouter::observed_acquire
   event.context.key = key;
   event.context.call_id = key.call_id;
   event.context.kind = spec.kind();
-  event.egress = std::string(to_string(spec.egress()));
+  event.egress = spec.egress();
   const auto started = std::chrono::steady_clock::now();
   // FIXED: the backend is known before the checks, so a refusal names whom it refused.
   if (fixed_) {
     event.context.backend = fixed_->name();
-    event.isolation = std::string(to_string(fixed_rung_));
+    event.isolation = fixed_rung_;
   }
   std::shared_ptr<Sandbox> sandbox;
   std::exception_ptr failure;
@@ -36,7 +36,7 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxRouter::observed_acquire
     auto backend = select(spec);  // C-69: the same checks as the unobserved path
     calls_->refuse_if_unclean(key);  // docs/tools.md "Unclean keys", as unobserved
     event.context.backend = backend->name();
-    event.isolation = backend->isolation();
+    event.isolation = try_parse_enum<Isolation>(backend->isolation());
     sandbox = co_await backend->acquire(key, std::move(spec));
   } catch (...) {
     failure = std::current_exception();
@@ -70,17 +70,15 @@ void SandboxRouter::observe_disposal(const SandboxKey& key, const std::string& k
                                      const std::optional<std::string>& instance_id, bool confirmed,
                                      std::chrono::nanoseconds duration) const {
   if (!observers_) return;
-  CleanupEvent event;
-  event.context.key = key;
-  event.context.call_id = key.call_id;
-  event.context.kind = kind;
+  EventContext context;
+  context.key = key;
+  context.call_id = key.call_id;
+  context.kind = kind;
   // Every backend was asked; with one (the usual FIXED router) the event names it.
-  for (const auto& b : backends_) event.context.backend += (event.context.backend.empty() ? "" : ",") + b->name();
-  event.context.instance_id = instance_id.value_or("");
-  event.rung = "dispose";
-  event.outcome = confirmed ? "done" : "unconfirmed";
-  event.duration = duration;
-  emit(observers_.get(), std::move(event));
+  for (const auto& b : backends_) context.backend += (context.backend.empty() ? "" : ",") + b->name();
+  context.instance_id = instance_id.value_or("");
+  emit(observers_.get(), make_cleanup_event(std::move(context), Cleanup::Dispose,
+                                            confirmed ? CleanupOutcome::Done : CleanupOutcome::Unconfirmed, {}, duration));
 }
 
 void SandboxRouter::observe_queued(const SandboxKey& key, const std::string& kind,

@@ -63,13 +63,9 @@ TransferEvent transfer_event(const Observed& o, TransferDirection direction, con
   return e;
 }
 
-CleanupEvent cleanup_event(const Observed& o, std::string rung) {
-  CleanupEvent e;
-  e.rung = std::move(rung);
-  e.duration = o.elapsed();
-  e.outcome = o.failure ? "failed" : "done";
-  if (o.failure) e.detail = o.error_type();
-  return e;
+CleanupEvent cleanup_event(const Observed& o, Cleanup rung) {
+  return make_cleanup_event({}, rung, o.failure ? CleanupOutcome::Failed : CleanupOutcome::Done,
+                            o.failure ? o.error_type() : std::string(), o.elapsed());
 }
 
 }  // namespace
@@ -471,7 +467,7 @@ boost::asio::awaitable<void> Sandbox::reclaim(std::string directory, std::string
   } catch (...) {
     o.failure = std::current_exception();
   }
-  deliver(*observed, cleanup_event(o, "reclaim"));
+  deliver(*observed, cleanup_event(o, Cleanup::Reclaim));
   o.rethrow();
 }
 
@@ -542,7 +538,7 @@ boost::asio::awaitable<void> Sandbox::reset(std::chrono::milliseconds timeout) {
   } catch (...) {
     o.failure = std::current_exception();
   }
-  deliver(*observed, cleanup_event(o, "reset"));
+  deliver(*observed, cleanup_event(o, Cleanup::Reset));
   o.rethrow();
 }
 

@@ -212,10 +212,10 @@ TEST_CASE("HT-R1 / OBS: each dispatch is a HostToolDispatchEvent; a throwing obs
   CHECK_FALSE(run.dispatch("missing", json::object()).ok());
   REQUIRE(seen.size() == 2);
   CHECK(seen[0].tool == "lookup");
-  CHECK(seen[0].identity == "app");
-  CHECK(seen[0].outcome == "ok");
+  CHECK(seen[0].identity == Identity::App);
+  CHECK(seen[0].outcome == DispatchOutcome::Ok);
   CHECK(seen[0].context.call_id == "call-7");
-  CHECK(seen[1].outcome == "refused");
+  CHECK(seen[1].outcome == DispatchOutcome::Refused);
 }
 
 TEST_CASE("HT-R5: a spec with host tools requires HOST_TOOLS and carries the aggregate's identities") {

@@ -131,8 +131,8 @@ TEST_CASE("OBS-4: the router reports started, reused, refused and failed acquisi
     CHECK(a.context.call_id == "call-7");
     CHECK(a.context.backend == "in-process");
   }
-  CHECK(acquisitions[0].isolation == "none");
-  CHECK(acquisitions[0].egress == "closed");
+  CHECK(acquisitions[0].isolation == Isolation::None);
+  CHECK(acquisitions[0].egress == Egress::Closed);
   CHECK(acquisitions[0].context.instance_id == first->instance_id());
 }
 
@@ -194,9 +194,9 @@ TEST_CASE("OBS-4: dispose_kind reports a dispose cleanup with its outcome") {
   CHECK_FALSE(run([&] { return router.dispose_kind(kKey, "script"); }));
   const auto cleanups = recorder->of<CleanupEvent>();
   REQUIRE(cleanups.size() == 2);
-  CHECK(cleanups[0].rung == "dispose");
-  CHECK(cleanups[0].outcome == "done");
-  CHECK(cleanups[1].outcome == "unconfirmed");
+  CHECK(cleanups[0].rung == Cleanup::Dispose);
+  CHECK(cleanups[0].outcome == CleanupOutcome::Done);
+  CHECK(cleanups[1].outcome == CleanupOutcome::Unconfirmed);
   CHECK(cleanups[1].context.kind == "script");
 }
 

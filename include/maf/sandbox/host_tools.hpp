@@ -170,7 +170,7 @@ public:
 
 private:
   DispatchResult dispatch_unobserved(std::string_view name, const nlohmann::json& arguments,
-                                     std::int64_t framing_bytes, std::string& identity);
+                                     std::int64_t framing_bytes, std::optional<Identity>& identity);
   const HostToolRegistry& registry_;
   bool approved_;
   EventContext context_;

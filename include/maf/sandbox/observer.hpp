@@ -11,8 +11,10 @@
 /// sizes, never payloads — except a tool call's arguments and result, and only when the tool
 /// layer was told to attach them (the host's opt-in).
 ///
-/// Light: the standard library and key.hpp only, so sandbox.hpp and router_options.hpp can
-/// name it without pulling in Asio or JSON.
+/// Light: the standard library and the vocabulary headers only, so sandbox.hpp and
+/// router_options.hpp can name it without pulling in Asio or JSON. Fields are typed (the
+/// vocabulary's enums); strings appear only at the JSON and OTel edges (event_to_json, the
+/// exporter), spelled by each enum's to_string.
 
 #include <chrono>
 #include <cstdint>
@@ -26,6 +28,11 @@
 #include <variant>
 #include <vector>
 
+#include "maf/sandbox/capability.hpp"
+#include "maf/sandbox/cleanup.hpp"
+#include "maf/sandbox/egress.hpp"
+#include "maf/sandbox/enum.hpp"
+#include "maf/sandbox/isolation.hpp"
 #include "maf/sandbox/key.hpp"
 
 namespace maf::sandbox {
@@ -53,8 +60,9 @@ enum class AcquisitionOutcome {
 struct AcquisitionEvent {
   EventContext context;
   AcquisitionOutcome outcome = AcquisitionOutcome::Started;
-  std::string isolation{};  ///< the serving backend's rung (empty when none was selected)
-  std::string egress{};     ///< the spec's egress mode
+  /// The serving backend's rung; absent when none was selected (or its declaration is not a rung).
+  std::optional<Isolation> isolation{};
+  Egress egress = Egress::Closed;  ///< the spec's egress mode
   std::string error_type{};  ///< class name of the refusal or failure; empty on success
   std::string reason{};      ///< the refusal's or failure's message
   std::chrono::nanoseconds duration{};
@@ -116,20 +124,62 @@ struct NetworkDecisionEvent {
   bool truncated = false;  ///< the proxy's log lost earlier decisions
 };
 
+/// How one cleanup rung ended.
+enum class CleanupOutcome {
+  Done,         ///< "done"
+  Failed,       ///< "failed": the rung raised; `detail` names the error
+  Unconfirmed,  ///< "unconfirmed": a disposal no backend confirmed (in time)
+};
+
+template <>
+struct EnumTraits<CleanupOutcome> {
+  static constexpr std::string_view type_name = "CleanupOutcome";
+  static constexpr std::array<std::pair<CleanupOutcome, std::string_view>, 3> values{{
+      {CleanupOutcome::Done, "done"},
+      {CleanupOutcome::Failed, "failed"},
+      {CleanupOutcome::Unconfirmed, "unconfirmed"},
+  }};
+};
+constexpr std::string_view to_string(CleanupOutcome o) noexcept { return enum_value(o); }
+
 struct CleanupEvent {
   EventContext context;
-  std::string rung{};     ///< "reclaim", "reset" or "dispose" (docs/tools.md "The cleanup ladder")
-  std::string outcome{};  ///< "done", "failed" or "unconfirmed"
-  std::string detail{};   ///< why it failed or is unconfirmed
+  Cleanup rung = Cleanup::Dispose;  ///< docs/tools.md "The cleanup ladder"
+  CleanupOutcome outcome = CleanupOutcome::Done;
+  std::string detail{};  ///< why it failed or is unconfirmed
   std::chrono::nanoseconds duration{};
 };
+
+/// The one way a CleanupEvent is made (the Sandbox NVI's reclaim and reset, the router's
+/// disposal): `detail` only where the outcome is not Done.
+CleanupEvent make_cleanup_event(EventContext context, Cleanup rung, CleanupOutcome outcome, std::string detail,
+                                std::chrono::nanoseconds duration);
+
+/// How one host-tool dispatch ended.
+enum class DispatchOutcome {
+  Ok,       ///< "ok"
+  Refused,  ///< "refused": the registry said no (unknown tool, identity, schema, caps)
+  Failed,   ///< "failed": the tool's handler raised
+};
+
+template <>
+struct EnumTraits<DispatchOutcome> {
+  static constexpr std::string_view type_name = "DispatchOutcome";
+  static constexpr std::array<std::pair<DispatchOutcome, std::string_view>, 3> values{{
+      {DispatchOutcome::Ok, "ok"},
+      {DispatchOutcome::Refused, "refused"},
+      {DispatchOutcome::Failed, "failed"},
+  }};
+};
+constexpr std::string_view to_string(DispatchOutcome o) noexcept { return enum_value(o); }
 
 /// A host tool dispatched from a sandbox (docs/host-tools.md); the host-tool registry emits it.
 struct HostToolDispatchEvent {
   EventContext context;
   std::string tool{};
-  std::string identity{};  ///< "app" or "user"
-  std::string outcome{};   ///< "ok", "refused" or "failed"
+  /// The authority the tool exercises; absent when the request named no dispatchable tool.
+  std::optional<Identity> identity{};
+  DispatchOutcome outcome = DispatchOutcome::Ok;
   std::string error_type{};
   std::chrono::nanoseconds duration{};
 };
