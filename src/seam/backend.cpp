@@ -9,6 +9,7 @@
 #include "maf/sandbox/paths.hpp"
 #include "maf/sandbox/support/async_mutex.hpp"
 #include "seam/spec_refusal.hpp"
+#include "seam/storage_base.hpp"
 
 namespace maf::sandbox {
 namespace {
@@ -101,13 +102,7 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxBackend::acquire(Sandbox
     detail::refuse_unserved(*unserved, name(), d, spec, IsolationScope::Conversation);
 
   // ACQ-2: the storage base, decided once for every backend.
-  AcquirePlan plan{spec.work_dir().value_or(kDefaultWorkDir), uses_storage_base(spec)};
-  const std::string base = plan.storage_base;
-  const bool absolute = base[0] == '/' && base.find('\\') == std::string::npos;
-  if (!absolute || normalize_guest_path(base) != base)
-    throw ValueError("backend '" + name() + "': work_dir '" + base + "' of workload kind '" + spec.kind() +
-                     "' must be an absolute, normalised POSIX guest path" +
-                     (absolute ? " ('" + normalize_guest_path(base) + "')" : std::string()));
+  AcquirePlan plan{detail::settle_storage_base("backend '" + name() + "'", spec), uses_storage_base(spec)};
 
   // ACQ-3: one get-or-create per identity in this process; the entry goes with its last user.
   AcquireLocks::Use use(*acquire_locks_, identity_of(key, spec.kind()));
@@ -119,7 +114,7 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxBackend::acquire(Sandbox
   if (!sandbox) throw RuntimeError("backend '" + name() + "' returned no sandbox for workload kind '" + kind + "'");
   // ACQ-4: the base exists before the sandbox is handed out, warm reuse included (C-53). The
   // sandbox's own base is walked: it is what its relative paths resolve under.
-  if (walks && sandbox->storage_base() != "/") co_await walk_storage_base(*sandbox, kind);
+  if (walks) co_await walk_storage_base(*sandbox, kind);
   co_return sandbox;
 }
 

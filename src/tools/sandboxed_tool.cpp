@@ -14,6 +14,7 @@
 #include "maf/sandbox/paths.hpp"
 #include "maf/sandbox/sink.hpp"
 #include "maf/sandbox/sync.hpp"
+#include "seam/storage_base.hpp"
 #include "support/random_name.hpp"
 
 namespace maf::sandbox {
@@ -179,9 +180,9 @@ std::vector<SandboxedTool> sandboxed_tool(ToolBody body, std::shared_ptr<Sandbox
     throw ValueError("sandboxed_tool '" + name + "': reclaim_timeout must be finite and positive, got " +
                      std::to_string(options.reclaim_timeout.count()) + " ms");
   router->ensure_can_serve(spec);
-  if (spec.work_dir() && normalize_guest_path(*spec.work_dir()) == "/")
-    throw ValueError("sandboxed_tool '" + name + "': work_dir '" + *spec.work_dir() +
-                     "' normalises to '/', and a call directory under the root would be reclaimed from it");
+  // ACQ-2's rule, before any call: a base the acquire would refuse ("/" among them: a call
+  // directory under the root would be reclaimed from it) is refused at attach.
+  (void)detail::settle_storage_base("sandboxed_tool '" + name + "'", spec);
   if (options.admission_timeout.count() <= 0)
     throw ValueError("sandboxed_tool '" + name + "': admission_timeout must be positive, got " +
                      std::to_string(options.admission_timeout.count()) + " ms");

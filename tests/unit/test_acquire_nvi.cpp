@@ -125,6 +125,16 @@ TEST_CASE("ACQ-2: the storage base is the spec's work_dir or the default; one th
   CHECK(backend->plans.size() == 2);
 }
 
+TEST_CASE("ACQ-2: '/' is no storage base on any backend — refused naming it and the kind, before do_acquire") {
+  auto backend = std::make_shared<RecordingBackend>();
+  BlockingRunner run;
+  CHECK_THAT(message_of<ValueError>([&] {
+               run([&] { return backend->acquire(kKey, SandboxSpec({.kind = "k", .work_dir = "/"})); });
+             }),
+             Catch::Contains("work_dir '/'") && Catch::Contains("'k'") && Catch::Contains("guest's root"));
+  CHECK(backend->plans.empty());
+}
+
 TEST_CASE("ACQ-3: acquires of one identity run do_acquire one at a time; other identities are not held up") {
   auto backend = std::make_shared<RecordingBackend>();
   backend->yields = 5;

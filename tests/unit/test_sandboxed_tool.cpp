@@ -108,6 +108,11 @@ TEST_CASE("C-118 a work_dir that normalises to / is ValueError (the call directo
   SandboxSpec spec({.kind = "shell", .work_dir = "/tmp/.."});
   CHECK_THAT(message_of<ValueError>([&] { sandboxed_tool(never_runs(ran), f.router, f.context, "a", spec, "shell"); }),
              Catch::Contains("'/tmp/..'"));
+  // The root itself: the same rule as every backend's acquire (ACQ-2), at attach.
+  SandboxSpec root({.kind = "shell", .work_dir = "/"});
+  CHECK_THAT(message_of<ValueError>([&] { sandboxed_tool(never_runs(ran), f.router, f.context, "a", root, "shell"); }),
+             Catch::Contains("work_dir '/'") && Catch::Contains("sandboxed_tool 'a'"));
+  CHECK(ran->load() == 0);
 }
 
 TEST_CASE("cleanup ladder: RECLAIM without the backend's reclaim capability, or RESET without snapshot, is refused at attach") {

@@ -209,12 +209,8 @@ awaitable<std::shared_ptr<Sandbox>> WslcSandboxBackend::do_acquire(SandboxKey ke
                                         ? std::string(" (no egress_proxy_image is configured; it enforces closed)")
                                         : std::string(" (it enforces closed, or an allowlist through its proxy)")));
   const std::vector<std::string> allow_hosts = proxied ? detail::allow_hosts(spec) : std::vector<std::string>{};
-  // ACQ-2 settled the base; wslc's own refusal: "/" itself (a container's root is no base
-  // the sandbox may own, and W-10 names the base).
+  // ACQ-2 settled the base, "/" refused with every backend's (W-10 names the base).
   const std::string& base = plan.storage_base;
-  if (base == "/")
-    throw ValueError(said("spec.work_dir '") + base + "' of workload kind '" + spec.kind() +
-                     "' must be a normalised absolute POSIX path below /");
   support::sandbox_labels(key, spec.kind(), spec.labels());  // refuses a bad label key (W-11) now
   // W-13 is the core's ACQ-3 lock, per (key, kind): every field the name hashes beyond those
   // (allowlist hosts, base, bounds) only splits one identity into several containers, so
