@@ -197,17 +197,9 @@ awaitable<std::shared_ptr<Sandbox>> WslcSandboxBackend::do_acquire(SandboxKey ke
     throw ValueError(said("workload kind '") + spec.kind() +
                      "' names no image (set spec.image, spec.image_id or the backend's `image`)");
   // W-4, W-31: CLOSED and an empty allowlist run closed; hosts need the proxy; never
-  // UNRESTRICTED. Refused rather than run closed. The declarations say the same (ALLOWLIST
-  // only with a proxy image), so ACQ-1 refuses these first; this stays the backend's own
-  // word on what its proxy image decides (C-54).
+  // UNRESTRICTED. The declarations say exactly that (ALLOWLIST only with a proxy image), so
+  // ACQ-1 has refused every other egress before this runs: no second refusal here.
   const bool proxied = behind_proxy(spec);
-  if (spec.egress() != Egress::Closed && !(spec.egress() == Egress::Allowlist && spec.egress_allow().empty()) &&
-      !proxied)
-    throw SandboxEgressNotEnforced("backend 'wslc' cannot enforce the '" + std::string(to_string(spec.egress())) +
-                                   "' egress workload kind '" + spec.kind() + "' asks for" +
-                                   (spec.egress() == Egress::Allowlist
-                                        ? std::string(" (no egress_proxy_image is configured; it enforces closed)")
-                                        : std::string(" (it enforces closed, or an allowlist through its proxy)")));
   const std::vector<std::string> allow_hosts = proxied ? detail::allow_hosts(spec) : std::vector<std::string>{};
   // ACQ-2 settled the base, "/" refused with every backend's (W-10 names the base).
   const std::string& base = plan.storage_base;
