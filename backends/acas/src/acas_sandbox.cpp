@@ -138,15 +138,19 @@ boost::asio::awaitable<ExecReport> AcasSandbox::do_exec(const ExecRequest& reque
   }
   // A-26's one exception: the throttled request was answered and nothing ran; the sandbox is kept.
   if (throttled) co_return ExecReport::deadline_expired("nothing ran: " + *throttled);
-  // anything else may have left the guest mid-command; the sandbox is not reused.
-  co_await state_->invalidate(svc, record_, timed_out ? "exec timed out" : "exec failed");
-  if (timed_out) co_return ExecReport::deadline_expired("the request was abandoned and the sandbox is not reused");
+  // anything else may have left the guest mid-command; the sandbox is not reused. A
+  // timeout is ended the way an over-cap capture is — by the core, through do_abandon (EXE-2)
+  // — so both endings take one path; a failure is no report, and ends it here.
+  if (timed_out)
+    co_return ExecReport::deadline_expired("the request was abandoned and the sandbox is not reused", /*abandon=*/true);
+  co_await state_->invalidate(svc, record_, "exec failed");
   std::rethrow_exception(failure);
 }
 
 boost::asio::awaitable<void> AcasSandbox::do_abandon() {
   auto lease = co_await this->lease();
-  co_await state_->invalidate(lease.service(), record_, "exec output over its cap");
+  // A-26 for an exec the core abandons: timed out, or its capture over the cap.
+  co_await state_->invalidate(lease.service(), record_, "exec abandoned (timed out or over its cap)");
 }
 
 boost::asio::awaitable<std::optional<GuestStat>> AcasSandbox::do_lstat(const std::string& absolute_path) {
