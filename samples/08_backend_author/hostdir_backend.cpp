@@ -63,10 +63,12 @@ struct Fd {
 class HostDirSandbox final : public Sandbox {
 public:
   HostDirSandbox(const std::string& kind, const fs::path& work, const std::string& instance_id)
-      : Sandbox(Descriptor{kName, kind,
-                         CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut,
-                                       Capability::FilesList, Capability::FilesDelete},
-                         work.string(), instance_id}) {}
+      : Sandbox(Descriptor{.backend_name = kName,
+                         .kind = kind,
+                         .capabilities = CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut,
+                                                       Capability::FilesList, Capability::FilesDelete},
+                         .storage_base = work.string(),
+                         .instance_id = instance_id}) {}
 
 protected:
   boost::asio::awaitable<ExecReport> do_exec(const ExecRequest& request) override {

@@ -31,8 +31,11 @@ boost::asio::awaitable<std::vector<std::string>> ready(std::vector<std::string> 
 }  // namespace
 
 InProcessSandbox::InProcessSandbox(InProcessSandboxOptions options)
-    : Sandbox(Descriptor{options.backend_name, options.kind, options.capabilities, options.storage_base,
-                       options.instance_id}),
+    : Sandbox(Descriptor{.backend_name = options.backend_name,
+                         .kind = options.kind,
+                         .capabilities = options.capabilities,
+                         .storage_base = options.storage_base,
+                         .instance_id = options.instance_id}),
       outputs_(std::move(options.outputs)),
       raises_(std::move(options.raises)),
       raises_factory_(std::move(options.raises_factory)),

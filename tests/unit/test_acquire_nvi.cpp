@@ -201,7 +201,7 @@ TEST_CASE("ACQ-4: a linked or non-directory component of the base refuses the ac
 TEST_CASE("ACQ-4: a sandbox that cannot make its base says so (the default hook) rather than hand out a missing one") {
   class NoHook : public Sandbox {
   public:
-    NoHook() : Sandbox(Descriptor{"nohook", "k", kFiles, "/job/one", "i-1"}) {}
+    NoHook() : Sandbox(Descriptor{.backend_name = "nohook", .kind = "k", .capabilities = kFiles, .storage_base = "/job/one", .instance_id = "i-1"}) {}
 
   protected:
     boost::asio::awaitable<ExecReport> do_exec(const ExecRequest&) override { co_return ExecResult{}; }

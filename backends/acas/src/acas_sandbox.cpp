@@ -40,7 +40,11 @@ std::string files_path(const std::string& id, const char* sub = "") {
 
 AcasSandbox::AcasSandbox(std::shared_ptr<AcasSandboxBackend::State> state, std::shared_ptr<Record> record,
                          CapabilitySet capabilities, std::string storage_base)
-    : Sandbox(Descriptor{"acas", record->kind, capabilities, std::move(storage_base), record->id}),
+    : Sandbox(Descriptor{.backend_name = "acas",
+                         .kind = record->kind,
+                         .capabilities = capabilities,
+                         .storage_base = std::move(storage_base),
+                         .instance_id = record->id}),
       state_(std::move(state)),
       record_(std::move(record)) {}
 

@@ -107,7 +107,11 @@ awaitable<std::optional<support::TarEntry>> tar_stat(DockerTransport& transport,
 }
 
 DockerSandbox::DockerSandbox(DockerSandboxParts parts)
-    : Sandbox(Descriptor{"docker", parts.kind, parts.capabilities, parts.storage_base, parts.container_id}),
+    : Sandbox(Descriptor{.backend_name = "docker",
+                         .kind = parts.kind,
+                         .capabilities = parts.capabilities,
+                         .storage_base = parts.storage_base,
+                         .instance_id = parts.container_id}),
       p_(std::move(parts)) {}
 
 awaitable<std::optional<GuestStat>> DockerSandbox::unconfined_stat_for_testing(std::string absolute_path) {

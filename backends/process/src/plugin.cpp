@@ -4,7 +4,7 @@
 
 namespace {
 std::shared_ptr<maf::sandbox::SandboxBackend> make_from_json(const nlohmann::json& config) {
-  return maf::sandbox::process::make_process_backend(maf::sandbox::process::process_config_from_json(config));
+  return maf::sandbox::process::make_process_backend(maf::sandbox::process::parse_process_config(config));
 }
 }  // namespace
 

@@ -392,7 +392,7 @@ std::shared_ptr<SandboxBackend> make_process_backend(ProcessBackendConfig config
   return std::make_shared<ProcessBackend>(std::move(config));
 }
 
-ProcessBackendConfig process_config_from_json(const nlohmann::json& j) {
+ProcessBackendConfig parse_process_config(const nlohmann::json& j) {
   ProcessBackendConfig c;
   if (j.is_null()) return c;
   if (!j.is_object()) throw ValueError("backend 'process': configuration must be a JSON object");

@@ -20,7 +20,11 @@ ProcessSandbox::ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> confi
                                std::shared_ptr<const Boundary> boundary, std::string kind, CapabilitySet capabilities,
                                std::string storage_base, std::string instance_id, std::string sandbox_dir,
                                ResourceLimits resources)
-    : Sandbox(Descriptor{"process", std::move(kind), capabilities, std::move(storage_base), std::move(instance_id)}),
+    : Sandbox(Descriptor{.backend_name = "process",
+                         .kind = std::move(kind),
+                         .capabilities = capabilities,
+                         .storage_base = std::move(storage_base),
+                         .instance_id = std::move(instance_id)}),
       config_(std::move(config)),
       boundary_(std::move(boundary)),
       sandbox_dir_(std::move(sandbox_dir)),

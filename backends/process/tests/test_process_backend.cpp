@@ -57,12 +57,12 @@ TEST_CASE("process: a host that cannot establish the boundary is refused at cons
 }
 
 TEST_CASE("process: configuration refuses unknown keys and wrong types by name") {
-  CHECK_THROWS_WITH(process::process_config_from_json(nlohmann::json{{"rootdir", "/x"}}),
+  CHECK_THROWS_WITH(process::parse_process_config(nlohmann::json{{"rootdir", "/x"}}),
                     Catch::Contains("'rootdir'"));
-  CHECK_THROWS_WITH(process::process_config_from_json(nlohmann::json{{"guest_uid", "x"}}),
+  CHECK_THROWS_WITH(process::parse_process_config(nlohmann::json{{"guest_uid", "x"}}),
                     Catch::Contains("'guest_uid'"));
   CHECK_THROWS_AS(process::make_process_backend(process::ProcessBackendConfig{.root = "relative"}), ValueError);
-  auto c = process::process_config_from_json(
+  auto c = process::parse_process_config(
       nlohmann::json{{"root", "/tmp/x"}, {"run_code_interpreter", {"python3", "-"}}, {"max_stdout_bytes", 10}});
   CHECK(c.root == "/tmp/x");
   CHECK(c.run_code_interpreter.size() == 2);

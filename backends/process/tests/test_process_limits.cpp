@@ -98,9 +98,9 @@ TEST_CASE("LIM-8: this host's tree is detected, and the configuration names what
   CHECK(f.backend->declarations().resource_bounds ==
         ResourceBoundSet{ResourceBound::Memory, ResourceBound::Cpus, ResourceBound::Processes, ResourceBound::Ttl,
                          ResourceBound::IdleTimeout});
-  CHECK_THROWS_WITH(process::process_config_from_json({{"required_resource_bounds", {"ttl"}}}),
+  CHECK_THROWS_WITH(process::parse_process_config({{"required_resource_bounds", {"ttl"}}}),
                     Contains("'ttl' is not one of memory, cpus, processes"));
-  CHECK(process::process_config_from_json({{"required_resource_bounds", {"memory", "cpus"}}}).required_resource_bounds ==
+  CHECK(process::parse_process_config({{"required_resource_bounds", {"memory", "cpus"}}}).required_resource_bounds ==
         ResourceBoundSet{ResourceBound::Memory, ResourceBound::Cpus});
 }
 

@@ -19,7 +19,11 @@ namespace maf::sandbox::wslc::detail {
 using boost::asio::awaitable;
 
 WslcSandbox::WslcSandbox(WslcSandboxParts parts)
-    : Sandbox(Descriptor{"wslc", parts.kind, parts.capabilities, parts.storage_base, parts.instance_id}),
+    : Sandbox(Descriptor{.backend_name = "wslc",
+                         .kind = parts.kind,
+                         .capabilities = parts.capabilities,
+                         .storage_base = parts.storage_base,
+                         .instance_id = parts.instance_id}),
       p_(std::move(parts)),
       plane_{p_.runner.get(), p_.container, p_.kind, p_.command_timeout} {}
 

@@ -18,12 +18,16 @@ namespace maf::sandbox::conformance::test {
 namespace fs = std::filesystem;
 
 HostTreeSandbox::HostTreeSandbox(const fs::path& root, Flaw flaw, CapabilitySet cleanup_rungs)
-    : Sandbox(Descriptor{"host-tree", "conformance",
-                       CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut, Capability::FilesList,
-                                     Capability::FilesDelete}
-                           .united(cleanup_rungs.intersection({Capability::Reclaim, Capability::Snapshot, Capability::HostTools,
-                                                               Capability::ExecStream, Capability::Background})),
-                       (root / "work").string(), "host-tree-0"}),
+    : Sandbox(Descriptor{
+          .backend_name = "host-tree",
+          .kind = "conformance",
+          .capabilities = CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut,
+                                        Capability::FilesList, Capability::FilesDelete}
+                              .united(cleanup_rungs.intersection({Capability::Reclaim, Capability::Snapshot,
+                                                                  Capability::HostTools, Capability::ExecStream,
+                                                                  Capability::Background})),
+          .storage_base = (root / "work").string(),
+          .instance_id = "host-tree-0"}),
       work_(root / "work"),
       snapshot_(root / ".snapshot-work"),
       flaw_(flaw) {

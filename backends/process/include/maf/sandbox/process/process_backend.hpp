@@ -108,7 +108,7 @@ struct ProcessBackendConfig {
 /// max_stderr_bytes, guest_uid, guest_gid, setpriv_path, host_uid, host_gid, pids_limit,
 /// memory_limit_bytes, required_resource_bounds, cgroup_root, test_only_unapplied_resource_bounds,
 /// test_only_without_host_boundary, test_only_allow_unsafe.
-ProcessBackendConfig process_config_from_json(const nlohmann::json& config);
+ProcessBackendConfig parse_process_config(const nlohmann::json& config);
 
 /// What sandboxes of `config` leave on this host, one line per item: `state:<entry>` for
 /// every entry of `root` (sandbox directories, and the `.staging-`/`.trash-` directories an
