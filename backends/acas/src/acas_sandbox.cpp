@@ -119,7 +119,7 @@ boost::asio::awaitable<ExecReport> AcasSandbox::captured_exec(Service& svc, cons
   }
   auto cleanup = co_await control_exec(svc, id, capture_cleanup_script(token), "/", deadline, 4096);
   if (cleanup.exit_code != 0)
-    logger()->warn("acas: exec scratch {} in sandbox {} was not removed: {}", "/tmp/" + token, id, cleanup.stderr_text);
+    logger()->warn("backend 'acas': exec scratch {} in sandbox {} was not removed: {}", "/tmp/" + token, id, cleanup.stderr_text);
   co_return result;
 }
 

@@ -202,7 +202,7 @@ boost::asio::awaitable<void> AcasSandboxBackend::State::invalidate(detail::Servi
     auto it = held.find(detail::held_key(record->key, record->kind));
     if (it != held.end() && it->second == record) held.erase(it);
   }
-  logger()->info("acas: sandbox {} invalidated ({}); deleting it", record->id, why);
+  logger()->info("backend 'acas': sandbox {} invalidated ({}); deleting it", record->id, why);
   auto failure = co_await delete_sandbox(svc, record->id);
   if (failure) {
     std::lock_guard g(m);
@@ -307,7 +307,7 @@ boost::asio::awaitable<void> reconcile_lost_create(AcasSandboxBackend::State& s,
       }
     }
   } catch (const std::exception& e) {
-    logger()->warn("acas: could not reconcile a failed create for {}: {}", to_string(key), e.what());
+    logger()->warn("backend 'acas': could not reconcile a failed create for {}: {}", to_string(key), e.what());
   }
 }
 
@@ -403,17 +403,17 @@ boost::asio::awaitable<std::shared_ptr<Record>> create_sandbox(AcasSandboxBacken
     lc = co_await svc.call(std::move(call_7));
   } catch (const AcasTransportError& e) {
     // any non-auth failure is a warning; the create body carries the policy as well.
-    logger()->warn("acas: lifecycle policy for sandbox {} got no answer: {}", record->id, e.what());
+    logger()->warn("backend 'acas': lifecycle policy for sandbox {} got no answer: {}", record->id, e.what());
     co_return record;
   } catch (const TimeoutError& e) {
-    logger()->warn("acas: lifecycle policy for sandbox {} timed out: {}", record->id, e.what());
+    logger()->warn("backend 'acas': lifecycle policy for sandbox {} timed out: {}", record->id, e.what());
     co_return record;
   }
   if (lc.status == 401 || lc.status == 403) {
     co_await s.invalidate(svc, record, "lifecycle refused");
     detail::Service::expect(lc, {200}, "lifecycle");
   } else if (lc.status >= 300) {
-    logger()->warn("acas: lifecycle policy for sandbox {} answered HTTP {}", record->id, lc.status);
+    logger()->warn("backend 'acas': lifecycle policy for sandbox {} answered HTTP {}", record->id, lc.status);
   }
   co_return record;
 }
@@ -480,7 +480,7 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::do_acquire(
     throw AcasEgressPolicyConflict(said("sandbox ") + record->id + " of " + to_string(key) + " kind '" + spec.kind() +
                                    "' holds a different egress policy; dispose the kind before changing it");
   if (record && !co_await ensure_running(*s, svc, *record)) {
-    logger()->info("acas: held sandbox {} is gone or unusable; replacing it", record->id);
+    logger()->info("backend 'acas': held sandbox {} is gone or unusable; replacing it", record->id);
     std::lock_guard g(s->m);
     if (auto it = s->held.find(rk); it != s->held.end() && it->second == record) s->held.erase(it);
     record.reset();
@@ -535,7 +535,7 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> AcasSandboxBackend::do_acquire(
       warn = s->removal_warned.insert(image_name + '\n' + spec.kind()).second;
     }
     if (warn)
-      logger()->warn("acas: image '{}' (kind '{}') failed the removal-compatibility probe; EXEC is served, files "
+      logger()->warn("backend 'acas': image '{}' (kind '{}') failed the removal-compatibility probe; EXEC is served, files "
                      "the file plane writes cannot be removed by the guest",
                      image_name, spec.kind());
   }

@@ -66,7 +66,7 @@ struct ClientCache::Core {
       try {
         if (e->service) e->service->close();
       } catch (const std::exception& x) {
-        logger()->warn("acas: {} failed to close with its executor: {}", e->name(), x.what());
+        logger()->warn("backend 'acas': {} failed to close with its executor: {}", e->name(), x.what());
       }
     }
   }
@@ -118,7 +118,7 @@ std::shared_ptr<std::atomic<CloseOutcome>> post_close(std::shared_ptr<ClientCach
     try {
       entry->service->close();
     } catch (const std::exception& e) {
-      logger()->warn("acas: {} failed to close: {}", entry->name(), e.what());
+      logger()->warn("backend 'acas': {} failed to close: {}", entry->name(), e.what());
       result = CloseOutcome::Failed;
     }
     core->erase(entry);
@@ -256,7 +256,7 @@ boost::asio::awaitable<ClientCache::Lease> ClientCache::lease(std::shared_ptr<co
     }
     if (evict) {
       // the least recently used idle client makes room; closing never touches a sandbox.
-      logger()->debug("acas: evicting the {} (limit {} clients per loop)", evict->name(), limit);
+      logger()->debug("backend 'acas': evicting the {} (limit {} clients per loop)", evict->name(), limit);
       std::vector<std::shared_ptr<std::atomic<CloseOutcome>>> outcomes{post_close(core, evict)};
       co_await await_outcomes(outcomes, std::min(deadline, Clock::now() + close_bound));
       continue;  // a close still pending keeps counting against the limit

@@ -5,12 +5,13 @@
 
 #include "maf/sandbox/acas/backend.hpp"
 #include "maf/sandbox/plugin.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::acas {
 namespace {
 
 [[noreturn]] void bad(const std::string& key, const std::string& why) {
-  throw ValueError("backend 'acas': configuration '" + key + "' " + why);
+  throw ValueError(said("configuration '") + key + "' " + why);
 }
 
 void read_string(const nlohmann::json& j, const char* key, std::string& out) {

@@ -1,17 +1,11 @@
-// The one spelling of this backend's error prefix: every message it throws starts with it,
-// so a host (and a test matching messages) can tell which backend spoke.
+// This backend's voice: every message it throws or logs starts with "backend 'acas': "
+// (support/backend_message.hpp, one spelling for every backend).
 #pragma once
 
-#include <string>
-#include <string_view>
+#include "maf/sandbox/support/backend_message.hpp"
 
 namespace maf::sandbox::acas {
 
-/// `what` as this backend says it: "acas: " + what.
-inline std::string said(std::string_view what) {
-  std::string message = "acas: ";
-  message += what;
-  return message;
-}
+inline constexpr support::BackendVoice said{"acas"};
 
 }  // namespace maf::sandbox::acas

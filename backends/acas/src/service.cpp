@@ -111,14 +111,14 @@ void Service::close() {
 void Service::validate_endpoint(const AcasConfig& config) {
   const std::string& e = config.endpoint;
   if (e.empty() || config.subscription_id.empty() || config.resource_group.empty() || config.sandbox_group.empty())
-    throw ValueError("backend 'acas': endpoint, subscription_id, resource_group and sandbox_group must be configured");
+    throw ValueError(said("endpoint, subscription_id, resource_group and sandbox_group must be configured"));
   if (e.rfind("https://", 0) == 0) return;
   if (e.rfind("http://", 0) == 0 && config.allow_insecure_loopback) {
     std::string host = origin_of(e).substr(7);
     host = host.substr(0, host.rfind(':'));
     if (host == "127.0.0.1" || host == "localhost" || host == "[::1]") return;
   }
-  throw ValueError("backend 'acas': endpoint '" + e +
+  throw ValueError(said("endpoint '") + e +
                    "' must be https:// (http:// only for a loopback host with allow_insecure_loopback)");
 }
 

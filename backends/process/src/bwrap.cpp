@@ -223,10 +223,10 @@ bool probe_network_namespace(const ProcessBackendConfig& config, const Boundary&
     confined = !bwrap_failed && result.exit_code != 0 && queued < 0 &&
                result.stdout_bytes.find("reached") == std::string::npos;
     if (!confined)
-      logger()->warn("process backend: network-namespace probe did not confine (exit {}, stderr: {}); declaring no egress mode",
+      logger()->warn("backend 'process': network-namespace probe did not confine (exit {}, stderr: {}); declaring no egress mode",
                      result.exit_code, result.stderr_bytes);
   } catch (const std::exception& e) {
-    logger()->warn("process backend: network-namespace probe failed: {}; declaring no egress mode", e.what());
+    logger()->warn("backend 'process': network-namespace probe failed: {}; declaring no egress mode", e.what());
     confined = false;
   }
   ::close(listener);

@@ -134,7 +134,7 @@ CgroupLimits CgroupLimits::detect(const std::filesystem::path& cgroup_root, std:
   if (!limits.unusable_.empty()) {
     std::string list;
     for (const auto& u : limits.unusable_) list += (list.empty() ? "" : "; ") + u;
-    logger()->warn("process backend: cannot bound these resources of its sandboxes ({}): {}; those bounds are not "
+    logger()->warn("backend 'process': cannot bound these resources of its sandboxes ({}): {}; those bounds are not "
                    "declared and a guest can exhaust the host's — see docs/backends/process.md \"Resources\"",
                    ::geteuid() == 0 ? "root" : "not root, no delegation", list);
   }

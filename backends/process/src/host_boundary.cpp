@@ -13,6 +13,7 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "seccomp_filter.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::process {
 namespace fs = std::filesystem;
@@ -49,31 +50,31 @@ constexpr const char* kVerify =
 Boundary establish_boundary(const ProcessBackendConfig& config) {
   if (config.test_only_without_host_boundary) {
     if (!config.test_only_allow_unsafe)
-      throw ValueError("backend 'process': test_only_without_host_boundary builds a backend WITHOUT its host "
+      throw ValueError(said("test_only_without_host_boundary builds a backend WITHOUT its host ")
                        "boundary (guest may be host root, /proc/sys writable, no seccomp); it is for conformance "
                        "self-tests only and needs test_only_allow_unsafe=true as well");
-    logger()->warn("process backend: TEST-ONLY double without its host boundary; never use it outside a test");
+    logger()->warn("backend 'process': TEST-ONLY double without its host boundary; never use it outside a test");
     return Boundary{false, std::nullopt, {}, {}};
   }
   Boundary b;
   if (::geteuid() == 0) {
     if (config.host_uid == 0 || config.host_gid == 0)
-      throw ValueError("backend 'process': host_uid and host_gid must not be 0 (the guest would map onto host root)");
+      throw ValueError(said("host_uid and host_gid must not be 0 (the guest would map onto host root)"));
     b.run_as = HostIdentity{static_cast<uid_t>(config.host_uid), static_cast<gid_t>(config.host_gid)};
   }
   if (!kernel_has_seccomp())
-    throw SandboxBoundaryUnavailable("backend 'process': this kernel has no seccomp (no 'Seccomp:' in "
+    throw SandboxBoundaryUnavailable(said("this kernel has no seccomp (no 'Seccomp:' in ")
                                      "/proc/self/status); the os_process boundary needs a seccomp filter");
   try {
     b.seccomp_program = compile_seccomp_program();
   } catch (const std::exception& e) {
-    throw SandboxBoundaryUnavailable(std::string("backend 'process': no seccomp filter: ") + e.what());
+    throw SandboxBoundaryUnavailable(std::string(said("no seccomp filter: ")) + e.what());
   }
   support::SubprocessResult r;
   try {
     r = run_in_scratch(config, b, {"sh", "-c", kVerify});
   } catch (const std::exception& e) {
-    throw SandboxBoundaryUnavailable(std::string("backend 'process': cannot run bubblewrap to verify the boundary: ") +
+    throw SandboxBoundaryUnavailable(std::string(said("cannot run bubblewrap to verify the boundary: ")) +
                                      e.what());
   }
   const std::string kernel_owner = field(r.stdout_bytes, "kernel_owner");
@@ -81,23 +82,23 @@ Boundary establish_boundary(const ProcessBackendConfig& config) {
   const std::string seccomp = field(r.stdout_bytes, "seccomp");
   if (r.exit_code != 0 || kernel_owner.empty() || uid.empty())
     throw SandboxBoundaryUnavailable(
-        "backend 'process': bubblewrap could not start a guest in its own user namespace" +
+        said("bubblewrap could not start a guest in its own user namespace") +
         std::string(b.run_as ? " as uid " + std::to_string(b.run_as->uid) : std::string()) +
         " (unprivileged user namespaces disabled? setpriv missing?): exit " + std::to_string(r.exit_code) + ", " +
         r.stderr_bytes);
   if (kernel_owner == uid)
-    throw SandboxBoundaryUnavailable("backend 'process': the guest's uid " + uid +
+    throw SandboxBoundaryUnavailable(said("the guest's uid ") + uid +
                                      " maps onto host uid 0 (it owns the kernel's /proc/sys); refusing to serve a "
                                      "guest that is host root");
   if (seccomp != "2")
-    throw SandboxBoundaryUnavailable("backend 'process': the guest runs without the seccomp filter (Seccomp: '" +
+    throw SandboxBoundaryUnavailable(said("the guest runs without the seccomp filter (Seccomp: '") +
                                      seccomp + "'); bubblewrap did not install it");
   return b;
 }
 
 void check_root(const ProcessBackendConfig& config, const Boundary& boundary) {
   const fs::path& root = config.root;
-  const std::string name = "backend 'process': root '" + root.string() + "'";
+  const std::string name = said("root '") + root.string() + "'";
   std::error_code ec;
   if (!fs::exists(root, ec)) {
     fs::create_directories(root, ec);

@@ -26,6 +26,7 @@
 #include "maf/sandbox/support/labels.hpp"
 #include "guest_snapshot.hpp"
 #include "process_sandbox.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::process {
 namespace fs = std::filesystem;
@@ -88,14 +89,14 @@ std::optional<Record> read_record(const fs::path& dir) {
 std::shared_ptr<const Boundary> make_boundary(const ProcessBackendConfig& config) {
   Boundary b = establish_boundary(config);
   b.cgroups = CgroupLimits::detect(config.cgroup_root, config.pids_limit, config.memory_limit_bytes);
-  logger()->debug("process backend: bounding {} per sandbox", b.cgroups.describe());
+  logger()->debug("backend 'process': bounding {} per sandbox", b.cgroups.describe());
   return std::make_shared<const Boundary>(std::move(b));
 }
 
 /// Removes the cgroups recorded in a sandbox directory (its processes are killed with them).
 void release_cgroups(const fs::path& sandbox_dir) {
   for (const auto& left : remove_cgroups(recorded_cgroups(sandbox_dir.string())))
-    logger()->warn("process backend: cgroup left behind: {}", left);
+    logger()->warn("backend 'process': cgroup left behind: {}", left);
 }
 
 class ProcessBackend final : public SandboxBackend, public std::enable_shared_from_this<ProcessBackend> {
@@ -155,10 +156,10 @@ protected:
     if (record && keeps_lifetimes() && expired(*record, now_unix())) {
       // LIM-7: an expired sandbox is disposed at the next acquire of its key, never reused.
       if (auto failure = destroy(*record))
-        throw OSError("process backend: sandbox " + dir.filename().string() + " of kind '" + spec.kind() +
+        throw OSError(said("sandbox ") + dir.filename().string() + " of kind '" + spec.kind() +
                       "' is past its ttl/idle timeout (" + record->resources.to_string() +
                       ") and could not be disposed: " + failure->to_string());
-      logger()->info("process backend: disposed expired sandbox {} ({})", dir.filename().string(),
+      logger()->info("backend 'process': disposed expired sandbox {} ({})", dir.filename().string(),
                      record->resources.to_string());
       record.reset();
     }
@@ -286,13 +287,13 @@ private:
         if (err == EEXIST || err == ENOTEMPTY) {
           if (auto existing = read_record(dir)) return *existing;
         }
-        throw OSError("process backend: cannot create sandbox directory '" + dir.string() + "': " + std::strerror(err));
+        throw OSError(said("cannot create sandbox directory '") + dir.string() + "': " + std::strerror(err));
       }
     } catch (...) {
       remove_host_tree(staging.string());
       throw;
     }
-    logger()->debug("process backend: created {} for {} kind '{}'", dir.string(), to_string(key), kind);
+    logger()->debug("backend 'process': created {} for {} kind '{}'", dir.string(), to_string(key), kind);
     return r;
   }
 
@@ -327,7 +328,7 @@ private:
       }
       return std::nullopt;
     } catch (const std::exception& e) {
-      logger()->warn("process backend: disposing {} failed: {}", r.dir.string(), e.what());
+      logger()->warn("backend 'process': disposing {} failed: {}", r.dir.string(), e.what());
       return DisposalFailure{kDisposalRefused, r.dir.filename().string() + ": " + e.what()};
     }
   }
@@ -338,7 +339,7 @@ private:
     if (missing.empty()) return;
     std::string why;
     for (const auto& u : boundary_->cgroups.unusable()) why += (why.empty() ? "" : "; ") + u;
-    throw SandboxBoundaryUnavailable("process backend: required_resource_bounds " + missing.to_string() +
+    throw SandboxBoundaryUnavailable(said("required_resource_bounds ") + missing.to_string() +
                                      " cannot be enforced with this host's cgroup tree (" +
                                      (why.empty() ? std::string("no usable controller") : why) +
                                      "); see docs/backends/process.md \"Resources\"");
@@ -379,13 +380,13 @@ std::vector<std::string> process_engine_inventory(const ProcessBackendConfig& co
 
 std::shared_ptr<SandboxBackend> make_process_backend(ProcessBackendConfig config) {
   if (config.root.empty() || config.root.is_relative())
-    throw ValueError("process backend: root '" + config.root.string() + "' must be an absolute host path");
+    throw ValueError(said("root '") + config.root.string() + "' must be an absolute host path");
   for (const auto& bind : config.extra_ro_binds) {
     // A read-only mount does not stop connect() on a socket: a daemon's socket in the guest
     // (a container engine's above all) is a request away from host root.
     struct stat st {};
     if (!config.test_only_without_host_boundary && ::stat(bind.host.c_str(), &st) == 0 && S_ISSOCK(st.st_mode))
-      throw ValueError("process backend: extra_ro_binds host path '" + bind.host +
+      throw ValueError(said("extra_ro_binds host path '") + bind.host +
                        "' is a socket; a read-only bind does not stop a connection, and a daemon's socket (a "
                        "container engine's above all) would hand the guest the daemon's authority");
   }
@@ -395,7 +396,7 @@ std::shared_ptr<SandboxBackend> make_process_backend(ProcessBackendConfig config
 ProcessBackendConfig parse_process_config(const nlohmann::json& j) {
   ProcessBackendConfig c;
   if (j.is_null()) return c;
-  if (!j.is_object()) throw ValueError("backend 'process': configuration must be a JSON object");
+  if (!j.is_object()) throw ValueError(said("configuration must be a JSON object"));
   auto want = [&](const char* key, auto&& apply, nlohmann::json::value_t type) {
     if (!j.contains(key)) return;
     const auto& v = j.at(key);
@@ -403,7 +404,7 @@ ProcessBackendConfig parse_process_config(const nlohmann::json& j) {
     const bool ok = type == nlohmann::json::value_t::number_unsigned
                         ? (v.is_number_unsigned() || (v.is_number_integer() && v.template get<std::int64_t>() >= 0))
                         : v.type() == type;
-    if (!ok) throw ValueError(std::string("backend 'process': configuration key '") + key + "' has the wrong type (" + v.type_name() + ")");
+    if (!ok) throw ValueError(std::string(said("configuration key '")) + key + "' has the wrong type (" + v.type_name() + ")");
     apply(v);
   };
   using T = nlohmann::json::value_t;
@@ -417,7 +418,7 @@ ProcessBackendConfig parse_process_config(const nlohmann::json& j) {
     if (!known.count(item.key())) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      throw ValueError("backend 'process': unknown configuration key '" + item.key() + "' (known: " + list + ")");
+      throw ValueError(said("unknown configuration key '") + item.key() + "' (known: " + list + ")");
     }
   }
   want("root", [&](const auto& v) { c.root = v.template get<std::string>(); }, T::string);
@@ -425,16 +426,16 @@ ProcessBackendConfig parse_process_config(const nlohmann::json& j) {
   want("extra_ro_binds", [&](const auto& v) {
     for (const auto& b : v) {
       if (!b.is_object() || !b.contains("host") || !b.contains("guest") || !b.at("host").is_string() || !b.at("guest").is_string())
-        throw ValueError("backend 'process': each extra_ro_binds entry must be {\"host\": string, \"guest\": string}");
+        throw ValueError(said("each extra_ro_binds entry must be {\"host\": string, \"guest\": string}"));
       const std::string guest = normalize_guest_path(b.at("guest").template get<std::string>());
       if (guest.empty() || guest[0] != '/' || guest == "/")
-        throw ValueError("backend 'process': extra_ro_binds guest path '" + guest + "' must be absolute and not '/'");
+        throw ValueError(said("extra_ro_binds guest path '") + guest + "' must be absolute and not '/'");
       c.extra_ro_binds.push_back({b.at("host").template get<std::string>(), guest});
     }
   }, T::array);
   want("run_code_interpreter", [&](const auto& v) {
     for (const auto& a : v) {
-      if (!a.is_string()) throw ValueError("backend 'process': run_code_interpreter must be an array of strings");
+      if (!a.is_string()) throw ValueError(said("run_code_interpreter must be an array of strings"));
       c.run_code_interpreter.push_back(a.template get<std::string>());
     }
   }, T::array);
@@ -450,10 +451,10 @@ ProcessBackendConfig parse_process_config(const nlohmann::json& j) {
   want("memory_limit_bytes", [&](const auto& v) { c.memory_limit_bytes = v.template get<std::uint64_t>(); }, T::number_unsigned);
   want("required_resource_bounds", [&](const auto& v) {
     for (const auto& b : v) {
-      if (!b.is_string()) throw ValueError("backend 'process': required_resource_bounds entries must be strings");
+      if (!b.is_string()) throw ValueError(said("required_resource_bounds entries must be strings"));
       const auto bound = try_parse_enum<ResourceBound>(b.template get<std::string>());
       if (!bound || (*bound != ResourceBound::Memory && *bound != ResourceBound::Cpus && *bound != ResourceBound::Processes))
-        throw ValueError("backend 'process': required_resource_bounds entry '" + b.template get<std::string>() +
+        throw ValueError(said("required_resource_bounds entry '") + b.template get<std::string>() +
                          "' is not one of memory, cpus, processes");
       c.required_resource_bounds.insert(*bound);
     }

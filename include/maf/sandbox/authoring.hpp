@@ -12,6 +12,7 @@
 #include "maf/sandbox/plugin.hpp"
 #include "maf/sandbox/registry.hpp"
 #include "maf/sandbox/support/async_mutex.hpp"
+#include "maf/sandbox/support/backend_message.hpp"
 #include "maf/sandbox/support/capture_buffer.hpp"
 #include "maf/sandbox/support/guest_stream.hpp"
 #include "maf/sandbox/support/labels.hpp"
