@@ -14,9 +14,9 @@
 namespace maf::sandbox {
 namespace {
 
-/// ACQ-3's identity: the key (call_id included) and the kind, each field length-prefixed so
-/// no two identities share an encoding whatever bytes their fields hold.
-std::string identity_of(const SandboxKey& key, const std::string& kind) {
+/// ACQ-3's lock key: the sandbox key (call_id included) and the kind, each field
+/// length-prefixed so no two pairs share an encoding whatever bytes their fields hold.
+std::string acquire_lock_key(const SandboxKey& key, const std::string& kind) {
   std::string out;
   for (const std::string* field : {&key.scope, &key.thread_id, &key.agent_id, &key.call_id, &kind}) {
     out += std::to_string(field->size());
@@ -105,7 +105,7 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxBackend::acquire(Sandbox
   AcquirePlan plan{detail::settle_storage_base("backend '" + name() + "'", spec), uses_storage_base(spec)};
 
   // ACQ-3: one get-or-create per identity in this process; the entry goes with its last user.
-  AcquireLocks::Use use(*acquire_locks_, identity_of(key, spec.kind()));
+  AcquireLocks::Use use(*acquire_locks_, acquire_lock_key(key, spec.kind()));
   auto held = co_await use.mutex().scoped();
   const std::string kind = spec.kind();
   const bool walks = plan.uses_storage_base;

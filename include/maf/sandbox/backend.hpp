@@ -112,7 +112,7 @@ protected:
   const std::shared_ptr<ObserverHub>& observer_hub() const noexcept { return hub_; }
 
 private:
-  struct AcquireLocks;  // ACQ-3's per-identity locks (src/seam/backend.cpp)
+  struct AcquireLocks;  // ACQ-3's per-(key, kind) locks (src/seam/backend.cpp)
   boost::asio::awaitable<void> walk_storage_base(Sandbox& sandbox, const std::string& kind);
 
   std::shared_ptr<ObserverHub> hub_ = std::make_shared<ObserverHub>();

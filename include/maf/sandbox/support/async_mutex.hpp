@@ -1,7 +1,7 @@
 #pragma once
 /// @file support/async_mutex.hpp
 /// A FIFO mutex a coroutine can `co_await`, for backends built on Boost.Asio 1.74 (which
-/// ships none): the per-identity get-or-create lock every backend needs (C-52), and
+/// ships none): the per-(key, kind) get-or-create lock every backend needs (C-52), and
 /// serialisation such as the Docker backend's freeze windows.
 ///
 /// Why a timer per waiter: a waiter parks on a `steady_timer` of its own executor;
