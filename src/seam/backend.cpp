@@ -47,7 +47,7 @@ bool uses_storage_base(const SandboxSpec& spec) {
 
 }  // namespace
 
-/// One FIFO mutex per identity with an acquire in flight; an entry is erased when the last
+/// One FIFO mutex per (key, kind) with an acquire in flight; an entry is erased when the last
 /// acquire that uses it leaves, so the map holds only identities being acquired right now.
 struct SandboxBackend::AcquireLocks {
   struct Entry {
@@ -55,21 +55,21 @@ struct SandboxBackend::AcquireLocks {
     std::size_t users = 0;
   };
   std::mutex m;
-  std::unordered_map<std::string, std::unique_ptr<Entry>> by_identity;
+  std::unordered_map<std::string, std::unique_ptr<Entry>> by_lock_key;
 
-  /// Counts a user of `identity`'s entry from construction to destruction (not the lock).
+  /// Counts a user of `lock_key`'s entry from construction to destruction (not the lock).
   class Use {
   public:
-    Use(AcquireLocks& locks, std::string identity) : locks_(locks), identity_(std::move(identity)) {
+    Use(AcquireLocks& locks, std::string lock_key) : locks_(locks), lock_key_(std::move(lock_key)) {
       std::lock_guard g(locks_.m);
-      auto& slot = locks_.by_identity[identity_];
+      auto& slot = locks_.by_lock_key[lock_key_];
       if (!slot) slot = std::make_unique<Entry>();
       ++slot->users;
       entry_ = slot.get();
     }
     ~Use() {
       std::lock_guard g(locks_.m);
-      if (--entry_->users == 0) locks_.by_identity.erase(identity_);
+      if (--entry_->users == 0) locks_.by_lock_key.erase(lock_key_);
     }
     Use(const Use&) = delete;
     Use& operator=(const Use&) = delete;
@@ -77,7 +77,7 @@ struct SandboxBackend::AcquireLocks {
 
   private:
     AcquireLocks& locks_;
-    std::string identity_;
+    std::string lock_key_;
     Entry* entry_ = nullptr;
   };
 };
@@ -104,7 +104,7 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxBackend::acquire(Sandbox
   // ACQ-2: the storage base, decided once for every backend.
   AcquirePlan plan{detail::settle_storage_base("backend '" + name() + "'", spec), uses_storage_base(spec)};
 
-  // ACQ-3: one get-or-create per identity in this process; the entry goes with its last user.
+  // ACQ-3: one get-or-create per (key, kind) in this process; the entry goes with its last user.
   AcquireLocks::Use use(*acquire_locks_, acquire_lock_key(key, spec.kind()));
   auto held = co_await use.mutex().scoped();
   const std::string kind = spec.kind();
