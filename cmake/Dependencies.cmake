@@ -7,7 +7,7 @@ find_package(fmt 9 REQUIRED)                      # libfmt-dev
 find_package(spdlog 1.10 REQUIRED)                # libspdlog-dev
 find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)   # libssl-dev (SHA-256 for label digests)
 # libvalijson-dev: JSON Schema validation of tool arguments. Header-only and private to the
-# core (src/argument_schema.cpp), so neither a consumer nor the .deb needs it.
+# core (src/tools/argument_schema.cpp), so neither a consumer nor the .deb needs it.
 find_package(valijson REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)   # libutf8proc-dev
