@@ -139,8 +139,17 @@ boost::asio::awaitable<ExecReport> AcasSandbox::do_exec(const ExecRequest& reque
   // A-26's one exception: the throttled request was answered and nothing ran; the sandbox is kept.
   if (throttled) co_return ExecReport::deadline_expired("nothing ran: " + *throttled);
   // anything else may have left the guest mid-command; the sandbox is not reused.
-  co_await state_->invalidate(svc, record_, timed_out ? "exec timed out" : "exec failed");
-  if (timed_out) co_return ExecReport::deadline_expired("the request was abandoned and the sandbox is not reused");
+  const bool deleted = co_await state_->invalidate(svc, record_, timed_out ? "exec timed out" : "exec failed");
+  if (timed_out) {
+    // HT-T4 / EXE-1: the stop is the sandbox's deletion, which takes the program and everything
+    // it started; a deletion that failed stopped nothing this backend can vouch for.
+    auto report = ExecReport::deadline_expired(deleted ? "the request was abandoned and the sandbox was deleted"
+                                                       : "the request was abandoned; deleting the sandbox failed, "
+                                                         "it is retained for a later dispose");
+    report.signal = deleted ? SandboxProgramTimeout::Signal::Sent : SandboxProgramTimeout::Signal::Refused;
+    report.reach = deleted ? SandboxProgramTimeout::Reach::Group : SandboxProgramTimeout::Reach::Nothing;
+    co_return report;
+  }
   std::rethrow_exception(failure);
 }
 

@@ -43,7 +43,14 @@ enum class Flaw {
   EndsLeftoversOnNextExec, ///< one exec at a time: a new exec first kills every process left in the tree
   NoNewSession,            ///< the guest's `setsid` starts no session (a shim that only runs its command)
   ExitCodeAlwaysZero,      ///< reports every exit as 0
+  TimeoutNeverSignals,     ///< at the deadline it gives up the wait, signals nothing, and says so (signal unknown)
+  HiddenFromHost,          ///< its processes are not visible as themselves on the runner's host (as a VM's
+                           ///< or a remote engine's are): every `sleep N` runs as `sleep 0N`
 };
+
+/// `text` with every "sleep " made "sleep 0": the same durations, under command lines the
+/// probes' markers never match (HiddenFromHost, StreamFlaw::HiddenFromHost).
+std::string hidden_from_host(std::string text);
 
 class HostTreeSandbox : public Sandbox {
 public:
