@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/support/sleep.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 
 namespace maf::sandbox::conformance::test {
@@ -132,6 +133,15 @@ boost::asio::awaitable<ExecReport> HostTreeSandbox::do_exec(const ExecRequest& r
   } catch (const TimeoutError& e) {
     if (flaw_ == Flaw::TimeoutAsOSError) throw OSError(std::string("command failed: ") + e.what());
     timed_out = true;
+  }
+  const bool launcher = request.command.is_argv() && !request.command.argv().empty() &&
+                        request.command.argv().back().ends_with("/launch.sh");
+  if (!timed_out && flaw_ == Flaw::HoldsFinishedExec && launcher) {
+    // As a backend that waits on something the ended program left behind (a pipe a
+    // descendant holds, a container that lingers): the caller is blocked to its deadline.
+    co_await support::sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(
+        request.deadline - std::chrono::steady_clock::now()));
+    co_return ExecReport::group_killed_at_deadline("its process group was killed");
   }
   if (timed_out && flaw_ == Flaw::TimeoutNeverSignals)
     co_return ExecReport::deadline_expired("the wait was given up; nothing was signalled");  // signal unknown

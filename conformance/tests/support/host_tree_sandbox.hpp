@@ -43,6 +43,7 @@ enum class Flaw {
   EndsLeftoversOnNextExec, ///< one exec at a time: a new exec first kills every process left in the tree
   NoNewSession,            ///< the guest's `setsid` starts no session (a shim that only runs its command)
   ExitCodeAlwaysZero,      ///< reports every exit as 0
+  HoldsFinishedExec,       ///< a host-tools launcher exec whose program ended is held to its deadline, reported expired
   TimeoutNeverSignals,     ///< at the deadline it gives up the wait, signals nothing, and says so (signal unknown)
   HiddenFromHost,          ///< its processes are not visible as themselves on the runner's host (as a VM's
                            ///< or a remote engine's are): every `sleep N` runs as `sleep 0N`
