@@ -11,6 +11,7 @@ import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startHttpServer } from './http_server.mjs';
 
 const cli = process.env.MAF_SANDBOX_CLI;
 const scratch = mkdtempSync(join(tmpdir(), 'maf-mcp-http-'));
@@ -64,18 +65,10 @@ async function servesLoopback(url) {
 
 let server;
 let url;
-const stderr = [];
+let stderr;
 
 before(async () => {
-  server = spawn(cli, serverArgs('127.0.0.1:0'), { stdio: ['ignore', 'ignore', 'pipe'] });
-  url = await new Promise((resolve, reject) => {
-    server.stderr.on('data', (d) => {
-      stderr.push(d.toString());
-      const m = stderr.join('').match(/listening on (http:\/\/\S+\/mcp)/);
-      if (m) resolve(m[1]);
-    });
-    server.once('exit', (code) => reject(new Error(`the server exited (${code}): ${stderr.join('')}`)));
-  });
+  ({ server, url, stderr } = await startHttpServer(cli, serverArgs('127.0.0.1:0')));
 });
 
 after(async () => {
