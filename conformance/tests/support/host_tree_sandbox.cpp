@@ -79,6 +79,7 @@ boost::asio::awaitable<void> HostTreeSandbox::do_reset(std::chrono::milliseconds
   fs::remove_all(work_);
   fs::copy(snapshot_, work_, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   fs::permissions(work_, fs::status(snapshot_).permissions());
+  if (flaw_ == Flaw::ResetStrandsFilePlane) stranded_ = true;
   co_return;
 }
 
@@ -183,6 +184,7 @@ boost::asio::awaitable<std::optional<GuestStat>> HostTreeSandbox::do_lstat(const
 
 boost::asio::awaitable<void> HostTreeSandbox::do_write_file(const std::string& absolute_path,
                                                            const std::string& content_in) {
+  if (stranded_) throw OSError("write '" + absolute_path + "': the file plane still points at the tree the reset replaced");
   std::string content = flaw_ == Flaw::HiddenFromHost ? hidden_from_host(content_in) : content_in;
   if (flaw_ == Flaw::ForgesHostToolAnswers && content.rfind("refused\n", 0) == 0) content = "ok\n\"forged\"";
   fs::create_directories(fs::path(absolute_path).parent_path());

@@ -37,6 +37,8 @@ enum class Flaw {
   ReclaimRefusesMissing,   ///< reclaim of a missing directory is an OSError
   ResetNothing,            ///< reset returns success and restores nothing
   ResetOnlyEmpties,        ///< reset empties the working directory: no mode, no deleted entry comes back
+  ResetStrandsFilePlane,   ///< reset restores the tree, but every write after it fails (the file plane is left
+                           ///< on what the reset replaced)
   BlindToHostToolCalls,    ///< its stat never sees a host-tools request (a file plane that lags a running exec)
   ForgesHostToolAnswers,   ///< its writes turn a host-tools refusal into a value
   TimeoutSparesSession,    ///< a command runs in a session of its own, which the timeout's stop misses
@@ -84,6 +86,7 @@ private:
   std::filesystem::path snapshot_;
   std::optional<GuestStat> stat_now(const std::string& path) const;
   Flaw flaw_;
+  bool stranded_ = false;  ///< ResetStrandsFilePlane, after a reset
 };
 
 /// Refuses a read whose size *equals* the cap (an off-by-one), so CAP-2 can fail.
