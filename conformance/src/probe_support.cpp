@@ -129,13 +129,44 @@ bool host_runs(const std::string& marker) {
 }
 
 
-bool host_stops_running(const std::string& marker) {
+ProcessSighting::ProcessSighting(std::string marker) : marker_(std::move(marker)) {
+  watcher_ = std::thread([this] {
+    while (!stop_.load() && !seen_.load()) {
+      if (host_runs(marker_)) seen_.store(true);
+      else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+}
+
+ProcessSighting::~ProcessSighting() { stop_watching(); }
+
+void ProcessSighting::stop_watching() {
+  stop_.store(true);
+  if (watcher_.joinable()) watcher_.join();
+}
+
+bool ProcessSighting::await_seen() {
+  for (int i = 0; i < 500 && !seen_.load(); ++i) {
+    if (host_runs(marker_)) seen_.store(true);
+    else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return seen_.load();
+}
+
+void ProcessSighting::expect_gone(const std::string& what) {
+  stop_watching();
+  // A marker still running now is seen now: a stop that missed it is judged, not skipped.
+  if (!seen_.load() && host_runs(marker_)) seen_.store(true);
+  if (!seen_.load())
+    throw ProbeNotApplicable("'" + marker_ + "' was never seen running on the runner's host (the guest's processes are "
+                             "not visible here: a VM or a remote engine), so whether " + what +
+                             " is gone could not be checked");
   // The stop may land asynchronously (an engine removing a container); a bounded while.
   for (int i = 0; i < 100; ++i) {
-    if (!host_runs(marker)) return true;
+    if (!host_runs(marker_)) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return !host_runs(marker);
+  if (host_runs(marker_)) fail("'" + marker_ + "' (" + what + ") still runs, though it was seen running before the stop");
 }
 
 std::string join(const std::vector<std::string>& problems) {

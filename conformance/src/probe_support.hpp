@@ -1,10 +1,12 @@
 #pragma once
 // Helpers every probe uses: synchronous calls through the subject's runner, presence checks
 // through the guest, and the expected-refusal rule (conformance.md R5). Internal.
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "maf/sandbox/conformance/probe.hpp"
@@ -41,11 +43,43 @@ std::string fidelity_payload();
 /// or `\` of the payload is interpreted (dash, bash and busybox printf all accept it).
 std::string printf_octal(std::string_view bytes);
 
-/// Whether a process whose command line holds `marker` runs on the runner's host. The
-/// engines the runners drive are local, so a guest's processes are host processes too.
+/// Whether a process whose command line holds `marker` runs on the runner's host. Where the
+/// engine is local a guest's processes are host processes too; where it is not (a VM, a
+/// remote engine) nothing is ever seen — which is why "is gone" is judged only through
+/// ProcessSighting, never by this alone.
 bool host_runs(const std::string& marker);
-/// host_runs turning false within about ten seconds (a stop may land asynchronously).
-bool host_stops_running(const std::string& marker);
+
+/// Every "the program, and what it started, is gone" check (HT-4, ST-2/3/4/6, BG-4), one way
+/// for every suite (issue 50): a process whose command line holds the marker must first be
+/// *seen running* on the runner's host, else the check proves nothing — it is then a skip
+/// (ProbeNotApplicable) naming the reason, never a pass. From construction a watcher thread
+/// looks every 20 ms until it sees the marker (or `expect_gone` ends it), so a program that
+/// runs for a while is seen whatever the probe is doing; a probe whose program is stopped
+/// soon after it starts also calls `await_seen` at a point where the program is known to
+/// have started its processes (a stream handler's first chunk, a ready file).
+class ProcessSighting {
+public:
+  explicit ProcessSighting(std::string marker);
+  ~ProcessSighting();
+  ProcessSighting(const ProcessSighting&) = delete;
+  ProcessSighting& operator=(const ProcessSighting&) = delete;
+
+  const std::string& marker() const noexcept { return marker_; }
+  bool seen() const noexcept { return seen_.load(); }
+  /// Until the marker has been seen, bounded (ten seconds: a bound on visibility, not a
+  /// measurement); whether it was.
+  bool await_seen();
+  /// After the stop: fails the probe naming `what` when the marker still runs ten seconds on
+  /// (a stop may land asynchronously); throws ProbeNotApplicable when it was never seen.
+  void expect_gone(const std::string& what);
+
+private:
+  void stop_watching();
+  std::string marker_;
+  std::atomic<bool> seen_{false};
+  std::atomic<bool> stop_{false};
+  std::thread watcher_;
+};
 
 /// "stdout 'x', stderr 'y', exit n" for messages (bounded).
 std::string describe(const ExecResult& result);

@@ -164,7 +164,7 @@ void kernel_internals_masked(ProbeContext& c) {
 
 constexpr std::array<Probe, 6> kProbes{{
     {Suite::HostIntegrity, "HI-1", "a-kernel-parameter-write-is-refused",
-     "kernel parameters are global: core_pattern, modprobe or binfmt_misc written once run a program as host root",
+     "kernel parameters are global: a core_pattern written once runs a program as host root (modprobe and binfmt_misc are the same class, behind the same mount; only core_pattern is attacked)",
      kExec, kernel_parameter_write_refused},
     {Suite::HostIntegrity, "HI-2", "sysrq-trigger-is-not-writable",
      "one byte to /proc/sysrq-trigger reboots, crashes or freezes the host", kExec, sysrq_not_writable},

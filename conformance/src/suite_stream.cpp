@@ -129,27 +129,41 @@ void expect_ending(ProbeContext& c, const std::string& shell, OutputHandler hand
   }
 }
 
+/// `inner`, after the first chunk has waited until `sighting` saw its marker: the program
+/// printed that chunk after it started the marked process, so it is seen now or never (a
+/// skip, ProcessSighting) — however soon the stop comes after.
+OutputHandler sighted(ProcessSighting& sighting, OutputHandler inner) {
+  return [&sighting, inner = std::move(inner), first = true](OutputStream s, std::string_view bytes) mutable {
+    if (std::exchange(first, false)) sighting.await_seen();
+    inner(s, bytes);
+  };
+}
+
 /// Never raised: for endings where no other error is specifically wrong.
 struct Nothing : std::exception {};
 
 void silence_ends_at_the_read_timeout(ProbeContext& c) {
   const std::string marker = sleeper();
+  ProcessSighting sighting(marker);
   Received got;
-  expect_ending<SandboxStreamIdle, Nothing>(c, "printf started; " + marker + "; printf late", recording(got),
-                                            seconds(60), seconds(1), "SandboxStreamIdle", "");
+  // The sleeper starts before `started` is printed, so the first chunk finds it running.
+  expect_ending<SandboxStreamIdle, Nothing>(c, marker + " & printf started; wait; printf late",
+                                            sighted(sighting, recording(got)), seconds(60), seconds(1),
+                                            "SandboxStreamIdle", "");
   if (got.out != "started") fail("the handler got " + quoted(got.out) + ", not 'started'");
-  if (!host_stops_running(marker)) fail("'" + marker + "' still runs after the read timeout ended its program");
+  sighting.expect_gone("the silent program's sleeper, after the read timeout ended it");
 }
 
 void the_deadline_is_not_the_read_timeout(ProbeContext& c) {
   const std::string marker = sleeper();
+  ProcessSighting sighting(marker);
   // Prints every 0.2 s, so the 30 s read timeout never fires; the 2 s deadline must.
   Received got;
   expect_ending<TimeoutError, SandboxStreamIdle>(
-      c, "(" + marker + " &); while :; do printf tick; sleep 0.2; done", recording(got), seconds(2), seconds(30),
-      "TimeoutError (the deadline)", "SandboxStreamIdle");
+      c, "(" + marker + " &); while :; do printf tick; sleep 0.2; done", sighted(sighting, recording(got)), seconds(2),
+      seconds(30), "TimeoutError (the deadline)", "SandboxStreamIdle");
   if (got.out.find("tick") == std::string::npos) fail("no tick reached the handler before the deadline");
-  if (!host_stops_running(marker)) fail("'" + marker + "', started by the program, still runs after its deadline");
+  sighting.expect_gone("started by the program, after its deadline");
 }
 
 struct HandlerRefused : std::runtime_error {
@@ -158,15 +172,18 @@ struct HandlerRefused : std::runtime_error {
 
 void a_throwing_handler_ends_the_program(ProbeContext& c) {
   const std::string marker = sleeper();
+  ProcessSighting sighting(marker);
   std::size_t calls = 0;
   OutputHandler thrower = [&calls](OutputStream, std::string_view) {
     ++calls;
     throw HandlerRefused();
   };
-  expect_ending<HandlerRefused, Nothing>(c, "printf first; (" + marker + " &); " + marker + "; printf second",
-                                         thrower, seconds(15), seconds(10), "the handler's own exception", "");
+  // Both sleepers start before `first`, so the handler's throw comes after they are seen.
+  expect_ending<HandlerRefused, Nothing>(c, "(" + marker + " &); " + marker + " & printf first; wait; printf second",
+                                         sighted(sighting, thrower), seconds(15), seconds(10),
+                                         "the handler's own exception", "");
   if (calls != 1) fail("the handler was called " + std::to_string(calls) + " times after it threw on the first");
-  if (!host_stops_running(marker)) fail("'" + marker + "' still runs after the handler threw");
+  sighting.expect_gone("the program and its background copy, after the handler threw");
   const ExecResult after = exec(c, Command("echo after"));
   if (after.stdout_bytes != "after\n") fail("the sandbox did not answer after the handler threw: " + describe(after));
 }
@@ -194,13 +211,17 @@ void stream_bytes_are_exact_and_apart(ProbeContext& c) {
 void the_output_cap_still_ends_the_program(ProbeContext& c) {
   // 256 MiB is past every backend's default cap (16 MiB); nothing keeps it but the handler's
   // count. The program would sleep after it, so "gone" is checkable.
+  // The sleeper starts before the flood (one after it would never run: the cap ends the
+  // program first), so "gone" is checkable.
   const std::string marker = sleeper();
+  ProcessSighting sighting(marker);
   std::uint64_t delivered = 0;
   OutputHandler counting = [&delivered](OutputStream, std::string_view bytes) { delivered += bytes.size(); };
-  expect_ending<SandboxTransferCapExceeded, Nothing>(c, "head -c 268435456 /dev/zero; " + marker, counting,
-                                                     seconds(60), seconds(10), "SandboxTransferCapExceeded", "");
+  expect_ending<SandboxTransferCapExceeded, Nothing>(c, "(" + marker + " &); head -c 268435456 /dev/zero; " + marker,
+                                                     sighted(sighting, counting), seconds(60), seconds(10),
+                                                     "SandboxTransferCapExceeded", "");
   if (delivered >= (std::uint64_t{256} << 20)) fail("all of 256 MiB was delivered: no cap applied");
-  if (!host_stops_running(marker)) fail("'" + marker + "' still runs after the cap ended its program");
+  sighting.expect_gone("started by the program, after the cap ended it");
 }
 
 constexpr std::array<Probe, 6> kProbes{{

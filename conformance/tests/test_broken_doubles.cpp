@@ -229,6 +229,48 @@ TEST_CASE("conformance: HOST_TOOLS — an honest host-tree double passes HT-1…
   }
 }
 
+namespace {
+
+/// The message of probe `id` in `results` (empty when it is not there).
+std::string message_of(const std::vector<ProbeResult>& results, const std::string& id) {
+  for (const auto& r : results)
+    if (r.id == id) return r.message;
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("conformance: HOST_TOOLS HT-4 HT-T4 — a backend that never signals at the deadline fails on its own report "
+          "(broken double TimeoutNeverSignals; the transport no longer infers 'sent to the group' from the pid file)") {
+  HostToolsFixture f(test::Flaw::TimeoutNeverSignals);
+  const auto results = run_host_tools(*f.subject);
+  f.sandbox->kill_leftovers();  // the program it never signalled
+  INFO(test::failure_messages(results));
+  CHECK(ids_with(results, Outcome::Fail) == Ids{"HT-4"});
+  // Failed on the report itself, not only on what was left running.
+  CHECK_THAT(message_of(results, "HT-4"), Catch::Contains("signal unknown and reach nothing"));
+}
+
+TEST_CASE("conformance: HT-4 and BG-4 — 'is gone' is a skip naming the reason, never a pass, where the guest's "
+          "processes are not visible on the runner's host (broken double HiddenFromHost)") {
+  {
+    HostToolsFixture f(test::Flaw::HiddenFromHost);
+    const auto results = run_host_tools(*f.subject);
+    INFO(test::failure_messages(results));
+    CHECK(ids_with(results, Outcome::Pass) == Ids{"HT-1", "HT-2", "HT-3"});
+    CHECK(ids_with(results, Outcome::Skip) == Ids{"HT-4"});
+    CHECK_THAT(message_of(results, "HT-4"), Catch::Contains("was never seen running"));
+  }
+  {
+    BackgroundFixture f(test::Flaw::HiddenFromHost, Capability::Background);
+    const auto results = run_background(*f.subject);
+    INFO(test::failure_messages(results));
+    CHECK(ids_with(results, Outcome::Skip) == Ids{"BG-4"});
+    CHECK(ids_with(results, Outcome::Fail).empty());
+    CHECK_THAT(message_of(results, "BG-4"), Catch::Contains("was never seen running"));
+  }
+}
+
 TEST_CASE("conformance: BACKGROUND — an honest host-tree double passes BG-1…BG-6 and BG-8; each broken one fails its probes") {
   {
     BackgroundFixture f(test::Flaw::None, Capability::Background);

@@ -108,6 +108,14 @@ TEST_CASE("conformance CLEANUP broken double: a reset that only empties the tree
   CHECK(ids_with(results, Outcome::Fail) == Ids{"RS-2", "RS-3"});
 }
 
+TEST_CASE("conformance CLEANUP RS-4 R-CL-4 broken double: a reset that strands the file plane (every later write "
+          "fails) fails the-sandbox-serves-after-a-reset") {
+  CleanupFixture f(test::Flaw::ResetStrandsFilePlane, {Capability::Snapshot});
+  const auto results = run_cleanup(*f.subject);
+  INFO(test::failure_messages(results));
+  CHECK(ids_with(results, Outcome::Fail) == Ids{"RS-4"});
+}
+
 TEST_CASE("conformance NL-1 nothing_left_behind: equal inventories pass, residue and removals fail by name") {
   test::TempDir engine("maf-conformance-nl");
   FunctionFingerprint inventory("a directory", [&]() -> std::optional<EngineFingerprint> {

@@ -58,7 +58,8 @@ TEST_CASE("conformance: the process backend is green on every suite it declares 
   const auto report = run_conformance(*backend, RunnerOptions{});
   std::cout << render_table(report);
   for (Suite s : {Suite::FilesOut, Suite::ReadCap, Suite::FilesIn, Suite::FilesDelete, Suite::EgressClosed,
-                  Suite::HostIntegrity, Suite::Cleanup, Suite::Stream, Suite::Background, Suite::Exec}) {
+                  Suite::HostIntegrity, Suite::Cleanup, Suite::HostTools, Suite::Stream, Suite::Background,
+                  Suite::Exec}) {
     INFO(suite_label(s));
     const auto* sr = find(report, s);
     REQUIRE(sr);

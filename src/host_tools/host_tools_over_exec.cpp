@@ -335,9 +335,17 @@ awaitable<HostToolProgramResult> run_with_host_tools(Sandbox& sandbox, HostToolR
   std::optional<std::exception_ptr> outcome_error;
   std::optional<SandboxProgramTimeout> timeout;
   std::optional<std::string> expired;  // the exec's TimeoutError: the program overran its deadline
+  // HT-T4: how the backend stopped the exec, as its own report says (Sandbox::exec carries
+  // it on SandboxProgramTimeout); a plain TimeoutError says nothing about a stop.
+  auto backend_signal = SandboxProgramTimeout::Signal::Unknown;
+  auto backend_reach = SandboxProgramTimeout::Reach::Nothing;
   if (st->error) {
     try {
       std::rethrow_exception(st->error);
+    } catch (const SandboxProgramTimeout& e) {
+      expired = e.what();
+      backend_signal = e.signal();
+      backend_reach = e.reach();
     } catch (const TimeoutError& e) {
       expired = e.what();
     } catch (...) {
@@ -345,15 +353,26 @@ awaitable<HostToolProgramResult> run_with_host_tools(Sandbox& sandbox, HostToolR
     }
   }
   if (expired) {
-    // HT-T4: did a program start? Only a missing start record proves nothing did.
-    auto signal = SandboxProgramTimeout::Signal::Sent;
+    // HT-T4: did a program start? Only a missing start record proves nothing did. Where one
+    // did, the signal and its reach are the backend's own report of its stop — never guessed
+    // here from the start record (issue 50).
+    bool started = pid_seen;
+    bool unrecorded = false;
     if (!pid_seen) {
       try {
-        signal = (co_await sandbox.stat_file(l.run_rel + "/pid", l.wd)) ? SandboxProgramTimeout::Signal::Sent
-                                                                       : SandboxProgramTimeout::Signal::Absent;
+        started = static_cast<bool>(co_await sandbox.stat_file(l.run_rel + "/pid", l.wd));
       } catch (const std::exception&) {
-        signal = SandboxProgramTimeout::Signal::Unknown;
+        unrecorded = true;
       }
+    }
+    auto signal = backend_signal;
+    auto reach = backend_reach;
+    if (unrecorded) {
+      signal = SandboxProgramTimeout::Signal::Unrecorded;
+      reach = SandboxProgramTimeout::Reach::Nothing;
+    } else if (!started) {
+      signal = SandboxProgramTimeout::Signal::Absent;
+      reach = SandboxProgramTimeout::Reach::Nothing;
     }
     std::string output;
     std::string note;
@@ -367,14 +386,13 @@ awaitable<HostToolProgramResult> run_with_host_tools(Sandbox& sandbox, HostToolR
         note = "; its output could not be read back (" + std::string(read_error.what()) + ")";
       }
     }
-    const auto reach = signal == SandboxProgramTimeout::Signal::Sent ? SandboxProgramTimeout::Reach::Group
-                                                                      : SandboxProgramTimeout::Reach::Nothing;
     timeout.emplace("host-tools program in backend '" + sandbox.backend_name() + "' (kind '" + sandbox.kind() +
                         "') overran its deadline of " + std::to_string(program.deadline.count()) + " ms after " +
                         std::to_string(result.requests) + " request(s); " +
                         (signal == SandboxProgramTimeout::Signal::Absent
                              ? std::string("no program had been recorded as started")
-                             : std::string("the exec holding it was stopped with everything it started")) +
+                             : "the backend reports its stop of the exec holding it as signal " +
+                                   std::string(to_string(signal)) + ", reach " + to_string(reach)) +
                         note + " (" + *expired + ")",
                     std::move(output), signal, reach);
   }

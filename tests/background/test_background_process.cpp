@@ -39,26 +39,41 @@ struct ProcessSandbox : test::ProcessSandbox {
   }
 };
 
-/// Whether a host process whose command line holds `marker` runs (a process guest's processes
-/// are host processes); polled a bounded while, since a stop lands asynchronously.
+/// Whether a host process whose command line holds `marker` runs now (a process guest's
+/// processes are host processes).
+bool host_runs_now(const std::string& marker) {
+  bool found = false;
+  DIR* proc = ::opendir("/proc");
+  while (const dirent* e = proc ? ::readdir(proc) : nullptr) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    std::string cmdline = s.str();
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(marker) != std::string::npos && std::to_string(::getpid()) != e->d_name) found = true;
+  }
+  if (proc) ::closedir(proc);
+  return found;
+}
+
+/// Whether it still runs: polled a bounded while, since a stop lands asynchronously.
 bool host_still_runs(const std::string& marker) {
   for (int i = 0; i < 100; ++i) {
-    bool found = false;
-    DIR* proc = ::opendir("/proc");
-    while (const dirent* e = proc ? ::readdir(proc) : nullptr) {
-      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-      std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
-      std::stringstream s;
-      s << in.rdbuf();
-      std::string cmdline = s.str();
-      std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-      if (cmdline.find(marker) != std::string::npos && std::to_string(::getpid()) != e->d_name) found = true;
-    }
-    if (proc) ::closedir(proc);
-    if (!found) return false;
+    if (!host_runs_now(marker)) return false;
     std::this_thread::sleep_for(100ms);
   }
   return true;
+}
+
+/// Whether it is seen running within a bounded while (a program just started may not have
+/// exec'd its child yet): a bound on visibility, never a measurement.
+bool host_sees(const std::string& marker) {
+  for (int i = 0; i < 200; ++i) {
+    if (host_runs_now(marker)) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
 }
 
 std::string marker_sleep() { return "sleep 2718." + std::to_string(::getpid() % 1000 + 1000); }
@@ -253,11 +268,20 @@ namespace {
 
 /// A tool whose body starts a background process through its session ("start": returns the
 /// id) or looks one up by id ("find": returns "running" or "ended").
+/// What a "start" call's body saw of its own background process before the call ended (and
+/// the rung ran): BG-10 shows it running first, then gone (issue 50).
+struct CallWatch {
+  std::string marker;                 ///< looked for on the host right after the start
+  bool seen = false;
+  bool start_drops_command = false;   ///< the deliberately broken start: it launches nothing
+};
+
 struct ToolHarness {
   ProcessSandbox p;  // only for its backend and runner; the tool acquires its own sandbox
   std::shared_ptr<SandboxRouter> router;
   CallerContext context;
   std::shared_ptr<std::shared_ptr<Sandbox>> last = std::make_shared<std::shared_ptr<Sandbox>>();
+  std::shared_ptr<CallWatch> watch = std::make_shared<CallWatch>();
 
   ToolHarness() {
     router = std::make_shared<SandboxRouter>(std::vector<std::shared_ptr<SandboxBackend>>{p.backend},
@@ -267,14 +291,17 @@ struct ToolHarness {
   }
   SandboxedTool tool(Cleanup cleanup) {
     auto last_seen = last;
-    ToolBody body = [last_seen](SandboxToolSession session, nlohmann::json args) -> boost::asio::awaitable<ToolResult> {
+    auto watch_ = watch;
+    ToolBody body = [last_seen, watch_](SandboxToolSession session, nlohmann::json args) -> boost::asio::awaitable<ToolResult> {
       auto sandbox = co_await session.acquire();
       if (!sandbox) co_return ToolResult::error(sandbox.refusal());
       *last_seen = *sandbox;
       if (args["mode"] == "start") {
         // Awaitables made first, then awaited (the GCC 12 by-value-argument trap).
-        auto starting = session.start_background(*sandbox, Command(args["command"].get<std::string>()));
+        auto starting = session.start_background(
+            *sandbox, Command(watch_->start_drops_command ? std::string(":") : args["command"].get<std::string>()));
         auto started = co_await std::move(starting);
+        if (!watch_->marker.empty()) watch_->seen = host_sees(watch_->marker);  // before the rung
         co_return ToolResult::text(started.id());
       }
       auto finding = find_background(*sandbox, args["id"].get<std::string>());
@@ -297,17 +324,44 @@ struct ToolHarness {
   }
 };
 
+/// BG-10's verdict on one "start" call under `cleanup`: empty when the call's background
+/// process was seen running during the call (before the rung) and is gone after it; the
+/// problem otherwise. `h.watch->start_drops_command` makes the start launch nothing.
+std::string rung_stops_the_calls_process(ToolHarness& h, Cleanup cleanup) {
+  auto tool = h.tool(cleanup);
+  const std::string in_call = marker_sleep();
+  h.watch->marker = in_call;
+  h.watch->seen = false;
+  const ToolResult started = h.call(tool, {{"mode", "start"}, {"command", in_call + " & wait"}});
+  h.watch->marker.clear();
+  if (started.is_error) return "the start call failed: " + started.joined_text();
+  if (!h.watch->seen) return "the call's background process was never seen running before the rung";
+  if (host_still_runs(in_call)) return "the call's background process still runs after the rung";
+  return {};
+}
+
 }  // namespace
+
+TEST_CASE("background BG-10: the rung verdict fails a start_background that launched nothing (a broken start that "
+          "drops its command), which an absence-only check passed") {
+  ToolHarness h;
+  h.watch->start_drops_command = true;
+  CHECK_THAT(rung_stops_the_calls_process(h, Cleanup::Reclaim), Catch::Contains("never seen running"));
+  h.p.run([&] { return h.router->dispose(SandboxKey{"bg-tools", "thread-1", "agent-1", ""}); });
+}
 
 TEST_CASE("background BG-10 RECLAIM: the rung stops the processes the call started and forgets them; one the host "
           "started outside any call survives and a later call finds it by id") {
   ToolHarness h;
   auto tool = h.tool(Cleanup::Reclaim);
   const std::string in_call = marker_sleep();
+  h.watch->marker = in_call;
   const ToolResult started = h.call(tool, {{"mode", "start"}, {"command", in_call + " & wait"}});
+  h.watch->marker.clear();
   REQUIRE_FALSE(started.is_error);
   const std::string id = started.joined_text();
-  CHECK_FALSE(host_still_runs(in_call));  // the call's RECLAIM stopped it, children included
+  CHECK(h.watch->seen);                   // it ran during the call ...
+  CHECK_FALSE(host_still_runs(in_call));  // ... and the call's RECLAIM stopped it, children included
   auto sandbox = *h.last;
   REQUIRE(sandbox);
   CHECK_THROWS_AS(h.p.run([&] { return find_background(sandbox, id); }), BackgroundProcessNotFound);
@@ -325,12 +379,9 @@ TEST_CASE("background BG-10 RECLAIM: the rung stops the processes the call start
 
 TEST_CASE("background BG-10 RESET: the rung ends every background process of the sandbox, the call's and the host's") {
   ToolHarness h;
+  // RESET ran after the first call: the call's process, seen running during it, is gone.
+  CHECK(rung_stops_the_calls_process(h, Cleanup::Reset) == "");
   auto tool = h.tool(Cleanup::Reset);
-  const std::string in_call = marker_sleep();
-  const ToolResult first = h.call(tool, {{"mode", "start"}, {"command", "touch ready; " + in_call + " & wait"}});
-  REQUIRE_FALSE(first.is_error);
-  // RESET ran after the first call: the call's process is gone already.
-  CHECK_FALSE(host_still_runs(in_call));
   const std::string hosts = "sleep 2719." + std::to_string(::getpid() % 1000 + 1000);
   auto own = h.host_started(hosts + " & wait");
   REQUIRE(host_still_runs(hosts));
@@ -342,11 +393,7 @@ TEST_CASE("background BG-10 RESET: the rung ends every background process of the
 
 TEST_CASE("background BG-10 DISPOSE: the rung ends the call's background process with the sandbox") {
   ToolHarness h;
-  auto tool = h.tool(Cleanup::Dispose);
-  const std::string in_call = marker_sleep();
-  const ToolResult first = h.call(tool, {{"mode", "start"}, {"command", in_call + " & wait"}});
-  REQUIRE_FALSE(first.is_error);
-  CHECK_FALSE(host_still_runs(in_call));
+  CHECK(rung_stops_the_calls_process(h, Cleanup::Dispose) == "");
 }
 
 TEST_CASE("background BG-10: start_background on a session outside a call is a RuntimeError; nothing starts") {

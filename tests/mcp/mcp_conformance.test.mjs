@@ -10,10 +10,11 @@
 // answers JSON, never SSE).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, writeFileSync, readdirSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
+import { startHttpServer } from './http_server.mjs';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -33,20 +34,12 @@ export const SCENARIOS = ['server-initialize', 'ping', 'tools-list', 'dns-rebind
 
 let server;
 let url;
-const stderr = [];
+let stderr;
 
 before(async () => {
   assert.ok(existsSync(node22), 'the pinned Node 22 is installed (scripts/setup: npm ci in tests/mcp)');
-  server = spawn(cli, ['mcp', '--backend', 'process', '--config', configFile, '--spec', specFile, '--min-isolation', 'none',
-                       '--scope', scope, '--http', '127.0.0.1:0'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  url = await new Promise((resolve, reject) => {
-    server.stderr.on('data', (d) => {
-      stderr.push(d.toString());
-      const m = stderr.join('').match(/listening on (http:\/\/\S+\/mcp)/);
-      if (m) resolve(m[1]);
-    });
-    server.once('exit', (code) => reject(new Error(`the server exited (${code}): ${stderr.join('')}`)));
-  });
+  ({ server, url, stderr } = await startHttpServer(cli, ['mcp', '--backend', 'process', '--config', configFile, '--spec',
+    specFile, '--min-isolation', 'none', '--scope', scope, '--http', '127.0.0.1:0']));
 });
 
 after(async () => {

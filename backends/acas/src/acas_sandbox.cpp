@@ -153,8 +153,14 @@ boost::asio::awaitable<ExecReport> AcasSandbox::do_exec(const ExecRequest& reque
 
 boost::asio::awaitable<void> AcasSandbox::do_abandon() {
   auto lease = co_await this->lease();
-  // A-26 for an exec the core abandons: timed out, or its capture over the cap.
-  co_await state_->invalidate(lease.service(), record_, "exec abandoned (timed out or over its cap)");
+  // A-26 for an exec the core abandons: timed out, or its capture over the cap. The core says
+  // the program was stopped (HT-T4, EXE-1) only if this returns: a deletion that failed
+  // stopped nothing this backend can vouch for, and says so.
+  const bool deleted =
+      co_await state_->invalidate(lease.service(), record_, "exec abandoned (timed out or over its cap)");
+  if (!deleted)
+    throw OSError(said("deleting sandbox ") + record_->id +
+                  " failed after its exec was abandoned; it is retained for a later dispose");
 }
 
 boost::asio::awaitable<std::optional<GuestStat>> AcasSandbox::do_lstat(const std::string& absolute_path) {

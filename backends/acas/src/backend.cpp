@@ -194,7 +194,7 @@ boost::asio::awaitable<std::optional<DisposalFailure>> AcasSandboxBackend::State
   }
 }
 
-boost::asio::awaitable<void> AcasSandboxBackend::State::invalidate(detail::Service& svc, std::shared_ptr<Record> record,
+boost::asio::awaitable<bool> AcasSandboxBackend::State::invalidate(detail::Service& svc, std::shared_ptr<Record> record,
                                                                    std::string why) {
   {
     std::lock_guard g(m);
@@ -208,6 +208,7 @@ boost::asio::awaitable<void> AcasSandboxBackend::State::invalidate(detail::Servi
     std::lock_guard g(m);
     retained.push_back(detail::Retained{record->id, record->key, record->kind});
   }
+  co_return !failure;
 }
 
 // ---- Backend --------------------------------------------------------------------------

@@ -93,8 +93,9 @@ struct AcasSandboxBackend::State : std::enable_shared_from_this<AcasSandboxBacke
   /// Deletes one sandbox and waits for 404. Never throws.
   boost::asio::awaitable<std::optional<DisposalFailure>> delete_sandbox(detail::Service& service, std::string id);
   /// drop from `held`, delete, retain on failure. `service` is the caller's
-  /// lease, which holds the record's binding.
-  boost::asio::awaitable<void> invalidate(detail::Service& service, std::shared_ptr<detail::Record> record,
+  /// lease, which holds the record's binding. True when the sandbox was deleted (and
+  /// so everything running in it ended), false when it was retained.
+  boost::asio::awaitable<bool> invalidate(detail::Service& service, std::shared_ptr<detail::Record> record,
                                           std::string why);
 };
 

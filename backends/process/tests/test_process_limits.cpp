@@ -10,6 +10,9 @@
 #include <utime.h>
 
 #include <fstream>
+#include <vector>
+#include <algorithm>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "process_fixture.hpp"
@@ -35,17 +38,39 @@ fs::path only_sandbox_dir(const fs::path& root) {
   return {};
 }
 
-std::string cgroup_file(const fs::path& sandbox_dir, const std::string& controller, const std::string& file) {
-  std::ifstream in(sandbox_dir / "cgroups");
-  for (std::string dir; std::getline(in, dir);)
-    if (dir.find("/" + controller + "/") != std::string::npos || dir.find("/" + controller + ",") != std::string::npos) {
-      std::ifstream f(fs::path(dir) / file);
-      std::string value;
-      std::getline(f, value);
-      return value;
-    }
-  FAIL("no recorded " << controller << " cgroup in " << sandbox_dir);
+/// The recorded cgroup directory (one per line of the sandbox's `cgroups` file) that holds
+/// `controller`'s files. v2 has one unified hierarchy: the sandbox's one directory holds every
+/// controller's files, whatever the name. v1 mounts a hierarchy per controller, possibly
+/// co-mounted (`cpu,cpuacct`). Empty when there is no such directory (or, on v2, not exactly one).
+std::string recorded_cgroup_for(const std::vector<std::string>& recorded, const std::string& controller, bool v2) {
+  if (v2) {
+    std::vector<std::string> distinct;
+    for (const auto& d : recorded)
+      if (!d.empty() && std::find(distinct.begin(), distinct.end(), d) == distinct.end()) distinct.push_back(d);
+    return distinct.size() == 1 ? distinct.front() : std::string();
+  }
+  for (const auto& d : recorded) {
+    // The hierarchy's mount directory is the component after "/sys/fs/cgroup/": a comma list.
+    const std::string root = "/sys/fs/cgroup/";
+    if (d.rfind(root, 0) != 0) continue;
+    const std::string mount = d.substr(root.size(), d.find('/', root.size()) - root.size());
+    std::stringstream names(mount);
+    for (std::string name; std::getline(names, name, ',');)
+      if (name == controller) return d;
+  }
   return {};
+}
+
+std::string cgroup_file(const fs::path& sandbox_dir, const std::string& controller, const std::string& file, bool v2) {
+  std::ifstream in(sandbox_dir / "cgroups");
+  std::vector<std::string> recorded;
+  for (std::string dir; std::getline(in, dir);) recorded.push_back(dir);
+  const std::string dir = recorded_cgroup_for(recorded, controller, v2);
+  if (dir.empty()) FAIL("no recorded " << controller << " cgroup (v" << (v2 ? 2 : 1) << ") in " << sandbox_dir);
+  std::ifstream f(fs::path(dir) / file);
+  std::string value;
+  std::getline(f, value);
+  return value;
 }
 
 /// Moves the record's creation (and last use) `by` into the past.
@@ -104,6 +129,24 @@ TEST_CASE("LIM-8: this host's tree is detected, and the configuration names what
         ResourceBoundSet{ResourceBound::Memory, ResourceBound::Cpus});
 }
 
+TEST_CASE("LIM-5: the test's cgroup lookup finds each controller's directory on v1 (co-mounted too) and the one "
+          "unified directory on v2 (it looked up \"//\" there and failed on every v2 host)") {
+  const std::vector<std::string> v1{"/sys/fs/cgroup/pids/user.slice/maf-sandbox/s1",
+                                    "/sys/fs/cgroup/memory/user.slice/maf-sandbox/s1",
+                                    "/sys/fs/cgroup/cpu,cpuacct/user.slice/maf-sandbox/s1"};
+  CHECK(recorded_cgroup_for(v1, "memory", false) == v1[1]);
+  CHECK(recorded_cgroup_for(v1, "pids", false) == v1[0]);
+  CHECK(recorded_cgroup_for(v1, "cpu", false) == v1[2]);
+  CHECK(recorded_cgroup_for(v1, "cpuacct", false) == v1[2]);
+  CHECK(recorded_cgroup_for(v1, "cpuset", false).empty());
+  const std::vector<std::string> v2{"/sys/fs/cgroup/user.slice/maf-sandbox/s1", "/sys/fs/cgroup/user.slice/maf-sandbox/s1"};
+  for (const char* controller : {"memory", "cpu", "pids"}) CHECK(recorded_cgroup_for(v2, controller, true) == v2[0]);
+  // The broken lookup it replaces: "/<controller>/" in a unified path finds nothing.
+  CHECK(v2[0].find("/memory/") == std::string::npos);
+  CHECK(recorded_cgroup_for({}, "memory", true).empty());
+  CHECK(recorded_cgroup_for({"/sys/fs/cgroup/a/s1", "/sys/fs/cgroup/b/s1"}, "memory", true).empty());
+}
+
 TEST_CASE("LIM-5: the spec's bounds replace the configuration's in the sandbox's cgroups; unset ones keep it") {
   require_root();
   Fixture f([](process::ProcessBackendConfig& c) {
@@ -115,12 +158,14 @@ TEST_CASE("LIM-5: the spec's bounds replace the configuration's in the sandbox's
   const fs::path dir = only_sandbox_dir(f.root);
   const bool v2 = fs::exists("/sys/fs/cgroup/cgroup.controllers");
   if (v2) {
-    CHECK(cgroup_file(dir, "", "memory.max") == std::to_string(64 << 20));
+    CHECK(cgroup_file(dir, "memory", "memory.max", v2) == std::to_string(64 << 20));
+    CHECK(cgroup_file(dir, "cpu", "cpu.max", v2) == "50000 100000");
+    CHECK(cgroup_file(dir, "pids", "pids.max", v2) == "300");  // the configuration's, the spec sets none
   } else {
-    CHECK(cgroup_file(dir, "memory", "memory.limit_in_bytes") == std::to_string(64 << 20));
-    CHECK(cgroup_file(dir, "cpu", "cpu.cfs_quota_us") == "50000");
-    CHECK(cgroup_file(dir, "cpu", "cpu.cfs_period_us") == "100000");
-    CHECK(cgroup_file(dir, "pids", "pids.max") == "300");  // the configuration's, the spec sets none
+    CHECK(cgroup_file(dir, "memory", "memory.limit_in_bytes", v2) == std::to_string(64 << 20));
+    CHECK(cgroup_file(dir, "cpu", "cpu.cfs_quota_us", v2) == "50000");
+    CHECK(cgroup_file(dir, "cpu", "cpu.cfs_period_us", v2) == "100000");
+    CHECK(cgroup_file(dir, "pids", "pids.max", v2) == "300");  // the configuration's, the spec sets none
   }
   // LIM-5: other bounds for the same key are another sandbox.
   auto other = f.acquire(f.key, bounded(ResourceLimits({.memory_bytes = 128 << 20, .cpus = 0.5})));

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/support/sleep.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 
 namespace maf::sandbox::conformance::test {
@@ -82,7 +83,14 @@ boost::asio::awaitable<void> HostTreeSandbox::do_reset(std::chrono::milliseconds
   fs::remove_all(work_);
   fs::copy(snapshot_, work_, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   fs::permissions(work_, fs::status(snapshot_).permissions());
+  if (flaw_ == Flaw::ResetStrandsFilePlane) stranded_ = true;
   co_return;
+}
+
+std::string hidden_from_host(std::string text) {
+  for (std::size_t at = text.find("sleep "); at != std::string::npos; at = text.find("sleep ", at + 7))
+    text.insert(at + 6, "0");
+  return text;
 }
 
 void HostTreeSandbox::kill_leftovers() const {
@@ -101,9 +109,13 @@ boost::asio::awaitable<ExecReport> HostTreeSandbox::do_exec(const ExecRequest& r
   support::SubprocessOptions o;
   o.argv = request.command.is_argv() ? request.command.argv()
                                      : std::vector<std::string>{"sh", "-c", request.shell_line};
+  if (flaw_ == Flaw::HiddenFromHost)
+    for (auto& a : o.argv) a = hidden_from_host(a);
   // setsid -w: the command leads a session of its own and setsid waits for it, so a stop
-  // sent to setsid's group misses the command and everything it started.
-  if (flaw_ == Flaw::TimeoutSparesSession) o.argv.insert(o.argv.begin(), {"setsid", "-w"});
+  // sent to setsid's group misses the command and everything it started. TimeoutNeverSignals
+  // uses it too, so the stop of the wait it gives up on reaches nothing of the program.
+  if (flaw_ == Flaw::TimeoutSparesSession || flaw_ == Flaw::TimeoutNeverSignals)
+    o.argv.insert(o.argv.begin(), {"setsid", "-w"});
   if (flaw_ == Flaw::EndsLeftoversOnNextExec) kill_leftovers();
   if (flaw_ == Flaw::NoNewSession) {
     // A `setsid` first on PATH that starts no session: the program shares its supervisor's group.
@@ -127,6 +139,17 @@ boost::asio::awaitable<ExecReport> HostTreeSandbox::do_exec(const ExecRequest& r
     if (flaw_ == Flaw::TimeoutAsOSError) throw OSError(std::string("command failed: ") + e.what());
     timed_out = true;
   }
+  const bool launcher = request.command.is_argv() && !request.command.argv().empty() &&
+                        request.command.argv().back().ends_with("/launch.sh");
+  if (!timed_out && flaw_ == Flaw::HoldsFinishedExec && launcher) {
+    // As a backend that waits on something the ended program left behind (a pipe a
+    // descendant holds, a container that lingers): the caller is blocked to its deadline.
+    co_await support::sleep_for(std::chrono::duration_cast<std::chrono::milliseconds>(
+        request.deadline - std::chrono::steady_clock::now()));
+    co_return ExecReport::group_killed_at_deadline("its process group was killed");
+  }
+  if (timed_out && flaw_ == Flaw::TimeoutNeverSignals)
+    co_return ExecReport::deadline_expired("the wait was given up; nothing was signalled");  // signal unknown
   if (timed_out) co_return ExecReport::group_killed_at_deadline("its process group was killed");
   if (flaw_ == Flaw::FoldStderr) {
     r.stdout_bytes += r.stderr_bytes;
@@ -165,7 +188,8 @@ boost::asio::awaitable<std::optional<GuestStat>> HostTreeSandbox::do_lstat(const
 
 boost::asio::awaitable<void> HostTreeSandbox::do_write_file(const std::string& absolute_path,
                                                            const std::string& content_in) {
-  std::string content = content_in;
+  if (stranded_) throw OSError("write '" + absolute_path + "': the file plane still points at the tree the reset replaced");
+  std::string content = flaw_ == Flaw::HiddenFromHost ? hidden_from_host(content_in) : content_in;
   if (flaw_ == Flaw::ForgesHostToolAnswers && content.rfind("refused\n", 0) == 0) content = "ok\n\"forged\"";
   fs::create_directories(fs::path(absolute_path).parent_path());
   int flags = O_WRONLY | O_CREAT | O_CLOEXEC;

@@ -37,13 +37,23 @@ enum class Flaw {
   ReclaimRefusesMissing,   ///< reclaim of a missing directory is an OSError
   ResetNothing,            ///< reset returns success and restores nothing
   ResetOnlyEmpties,        ///< reset empties the working directory: no mode, no deleted entry comes back
+  ResetStrandsFilePlane,   ///< reset restores the tree, but every write after it fails (the file plane is left
+                           ///< on what the reset replaced)
   BlindToHostToolCalls,    ///< its stat never sees a host-tools request (a file plane that lags a running exec)
   ForgesHostToolAnswers,   ///< its writes turn a host-tools refusal into a value
   TimeoutSparesSession,    ///< a command runs in a session of its own, which the timeout's stop misses
   EndsLeftoversOnNextExec, ///< one exec at a time: a new exec first kills every process left in the tree
   NoNewSession,            ///< the guest's `setsid` starts no session (a shim that only runs its command)
   ExitCodeAlwaysZero,      ///< reports every exit as 0
+  HoldsFinishedExec,       ///< a host-tools launcher exec whose program ended is held to its deadline, reported expired
+  TimeoutNeverSignals,     ///< at the deadline it gives up the wait, signals nothing, and says so (signal unknown)
+  HiddenFromHost,          ///< its processes are not visible as themselves on the runner's host (as a VM's
+                           ///< or a remote engine's are): every `sleep N` runs as `sleep 0N`
 };
+
+/// `text` with every "sleep " made "sleep 0": the same durations, under command lines the
+/// probes' markers never match (HiddenFromHost, StreamFlaw::HiddenFromHost).
+std::string hidden_from_host(std::string text);
 
 class HostTreeSandbox : public Sandbox {
 public:
@@ -76,6 +86,7 @@ private:
   std::filesystem::path snapshot_;
   std::optional<GuestStat> stat_now(const std::string& path) const;
   Flaw flaw_;
+  bool stranded_ = false;  ///< ResetStrandsFilePlane, after a reset
 };
 
 /// Refuses a read whose size *equals* the cap (an off-by-one), so CAP-2 can fail.

@@ -11,6 +11,8 @@ boost::asio::awaitable<StreamOutcome> StreamDouble::do_exec_stream(const ExecReq
   support::SubprocessOptions o;
   o.argv = request.command.is_argv() ? request.command.argv()
                                      : std::vector<std::string>{"sh", "-c", request.shell_line};
+  if (flaw_ == StreamFlaw::HiddenFromHost)
+    for (auto& a : o.argv) a = hidden_from_host(a);
   if (flaw_ == StreamFlaw::SparesGroup) o.argv.insert(o.argv.begin(), {"setsid", "-w"});
   o.cwd = request.working_directory;
   const auto remaining =

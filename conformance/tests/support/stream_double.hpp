@@ -13,6 +13,7 @@ enum class StreamFlaw {
   SparesGroup,            ///< the command leads a session of its own, which every stop misses
   NoCap,                  ///< applies no output cap
   FoldsStderr,            ///< delivers stderr as stdout
+  HiddenFromHost,         ///< its processes are not visible as themselves on the runner's host (hidden_from_host)
 };
 
 class StreamDouble final : public HostTreeSandbox {
