@@ -111,7 +111,7 @@ TEST_CASE("C-118 a work_dir that normalises to / is ValueError (the call directo
   // The root itself: the same rule as every backend's acquire (ACQ-2), at attach.
   SandboxSpec root({.kind = "shell", .work_dir = "/"});
   CHECK_THAT(message_of<ValueError>([&] { sandboxed_tool(never_runs(ran), f.router, f.context, "a", root, "shell"); }),
-             Catch::Contains("work_dir '/'") && Catch::Contains("sandboxed_tool 'a'"));
+             Catch::Contains("work_dir '/'") && Catch::Contains("sandboxed_tool 'shell'"));
   CHECK(ran->load() == 0);
 }
 
