@@ -164,12 +164,14 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
     fresh = co_await ensure_running(container, spec, image, key, plan, state);
     state = co_await transport_->container_state(container);
     // Adopted mid-freeze: its creator (or another replica) prepares its work directory
-    // under a freeze; waited out, never lifted while its holder lives (issue 54).
+    // under a freeze; waited out, never lifted while its holder lives (issue 54). Paused
+    // again by the time it is read, it is another replica's live freeze: the container runs,
+    // and every call below waits such a freeze out (freeze.hpp).
     if (state && state->paused) {
       co_await recover_paused(container);
       state = co_await transport_->container_state(container);
     }
-    if (!state || !state->running || state->paused)
+    if (!state || !state->running)
       throw OSError(said("container " + container + " for workload kind '" + spec.kind() +
                          "' is not running after start (status '" + (state ? state->status : "absent") + "')"));
   }

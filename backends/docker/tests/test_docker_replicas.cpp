@@ -171,15 +171,15 @@ void kill_and_reap(pid_t pid) {
 }  // namespace
 
 TEST_CASE("issue 54 D-10 D-21: 2 replica processes race acquire, write, exec, read, collect on one key: no error, one container, nothing left after dispose") {
-  race(2, rounds_or(6), false);
+  race(2, rounds_or(4), false);
 }
 
 TEST_CASE("issue 54 D-10 D-21 D-22: 8 replica processes race acquire, write, exec, read, collect on one key: no error, one container, nothing left after dispose") {
-  race(8, rounds_or(3), false);
+  race(8, rounds_or(2), false);
 }
 
 TEST_CASE("issue 54 D-31: 8 replica processes race one ALLOWLIST key: no error, one workload, one proxy, one network, nothing left after dispose") {
-  race(8, rounds_or(2), true);
+  race(8, rounds_or(1), true);
 }
 
 TEST_CASE("issue 54 D-11 D-21: a freeze left by a host killed inside it is recovered by the next acquire and by a file call of a live sandbox") {
@@ -212,7 +212,7 @@ TEST_CASE("issue 54 D-10: two backend instances in one process acquire one key a
   Scope s;
   const auto spec = spec_for(kImage, kAllCaps);
   auto second = s.run([&] { return docker::DockerSandboxBackend::create(test_config()); });
-  const int rounds = rounds_or(3);
+  const int rounds = rounds_or(2);
   for (int r = 0; r < rounds; ++r) {
     const SandboxKey key{s.scope, s.thread, "agent-" + std::to_string(r), ""};
     boost::asio::io_context io;
