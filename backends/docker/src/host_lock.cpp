@@ -107,7 +107,16 @@ void HostLock::release_keeping_record() noexcept {
 HostLock::~HostLock() {
   if (fd_ < 0) return;
   // Unlink first, then release: a waiter that opened this file finds it gone and retries.
-  if (!shared_) ::unlink(path_.c_str());
+  if (!shared_) {
+    ::unlink(path_.c_str());
+  } else if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) {
+    // The last shared holder removes the file it may have made — unless it names a holder
+    // that died (the record a later taker must read).
+    struct stat held {}, at_path {};
+    if (::fstat(fd_, &held) == 0 && ::stat(path_.c_str(), &at_path) == 0 && held.st_ino == at_path.st_ino &&
+        held.st_dev == at_path.st_dev && held.st_size == 0)
+      ::unlink(path_.c_str());
+  }
   ::close(fd_);
 }
 

@@ -2,6 +2,7 @@
 // on the engine's lagging paused flag): the engine answers pause and unpause before it flips
 // its own flag, so right after this process's own change a refusal may be that lag only.
 #include <chrono>
+#include <filesystem>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -179,9 +180,34 @@ TEST_CASE("issue 54: the host lock — one holder at a time; a holder that died 
   int status = 0;
   REQUIRE(::waitpid(child, &status, 0) == child);
   REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  {
+    auto shared = HostLock::try_take_shared(name);  // a shared holder leaves the record alone
+    REQUIRE(shared);
+  }
   auto after = HostLock::try_take(name);
   REQUIRE(after);
   CHECK(after->previous_holder_died());
+}
+
+TEST_CASE("issue 54: shared holders of the host lock share it, keep it from an exclusive taker, and leave no file") {
+  const std::string name = "unit-test\n" + std::to_string(::getpid()) + "\nshared";
+  std::string path;
+  {
+    auto one = HostLock::try_take_shared(name);
+    auto two = HostLock::try_take_shared(name);
+    REQUIRE(one);
+    REQUIRE(two);
+    CHECK_FALSE(HostLock::try_take(name));
+    path = one->path();
+  }
+  CHECK_FALSE(std::filesystem::exists(path));
+  {
+    auto alone = HostLock::try_take(name);
+    REQUIRE(alone);
+    CHECK_FALSE(alone->previous_holder_died());
+    CHECK_FALSE(HostLock::try_take_shared(name));
+  }
+  CHECK_FALSE(std::filesystem::exists(path));
 }
 
 TEST_CASE("issue 54 D-11: a freeze left by a process on this host that died holding it is lifted at once, then taken") {
