@@ -440,6 +440,9 @@ public:
       o.stdout_bytes.clear();
     }
     o.could_not_start = (o.exit_code == 126 || o.exit_code == 127) && contains_ci(o.stderr_bytes, "oci runtime");
+    // The runtime's own refusal, when a pause came after the engine's check (issue 54): the
+    // command never started.
+    o.paused_refusal = o.exit_code == 126 && contains_ci(o.stderr_bytes, "cannot exec in a paused state");
     co_return o;
   }
 

@@ -134,7 +134,8 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
   if (!spec.resources().empty()) qualifiers.resources = spec.resources().to_string();
   const std::string container = support::sandbox_name(kContainerPrefix, key, spec.kind(), qualifiers);
 
-  // ACQ-3 serialises this identity inside the process; other processes are met by adoption.
+  // ACQ-3 serialises this identity inside the process; other processes are met by adoption
+  // (create_container) and their freezes waited out (recover_paused; issue 54).
   // 2-3. State; a paused container reports Running too, so Running alone is not usable.
   auto freeze = detail::freeze_slot(co_await transport_->endpoint(), container);
   auto state = co_await transport_->container_state(container);
@@ -162,7 +163,15 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
   } else {
     fresh = co_await ensure_running(container, spec, image, key, plan, state);
     state = co_await transport_->container_state(container);
-    if (!state || !state->running || state->paused)
+    // Adopted mid-freeze: its creator (or another replica) prepares its work directory
+    // under a freeze; waited out, never lifted while its holder lives (issue 54). Paused
+    // again by the time it is read, it is another replica's live freeze: the container runs,
+    // and every call below waits such a freeze out (freeze.hpp).
+    if (state && state->paused) {
+      co_await recover_paused(container);
+      state = co_await transport_->container_state(container);
+    }
+    if (!state || !state->running)
       throw OSError(said("container " + container + " for workload kind '" + spec.kind() +
                          "' is not running after start (status '" + (state ? state->status : "absent") + "')"));
   }

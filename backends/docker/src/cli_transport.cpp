@@ -224,7 +224,10 @@ public:
     o.stderr_bytes = std::move(r.stderr_bytes);
     o.stdout_overflowed = r.stdout_overflowed;
     o.stderr_overflowed = r.stderr_overflowed;
-    o.paused_refusal = o.exit_code == 1 && contains_ci(o.stderr_bytes, "is paused, unpause the container");
+    // The engine's check, or (issue 54) the runtime's own refusal when a pause came after that
+    // check: either way the command never started.
+    o.paused_refusal = (o.exit_code == 1 && contains_ci(o.stderr_bytes, "is paused, unpause the container")) ||
+                       (o.exit_code == 126 && contains_ci(o.stderr_bytes, "cannot exec in a paused state"));
     o.could_not_start = (o.exit_code == 126 || o.exit_code == 127) && contains_ci(o.stderr_bytes, "oci runtime");
     co_return o;
   }

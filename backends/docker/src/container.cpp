@@ -1,6 +1,9 @@
 // The container of an acquire (D-10, D-11, D-30): the OS re-check before a create or
 // restart, a frozen leftover's recovery, and create / adopt / start.
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+
+#include <chrono>
 
 #include "egress_topology.hpp"
 #include "freeze.hpp"
@@ -8,6 +11,7 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/labels.hpp"
+#include "maf/sandbox/support/sleep.hpp"
 #include "said.hpp"
 
 namespace maf::sandbox::docker {
@@ -26,20 +30,64 @@ awaitable<void> DockerSandboxBackend::check_os_family(const SandboxSpec& spec) {
 }
 
 awaitable<void> DockerSandboxBackend::recover_paused(const std::string& container) {
-  // A container a dead host left frozen (D-11). Under the freeze slot's
-  // mutex no live claim of this process can exist, so unpausing cannot lift a live freeze.
+  // A frozen container (D-11): a live holder's freeze — another process's, on this host or
+  // elsewhere — is waited for; a dead holder's is lifted (freeze.hpp, issue 54). Never a
+  // live claim's: under the slot's mutex this process holds none.
   auto slot = detail::freeze_slot(co_await transport_->endpoint(), container);
-  auto hold = co_await slot->mutex.scoped();
-  auto state = co_await transport_->container_state(container);
-  if (state && state->paused) {
-    try {
-      co_await transport_->unpause(container);
-    } catch (const Error& e) {
-      throw OSError(said("container " + container +
-                         " was left paused and could not be recovered; refusing to hand it out: " + e.what()));
+  co_await detail::await_unfrozen(*transport_, *slot, container);
+}
+
+awaitable<bool> DockerSandboxBackend::adopt_container(const std::string& container, const SandboxSpec& spec,
+                                                      const SandboxKey& key,
+                                                      std::chrono::steady_clock::time_point deadline) {
+  constexpr auto kPoll = std::chrono::milliseconds(50);
+  for (;;) {
+    const auto doc = co_await transport_->inspect_container(container);
+    if (!doc) {
+      // The engine reserves a name before it registers the container: the winner's create
+      // is still in flight, or it failed and freed the name. Asking to create again tells.
+      if (std::chrono::steady_clock::now() >= deadline)
+        throw OSError(said("the name of container " + container + " stayed in use by no container the engine shows for " +
+                           std::to_string(config_.command_timeout().count()) + " ms; workload kind '" + spec.kind() +
+                           "' was not created"));
+      co_await support::sleep_for(kPoll);
+      co_return false;
     }
+    std::string status;
+    try {
+      const auto j = nlohmann::json::parse(*doc);
+      const auto labels = j.value("/Config/Labels"_json_pointer, nlohmann::json::object());
+      // The name is derived from the key and kind (D-7), so a holder of the name that is
+      // not this key's and kind's is no sandbox of ours to hand out.
+      for (const auto& [label, value] : support::key_selector(key, spec.kind())) {
+        const std::string found = labels.is_object() ? labels.value(label, std::string("(absent)")) : "(absent)";
+        if (found != value)
+          throw OSError(said("container " + container + " holds the name of workload kind '" + spec.kind() +
+                             "' but its label " + label + " is '" + found + "', not '" + value +
+                             "'; it is not adopted"));
+      }
+      status = j.value("/State/Status"_json_pointer, std::string());
+    } catch (const nlohmann::json::exception& e) {
+      throw OSError(said("unreadable inspect of container " + container + ": " + e.what()));
+    }
+    // Running or paused (its creator's freeze around the work directory): the acquire
+    // waits out a freeze before it hands the container out (do_acquire).
+    if (status == "running" || status == "paused") co_return true;
+    const bool late = std::chrono::steady_clock::now() >= deadline;
+    if (status == "exited" || status == "dead" || (status == "created" && late)) {
+      // Its creator's start failed, or it died between create and start: start it here.
+      std::string detail;
+      if (co_await transport_->start(container, detail)) co_return true;
+      throw OSError(said("could not start adopted container " + container + " of workload kind '" + spec.kind() +
+                         "': " + detail));
+    }
+    if (late)
+      throw OSError(said("adopted container " + container + " of workload kind '" + spec.kind() + "' stayed '" +
+                         status + "' for " + std::to_string(config_.command_timeout().count()) + " ms"));
+    // created (its creator is preparing it, issue 24, or about to start it), restarting,
+    // removing: asked again.
+    co_await support::sleep_for(kPoll);
   }
-  slot->possibly_frozen = false;
 }
 
 awaitable<bool> DockerSandboxBackend::create_container(const std::string& container, const SandboxSpec& spec,
@@ -68,43 +116,45 @@ awaitable<bool> DockerSandboxBackend::create_container(const std::string& contai
     request.network = container + "-net";
     request.env = detail::workload_proxy_env(container);
   }
-  CreateResult created;
-  if (transport_->creates_unstarted()) {
-    // Issue 24: create, then (for an image whose facts are known) the work directory while
-    // nothing runs in the container, then start — what create_and_start does, with the
-    // upload between its two exchanges instead of under a freeze after them.
-    created = co_await transport_->create_unstarted(request);
-    if (created.outcome == CreateOutcome::Created) {
-      co_await prepare_before_start(container, spec, plan);
-      std::string detail;
-      const StartOutcome started = co_await transport_->start_created(container, detail);
-      // Like `docker run -d`, a failed start leaves the created container (the next acquire
-      // starts or recreates it).
-      if (started == StartOutcome::Failed)
-        throw OSError(said("creating container " + container + " from image '" + image +
-                           "' for workload kind '" + spec.kind() + "' failed: " + detail));
-      // Someone else started it first (another process adopting the name): commands may have
-      // run in it, so it is not fresh — probed by its own ID, its work directory checked
-      // and created under the freeze as for any container.
-      co_return started == StartOutcome::Started;
+  // Issue 54: a create that loses the name race to another process adopts the winner's
+  // container; one that finds the name freed again creates again. Bounded as one lifecycle call.
+  const auto deadline = std::chrono::steady_clock::now() + config_.command_timeout();
+  for (;;) {
+    CreateResult created;
+    if (transport_->creates_unstarted()) {
+      // Issue 24: create, then (for an image whose facts are known) the work directory while
+      // nothing runs in the container, then start — what create_and_start does, with the
+      // upload between its two exchanges instead of under a freeze after them.
+      created = co_await transport_->create_unstarted(request);
+      if (created.outcome == CreateOutcome::Created) {
+        co_await prepare_before_start(container, spec, plan);
+        std::string detail;
+        const StartOutcome started = co_await transport_->start_created(container, detail);
+        // Like `docker run -d`, a failed start leaves the created container (the next acquire
+        // starts or recreates it).
+        if (started == StartOutcome::Failed)
+          throw OSError(said("creating container " + container + " from image '" + image +
+                             "' for workload kind '" + spec.kind() + "' failed: " + detail));
+        // Someone else started it first (another process adopting the name): commands may have
+        // run in it, so it is not fresh — probed by its own ID, its work directory checked
+        // and created under the freeze as for any container.
+        co_return started == StartOutcome::Started;
+      }
+    } else {
+      created = co_await transport_->create_and_start(request);
     }
-  } else {
-    created = co_await transport_->create_and_start(request);
-  }
-  if (created.outcome == CreateOutcome::Created) co_return true;
-  if (created.outcome == CreateOutcome::NameInUse) {
-    // Another process created it first: adopt (D-10). Not fresh: that
-    // process may already have run commands in it.
-    auto state = co_await transport_->container_state(container);
-    if (state && state->running && !state->paused) co_return false;
-    if (state) {
-      std::string detail;
-      if (co_await transport_->start(container, detail)) co_return false;
-      throw OSError(said("could not start adopted container " + container + ": " + detail));
+    if (created.outcome == CreateOutcome::Created) co_return true;
+    if (created.outcome != CreateOutcome::NameInUse)
+      throw OSError(said("creating container " + container + " from image '" + image +
+                         "' for workload kind '" + spec.kind() + "' failed: " + created.detail));
+    // Another process created it first: adopt (D-10). Not fresh: that process may already
+    // have run commands in it.
+    if (co_await adopt_container(container, spec, key, deadline)) {
+      logger()->info("backend 'docker': container {} of kind '{}' was created by another process; adopted it",
+                     container, spec.kind());
+      co_return false;
     }
   }
-  throw OSError(said("creating container " + container + " from image '" + image +
-                     "' for workload kind '" + spec.kind() + "' failed: " + created.detail));
 }
 
 awaitable<bool> DockerSandboxBackend::ensure_running(const std::string& container, const SandboxSpec& spec,

@@ -2,6 +2,8 @@
 #include "egress_topology.hpp"
 
 
+#include <algorithm>
+#include <chrono>
 #include <exception>
 #include <vector>
 
@@ -14,6 +16,7 @@
 #include "maf/sandbox/support/labels.hpp"
 #include "maf/sandbox/support/sleep.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
+#include "host_lock.hpp"
 #include "key_attribution.hpp"
 #include "proxy_drain.hpp"
 #include "said.hpp"
@@ -133,6 +136,13 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
   const std::string proxy = container + "-proxy";
   const std::string endpoint = co_await transport.endpoint();
   const bool local_engine = endpoint.rfind("unix://", 0) == 0;
+  // Issue 54: replicas on this host build one sandbox's topology one at a time — the engine's
+  // network create does not refuse a duplicate name atomically (20.10: CheckDuplicate is a
+  // check, then a create), so two at once could make two networks of one name. The first
+  // makes the network and the proxy; the others find them and keep them.
+  auto topology_lock = co_await wait_for_host_lock("egress\n" + endpoint + "\n" + container,
+                                                   std::chrono::steady_clock::now() + 2 * config.command_timeout(),
+                                                   "the egress topology of " + container);
 
   // D-32: gate on the version *before* creating N; 20.10 silently ignores gateway_mode_*.
   const std::string version = co_await transport.server_version();
@@ -159,9 +169,13 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
     request.labels.emplace_back(label, value);
 
   bool created_network = false;
+  bool created_proxy = false;
   auto cleanup = [&]() -> awaitable<void> {
-    // Proxy first, then the network: attached endpoints block a network's removal.
-    co_await transport.remove_container(proxy);
+    // Proxy first, then the network: attached endpoints block a network's removal. A warm
+    // sandbox's proxy is removed only when this acquire made it: a replica's working proxy is
+    // never taken from under its workload (issue 54); a network with a workload on it is
+    // kept by the engine.
+    if (created_proxy || fresh) co_await transport.remove_container(proxy);
     if (fresh || created_network) co_await transport.remove_network(network);
   };
 
@@ -206,61 +220,138 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
     };
     co_await verify_bridge();
 
-    // Replace the proxy: recreated on every acquire, so its allowlist is this spec's and
-    // its log holds only this run. The old one is drained first (D-27), like any teardown.
-    std::string old_proxy = proxy;
-    std::optional<SandboxKey> caller = key;
-    auto removed = co_await drain_and_remove_proxy(transport, config, std::move(old_proxy), std::move(caller));
-    if (removed.outcome == RemoveOutcome::Refused)
-      throw OSError(said("could not replace proxy " + proxy + ": " + removed.detail));
-    if (!co_await transport.image_present(*config.egress_proxy_image))
-      throw OSError(said("egress proxy image '" + *config.egress_proxy_image +
-                         "' is not present; build it locally with scripts/egress-proxy-image " + *config.egress_proxy_image));
-    CreateRequest run;
-    run.name = proxy;
-    run.image = *config.egress_proxy_image;
-    run.network = network;
-    run.env = {{"MAF_SANDBOX_ALLOW", join(allow_hosts(spec), ",")}};
-    run.labels = request.labels;
-    run.labels.emplace_back(std::string(support::kLabelRole), "proxy");
-    run.labels.emplace_back(std::string(kLabelKeyV1), encode_key_v1(key));  // D-8: lossless attribution
-    run.pids_limit = config.pids_limit;
-    run.cap_drop_all = true;  // it binds 3128 as nobody and needs no capability
-    run.sysctls = egress_proxy::proxy_sysctls();  // a proxy, never a router (issue 22)
-    run.command = config.egress_proxy_args;
-    CreateResult started = co_await transport.create_and_start(run);
-    if (started.outcome == CreateOutcome::Failed && without_ipv6(started.detail)) {
-      // A kernel booted without IPv6 has no net.ipv6.* settings (the runtime cannot write
-      // them) and nothing IPv6 to forward: run again with the IPv4 settings alone. The
-      // proxy's own check still refuses to serve if IPv4 forwarding is on.
-      co_await transport.remove_container(proxy);
-      std::erase_if(run.sysctls, [](const auto& kv) { return kv.first.rfind("net.ipv6.", 0) == 0; });
-      started = co_await transport.create_and_start(run);
-    }
-    if (started.outcome != CreateOutcome::Created)
-      throw OSError(said("starting proxy " + proxy + " from '" + *config.egress_proxy_image +
-                         "' failed: " + started.detail));
-    // Without the outbound leg ALLOWLIST would quietly become CLOSED: fail instead.
-    co_await transport.connect_network(config.outbound_network, proxy);
-
-    bool ready = false;
-    std::string output;
-    for (int attempt = 0; attempt < 20 && !ready; ++attempt) {
-      output = co_await transport.container_logs(proxy, 64 * 1024);
-      ready = output.find("listening") != std::string::npos;
-      if (ready) break;
-      // A proxy that refused to start (a bad allow entry, a forwarding namespace) has exited:
-      // its own words are the reason, not "never listened" 5 s later (issue 22).
-      if (auto state = co_await transport.container_state(proxy); !state || !state->running) {
-        output = co_await transport.container_logs(proxy, 64 * 1024);
-        throw OSError(said("proxy " + proxy + " from '" + *config.egress_proxy_image +
-                           "' exited: " + proxy_output(output)));
+    // Issue 54: a proxy that serves this sandbox already — running, this key's, this
+    // image's and allowlist's, on N and the outbound network, listening — is kept: replicas
+    // share it, and replacing it would cut the tunnels of a replica's running command. Any
+    // other is drained (D-27) and replaced.
+    const auto serving = [&](const nlohmann::json& p, std::string& why) {
+      const auto theirs_labels = p.value("/Config/Labels"_json_pointer, nlohmann::json::object());
+      for (const auto& [label, value] : support::key_selector(key, spec.kind()))
+        if (!theirs_labels.is_object() || theirs_labels.value(label, "") != value)
+          return (why = "label " + label + " differs", false);
+      if (!theirs_labels.is_object() || theirs_labels.value(std::string(support::kLabelRole), "") != "proxy")
+        return (why = "not a proxy", false);
+      if (p.value("/Config/Image"_json_pointer, std::string()) != *config.egress_proxy_image)
+        return (why = "another image", false);
+      std::vector<std::string> hosts = allow_hosts(spec), theirs;
+      std::sort(hosts.begin(), hosts.end());
+      for (const auto& e : p.value("/Config/Env"_json_pointer, nlohmann::json::array()))
+        if (e.is_string() && e.get<std::string>().rfind("MAF_SANDBOX_ALLOW=", 0) == 0) {
+          std::string list = e.get<std::string>().substr(std::string("MAF_SANDBOX_ALLOW=").size());
+          for (std::size_t at = 0; at <= list.size();) {
+            const auto comma = std::min(list.find(',', at), list.size());
+            theirs.push_back(list.substr(at, comma - at));
+            at = comma + 1;
+          }
+        }
+      std::sort(theirs.begin(), theirs.end());
+      if (theirs != hosts) return (why = "another allowlist", false);
+      if (p.value("/Config/Cmd"_json_pointer, nlohmann::json::array()) != nlohmann::json(config.egress_proxy_args) &&
+          !(config.egress_proxy_args.empty() && p.value("/Config/Cmd"_json_pointer, nlohmann::json()).is_null()))
+        return (why = "other proxy arguments", false);
+      if (!p.value("/State/Running"_json_pointer, false) || p.value("/State/Paused"_json_pointer, false))
+        return (why = "not running", false);
+      const auto networks = p.value("/NetworkSettings/Networks"_json_pointer, nlohmann::json::object());
+      if (!networks.is_object() || !networks.contains(network) || !networks.contains(config.outbound_network))
+        return (why = "not on both " + network + " and " + config.outbound_network, false);
+      return true;
+    };
+    const auto listening = [&]() -> awaitable<bool> {
+      co_return (co_await transport.container_logs(proxy, 64 * 1024)).find("listening") != std::string::npos;
+    };
+    bool kept = false;
+    std::string why_not = "absent";
+    if (auto found = co_await transport.inspect_container(proxy)) {
+      const auto p = nlohmann::json::parse(*found);
+      why_not.clear();
+      if (serving(p, why_not)) {
+        const bool heard = co_await listening();  // not inside && (a GCC 12 coroutine bug)
+        kept = heard;
+        if (!kept) why_not = "not listening";
       }
-      co_await support::sleep_for(std::chrono::milliseconds(250));
     }
-    if (!ready)
-      throw OSError(said("proxy " + proxy + " never reported `listening`; its output: " +
-                         proxy_output(output)));
+    if (kept) {
+      logger()->info("backend 'docker': egress proxy {} serves {} already; kept", proxy, container);
+    } else {
+      if (why_not != "absent") logger()->info("backend 'docker': replacing egress proxy {} ({})", proxy, why_not);
+      std::string old_proxy = proxy;
+      std::optional<SandboxKey> caller = key;
+      auto removed = co_await drain_and_remove_proxy(transport, config, std::move(old_proxy), std::move(caller));
+      if (removed.outcome == RemoveOutcome::Refused)
+        throw OSError(said("could not replace proxy " + proxy + ": " + removed.detail));
+      if (!co_await transport.image_present(*config.egress_proxy_image))
+        throw OSError(said("egress proxy image '" + *config.egress_proxy_image +
+                           "' is not present; build it locally with scripts/egress-proxy-image " + *config.egress_proxy_image));
+      CreateRequest run;
+      run.name = proxy;
+      run.image = *config.egress_proxy_image;
+      run.network = network;
+      run.env = {{"MAF_SANDBOX_ALLOW", join(allow_hosts(spec), ",")}};
+      run.labels = request.labels;
+      run.labels.emplace_back(std::string(support::kLabelRole), "proxy");
+      run.labels.emplace_back(std::string(kLabelKeyV1), encode_key_v1(key));  // D-8: lossless attribution
+      run.pids_limit = config.pids_limit;
+      run.cap_drop_all = true;  // it binds 3128 as nobody and needs no capability
+      run.sysctls = egress_proxy::proxy_sysctls();  // a proxy, never a router (issue 22)
+      run.command = config.egress_proxy_args;
+      CreateResult started = co_await transport.create_and_start(run);
+      if (started.outcome == CreateOutcome::Failed && without_ipv6(started.detail)) {
+        // A kernel booted without IPv6 has no net.ipv6.* settings (the runtime cannot write
+        // them) and nothing IPv6 to forward: run again with the IPv4 settings alone. The
+        // proxy's own check still refuses to serve if IPv4 forwarding is on.
+        co_await transport.remove_container(proxy);
+        std::erase_if(run.sysctls, [](const auto& kv) { return kv.first.rfind("net.ipv6.", 0) == 0; });
+        started = co_await transport.create_and_start(run);
+      }
+      if (started.outcome == CreateOutcome::NameInUse) {
+        // A replica on another host made it first: its maker connects and readies it; it is
+        // adopted once it serves, within the readiness bound below.
+        bool adopted = false;
+        for (int attempt = 0; attempt < 40 && !adopted; ++attempt) {
+          auto found = co_await transport.inspect_container(proxy);
+          if (found) {
+            if (serving(nlohmann::json::parse(*found), why_not)) {
+              const bool heard = co_await listening();
+              adopted = heard;
+            } else if (why_not.rfind("label", 0) == 0) {
+              not_enforced(container, spec, "proxy " + proxy + " was made by another configuration (" + why_not + ")");
+            }
+          }
+          if (!adopted) co_await support::sleep_for(std::chrono::milliseconds(250));
+        }
+        if (!adopted)
+          throw OSError(said("proxy " + proxy + ", made by another process, never served this sandbox (" + why_not + ")"));
+        kept = true;
+      } else if (started.outcome != CreateOutcome::Created) {
+        throw OSError(said("starting proxy " + proxy + " from '" + *config.egress_proxy_image +
+                           "' failed: " + started.detail));
+      } else {
+        created_proxy = true;
+      }
+    }
+    if (!kept) {
+      // Without the outbound leg ALLOWLIST would quietly become CLOSED: fail instead.
+      co_await transport.connect_network(config.outbound_network, proxy);
+
+      bool ready = false;
+      std::string output;
+      for (int attempt = 0; attempt < 20 && !ready; ++attempt) {
+        output = co_await transport.container_logs(proxy, 64 * 1024);
+        ready = output.find("listening") != std::string::npos;
+        if (ready) break;
+        // A proxy that refused to start (a bad allow entry, a forwarding namespace) has exited:
+        // its own words are the reason, not "never listened" 5 s later (issue 22).
+        if (auto state = co_await transport.container_state(proxy); !state || !state->running) {
+          output = co_await transport.container_logs(proxy, 64 * 1024);
+          throw OSError(said("proxy " + proxy + " from '" + *config.egress_proxy_image +
+                             "' exited: " + proxy_output(output)));
+        }
+        co_await support::sleep_for(std::chrono::milliseconds(250));
+      }
+      if (!ready)
+        throw OSError(said("proxy " + proxy + " never reported `listening`; its output: " +
+                           proxy_output(output)));
+    }
     co_await verify_bridge();  // again, now that endpoints are attached and the bridge is up
   } catch (const Cancelled&) {
     throw;

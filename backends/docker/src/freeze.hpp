@@ -6,11 +6,19 @@
 // container name): two backends on one endpoint share claims, different endpoints never
 // block each other. One container is never paused twice at once — a second pause would fail
 // and the first unpause would lift the other call's freeze.
+//
+// Across processes (issue 54, docs/backends/docker.md "Replicas on one conversation"): the
+// engine's pause is itself the lock — "already paused" means someone holds the freeze — and
+// on one host a flock'd file per slot (host_lock.hpp) orders the processes and tells a dead
+// holder from a live one. A freeze held elsewhere is waited for, bounded (`foreign_wait`);
+// one whose holder on this host died is lifted at once, one standing longer than the bound
+// with no holder on this host is taken as abandoned and lifted.
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/awaitable.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -30,24 +38,38 @@ struct FreezeSlot {
   /// When this process's last unpause of the container answered (steady clock, ns; 0 =
   /// never): the engine's paused flag may lag it (see freeze.cpp).
   std::atomic<std::int64_t> thawed_at{0};
+  /// The host lock's name (endpoint and container); empty: no host lock (a test's slot).
+  std::string host_lock_name{};
+  /// How long a freeze held elsewhere is waited for: a pause standing this long with no
+  /// holder on this host is recovered, and no call waits longer than this for its turn.
+  std::chrono::milliseconds foreign_wait{std::chrono::seconds(120)};
 };
 
 /// The slot for (endpoint, container), created on first use and kept for the process.
 std::shared_ptr<FreezeSlot> freeze_slot(const std::string& endpoint, const std::string& container);
 
-/// Pause, run `body`, unpause (also when `body` throws), all under the slot's mutex.
+/// Pause, run `body`, unpause (also when `body` throws), all under the slot's mutex and the
+/// host lock. A pause held by another process is waited for (see above), never an error
+/// while it is lifted within the bound.
 boost::asio::awaitable<void> run_frozen(DockerTransport& transport, FreezeSlot& slot, const std::string& container,
                                         const std::function<boost::asio::awaitable<void>()>& body);
 
+/// At acquire (D-11): returns once the container is not frozen — a freeze of a live holder
+/// waited out, one of a dead holder (this process's failed unpause, a process on this host
+/// that died holding it, or one standing past `foreign_wait`) lifted. Throws OSError when a
+/// recovery fails or the wait outlasts its bound.
+boost::asio::awaitable<void> await_unfrozen(DockerTransport& transport, FreezeSlot& slot, const std::string& container);
+
 /// The re-issue rule below for any kind of attempt: `attempt` makes one and answers whether
-/// the engine refused it as paused; it is made again only when this process's own freeze
-/// covered the refusal (D-22), and this returns once an attempt stands.
+/// the engine refused it as paused; it is made again after this process's own freeze ends
+/// (D-22), or once a freeze held elsewhere is lifted within `foreign_wait` (issue 54: the
+/// refused command never started, so it runs once); a pause that stays past the bound has
+/// its refusal returned. This returns once an attempt stands.
 boost::asio::awaitable<void> retry_past_own_freeze(DockerTransport& transport, FreezeSlot& slot,
                                                    const std::string& container,
                                                    const std::function<boost::asio::awaitable<bool>()>& attempt);
 
-/// Run a guest command, re-issuing a paused refusal only when this process's own freeze
-/// covered the whole attempt (D-22); otherwise the refusal is returned unchanged.
+/// Run a guest command under retry_past_own_freeze's rule.
 /// `make_call` is asked again for each attempt so the remaining deadline is recomputed.
 boost::asio::awaitable<ExecOutcome> exec_respecting_freeze(DockerTransport& transport, FreezeSlot& slot,
                                                            const std::function<ExecCall()>& make_call);

@@ -1,4 +1,8 @@
 // Acquire, exec and the container's shape, against a real engine (D-9…D-13).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -11,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine_fixture.hpp"
+#include "host_lock.hpp"
 #include "maf/sandbox/errors.hpp"
 
 using namespace maf::sandbox;
@@ -176,12 +181,23 @@ TEST_CASE("D-10: a stopped container is started again, not replaced") {
   CHECK(s.sh(*again, "echo up").stdout_bytes == "up\n");
 }
 
-TEST_CASE("D-11: a container left paused is recovered before it is handed out") {
+TEST_CASE("D-11 issue 54: a container left paused by a host that died holding its freeze is recovered before it is handed out") {
   Scope s;
   auto spec = spec_for(kImage, kAllCaps);
   auto sb = s.acquire(spec);
   const std::string name = docker::DockerSandboxBackend::container_name(s.key(), "shell");
-  docker_cli({"pause", name});
+  const std::string endpoint = s.run([&] { return s.backend->transport().endpoint(); });
+  // The dead host: it took the container's host lock, paused it, and died inside the freeze.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    auto held = docker::detail::HostLock::try_take("freeze\n" + endpoint + "\n" + name);
+    const std::string pause = docker_path() + " pause " + name + " >/dev/null 2>&1";
+    ::_exit(held && std::system(pause.c_str()) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
   CHECK(docker_cli({"container", "inspect", "--format", "{{.State.Paused}} {{.State.Running}}", name}) ==
         "true true");
   auto again = s.acquire(spec);
@@ -283,15 +299,19 @@ TEST_CASE("C-52: concurrent acquires of one identity yield one container") {
   CHECK(ids[1] == ids[2]);
 }
 
-TEST_CASE("D-22: a pause this process does not hold is returned unchanged after exactly one attempt") {
+TEST_CASE("D-22 issue 54: an exec refused by a pause this process does not hold is re-issued once the pause is lifted, and runs once") {
   Scope s;
   auto sb = s.acquire(spec_for(kImage, kAllCaps));
   const std::string name = docker::DockerSandboxBackend::container_name(s.key(), "shell");
   docker_cli({"pause", name});
-  auto refused = s.sh(*sb, "echo never");
-  docker_cli({"unpause", name});
-  CHECK(refused.exit_code == 1);
-  CHECK(refused.stdout_bytes.empty());
-  CHECK(refused.stderr_text().find("is paused") != std::string::npos);
-  CHECK(s.sh(*sb, "echo after").stdout_bytes == "after\n");
+  // Another holder lifts its freeze while the exec waits for it.
+  std::thread holder([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    docker_cli({"unpause", name});
+  });
+  auto ran = s.sh(*sb, "echo once >> ran.txt; echo ran");
+  holder.join();
+  CHECK(ran.exit_code == 0);
+  CHECK(ran.stdout_bytes == "ran\n");
+  CHECK(s.sh(*sb, "cat ran.txt").stdout_bytes == "once\n");
 }

@@ -236,7 +236,7 @@ TEST_CASE("D-27 D-28: reap drains an expired group's proxy by ID before its work
   CHECK(t.events[0].decisions.size() == 2);
 }
 
-TEST_CASE("D-27 §11.2: re-acquiring a warm ALLOWLIST sandbox drains the old proxy before starting its replacement") {
+TEST_CASE("D-27 §11.2: re-acquiring a warm ALLOWLIST sandbox whose proxy does not serve it drains the old proxy before starting its replacement") {
   Teardown t;
   t.transport->network_labels = support::sandbox_labels(t.key, "shell");
   DockerConfig config;
@@ -261,4 +261,45 @@ TEST_CASE("D-27 §11.2: re-acquiring a warm ALLOWLIST sandbox drains the old pro
   CHECK(t.events[0].key == t.key);
   CHECK(t.events[0].decisions ==
         std::vector<EgressDecision>{{"ALLOW", "allowed.test", 80}, {"DENY", "denied.test", 80}});
+}
+
+TEST_CASE("issue 54 D-31: re-acquiring a warm ALLOWLIST sandbox keeps a proxy that serves it — no drain, no second proxy") {
+  Teardown t;
+  t.transport->network_labels = support::sandbox_labels(t.key, "shell");
+  t.transport->proxy_log = "maf-sandbox-egress-proxy listening on 0.0.0.0:3128\n";
+  const std::string proxy = t.workload + "-proxy";
+  auto serving = [&](const std::string& outbound) {
+    return nlohmann::json{
+        {"Id", t.transport->proxy_id},
+        {"Name", "/" + proxy},
+        {"Config",
+         {{"Labels", proxy_labels(t.key, encode_key_v1(t.key))},
+          {"Image", "proxy:local"},
+          {"Env", {"MAF_SANDBOX_ALLOW=b.test,allowed.test"}},
+          {"Cmd", nullptr}}},
+        {"State", {{"Running", true}, {"Paused", false}}},
+        {"NetworkSettings", {{"Networks", {{t.workload + "-net", nlohmann::json::object()}, {outbound, nlohmann::json::object()}}}}}}
+        .dump();
+  };
+  DockerConfig config;
+  config.egress_proxy_image = "proxy:local";
+  SandboxSpec::Fields f;
+  f.kind = "shell";
+  f.image = "busybox";
+  f.egress = Egress::Allowlist;
+  f.egress_allow.emplace_back("allowed.test");
+  f.egress_allow.emplace_back("b.test");  // another order than the proxy's: the same allowlist
+  const SandboxSpec spec(std::move(f));
+  t.transport->containers[proxy] = serving("bridge");
+  t.run([&] { return ensure_egress_topology(*t.transport, config, t.workload, t.key, spec, /*fresh=*/false); });
+  const auto& calls = t.transport->calls;
+  CHECK(std::find(calls.begin(), calls.end(), "run " + proxy) == calls.end());
+  CHECK(std::find(calls.begin(), calls.end(), "stop -t 1 proxy-id") == calls.end());
+  CHECK(t.events.empty());
+
+  // Without its outbound leg it serves no one: replaced.
+  t.transport->calls.clear();
+  t.transport->containers[proxy] = serving("elsewhere");
+  t.run([&] { return ensure_egress_topology(*t.transport, config, t.workload, t.key, spec, /*fresh=*/false); });
+  CHECK(std::find(calls.begin(), calls.end(), "run " + proxy) != calls.end());
 }

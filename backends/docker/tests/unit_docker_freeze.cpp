@@ -2,11 +2,16 @@
 // on the engine's lagging paused flag): the engine answers pause and unpause before it flips
 // its own flag, so right after this process's own change a refusal may be that lag only.
 #include <chrono>
+#include <filesystem>
 #include <string>
 
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "freeze.hpp"
+#include "host_lock.hpp"
 #include "maf/sandbox/sync.hpp"
 #include "recording_transport.hpp"
 
@@ -80,12 +85,24 @@ struct Rig {
 
 }  // namespace
 
-TEST_CASE("D-22 [port decision]: a pause refused 'already paused' with no thaw of ours is a foreign pause: refused at once") {
+TEST_CASE("issue 54 D-21: a pause refused 'already paused' by a freeze held elsewhere is waited for and asked again once thawed") {
   Rig r;
   r.engine.pause_lags = 1;
-  CHECK_THROWS_WITH(r.freeze(), Catch::Contains("already paused"));
-  CHECK(r.engine.pauses == 1);
-  CHECK(r.engine.unpauses == 0);
+  r.engine.paused_reads = 3;  // the other holder's freeze stands for three reads
+  r.freeze();
+  CHECK(r.engine.pauses == 2);
+  CHECK(r.engine.unpauses == 1);  // ours only: the other's freeze was never lifted
+  CHECK(r.engine.state_reads == 4);
+}
+
+TEST_CASE("issue 54 D-11: a freeze standing past the bound with no holder on this host is recovered, then taken") {
+  Rig r;
+  r.slot.foreign_wait = std::chrono::milliseconds(100);
+  r.engine.pause_lags = 1;
+  r.engine.paused_reads = 1000000;
+  r.freeze();
+  CHECK(r.engine.pauses == 2);
+  CHECK(r.engine.unpauses == 2);  // the recovery, then ours
 }
 
 TEST_CASE("[port decision] the engine's lagging flag: just after our own unpause a pause refused 'already paused' is asked again") {
@@ -107,13 +124,15 @@ TEST_CASE("[port decision] the engine's lagging flag: just after our own pause a
   CHECK(r.slot.live_claim == 0);
 }
 
-TEST_CASE("D-22: an exec refused as paused with no freeze of ours is returned unchanged after exactly one attempt") {
+TEST_CASE("issue 54 D-22: an exec refused as paused by a freeze held elsewhere is re-issued once the pause is gone") {
   Rig r;
   r.engine.exec_refusals = 1;
+  r.engine.paused_reads = 2;
   const ExecOutcome o = r.exec();
-  CHECK(o.paused_refusal);
-  CHECK(r.engine.execs == 1);
-  CHECK(r.engine.state_reads == 0);
+  CHECK_FALSE(o.paused_refusal);
+  CHECK(o.stdout_bytes == "ran\n");
+  CHECK(r.engine.execs == 2);
+  CHECK(r.engine.state_reads == 3);
 }
 
 TEST_CASE("D-22 [port decision]: an exec refused just after our own thaw is re-issued once the engine's flag clears") {
@@ -128,16 +147,95 @@ TEST_CASE("D-22 [port decision]: an exec refused just after our own thaw is re-i
   CHECK(r.engine.state_reads == 3);  // paused, paused, clear
 }
 
-TEST_CASE("D-22: a pause that outlasts the window after our thaw is someone else's: its refusal is returned after one attempt") {
+TEST_CASE("D-22: a pause that stays past the bound is refused after exactly one attempt, its refusal returned unchanged") {
   Rig r;
-  // Our thaw answered 1.9 s ago: the rest of the window is spent reading a flag that stays.
-  r.slot.thawed_at = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                       (std::chrono::steady_clock::now() - std::chrono::milliseconds(1900)).time_since_epoch())
-                       .count();
+  r.slot.foreign_wait = std::chrono::milliseconds(100);
   r.engine.exec_refusals = 1;
-  r.engine.paused_reads = 1000;
+  r.engine.paused_reads = 1000000;
   const ExecOutcome o = r.exec();
   CHECK(o.paused_refusal);
   CHECK(r.engine.execs == 1);
-  CHECK(r.engine.state_reads >= 1);
+  CHECK(r.engine.unpauses == 0);  // an exec never lifts a freeze
+}
+
+TEST_CASE("issue 54: the host lock — one holder at a time; a holder that died holding it is told from one that let go") {
+  const std::string name = "unit-test\n" + std::to_string(::getpid()) + "\nhost-lock";
+  {
+    auto first = HostLock::try_take(name);
+    REQUIRE(first);
+    CHECK_FALSE(first->previous_holder_died());
+    CHECK_FALSE(HostLock::try_take(name));  // another open file description: refused
+  }
+  {
+    auto again = HostLock::try_take(name);  // let go properly: no dead holder
+    REQUIRE(again);
+    CHECK_FALSE(again->previous_holder_died());
+  }
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    auto held = HostLock::try_take(name);
+    ::_exit(held ? 0 : 1);  // dies holding it: no unlink ran
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  {
+    auto shared = HostLock::try_take_shared(name);  // a shared holder leaves the record alone
+    REQUIRE(shared);
+  }
+  auto after = HostLock::try_take(name);
+  REQUIRE(after);
+  CHECK(after->previous_holder_died());
+}
+
+TEST_CASE("issue 54: shared holders of the host lock share it, keep it from an exclusive taker, and leave no file") {
+  const std::string name = "unit-test\n" + std::to_string(::getpid()) + "\nshared";
+  std::string path;
+  {
+    auto one = HostLock::try_take_shared(name);
+    auto two = HostLock::try_take_shared(name);
+    REQUIRE(one);
+    REQUIRE(two);
+    CHECK_FALSE(HostLock::try_take(name));
+    path = one->path();
+  }
+  CHECK_FALSE(std::filesystem::exists(path));
+  {
+    auto alone = HostLock::try_take(name);
+    REQUIRE(alone);
+    CHECK_FALSE(alone->previous_holder_died());
+    CHECK_FALSE(HostLock::try_take_shared(name));
+  }
+  CHECK_FALSE(std::filesystem::exists(path));
+}
+
+TEST_CASE("issue 54 D-11: a freeze left by a process on this host that died holding it is lifted at once, then taken") {
+  Rig r;
+  r.slot.host_lock_name = "unit-test\n" + std::to_string(::getpid()) + "\ndead-holder";
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    auto held = HostLock::try_take(r.slot.host_lock_name);
+    ::_exit(held ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  r.engine.pause_lags = 1;
+  r.engine.paused_reads = 1000000;  // would stand for the whole default bound (120 s)
+  r.freeze();
+  CHECK(r.engine.pauses == 2);
+  CHECK(r.engine.unpauses == 2);  // the dead holder's, then ours
+  CHECK(r.engine.state_reads == 1);
+}
+
+TEST_CASE("issue 54 D-21: a freeze another process on this host holds is waited for; past the bound nothing is paused") {
+  Rig r;
+  r.slot.host_lock_name = "unit-test\n" + std::to_string(::getpid()) + "\nlive-holder";
+  r.slot.foreign_wait = std::chrono::milliseconds(100);
+  auto other = HostLock::try_take(r.slot.host_lock_name);  // a live holder
+  REQUIRE(other);
+  CHECK_THROWS_WITH(r.freeze(), Catch::Contains("another process on this host held the lock of the freeze of container c"));
+  CHECK(r.engine.pauses == 0);
+  CHECK(r.engine.unpauses == 0);
 }

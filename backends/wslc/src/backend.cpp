@@ -3,6 +3,7 @@
 // creation in the sandbox (wslc_sandbox.cpp, W-18 over the core's walk, ACQ-4).
 #include "maf/sandbox/wslc/backend.hpp"
 
+#include <chrono>
 #include <exception>
 
 #include <spdlog/spdlog.h>
@@ -13,6 +14,7 @@
 #include "maf/sandbox/support/labels.hpp"
 #include "maf/sandbox/wslc/error_codes.hpp"
 #include "maf/sandbox/wslc/errors.hpp"
+#include "maf/sandbox/support/sleep.hpp"
 #include "said.hpp"
 #include "wslc_sandbox.hpp"
 
@@ -167,23 +169,31 @@ awaitable<void> WslcSandboxBackend::create(const std::string& name, const Sandbo
   const std::optional<double> spec_cpus =
       config_.test_only_unapplied_resource_bounds ? std::nullopt : spec.resources().cpus();
   const std::optional<double> cpus = spec_cpus ? spec_cpus : config_.cpus;
-  auto args = run_args(name, labels, image, network, env, cpus);
-  WslcOutcome r = co_await lifecycle(std::move(args));
-  if (r.exit_code == 0) {
-    logger()->info("backend 'wslc': created container {} for kind '{}' (thread '{}', agent '{}')", name, spec.kind(),
-                   key.thread_id, key.agent_id);
-    co_return;
-  }
   const std::string what = "wslc container run of " + name + " from image '" + image + "' for kind '" + spec.kind() + "'";
-  if (find_symbol(r.stderr_bytes) != WslcSymbol::AlreadyExists) raise_wslc_failure(what, r.exit_code, r.stderr_bytes);
-  // W-17: another process created it first — adopt once.
-  const ListSelector running{.all = false, .name = name};
-  const ListSelector any{.all = true, .name = name};
-  auto now_running = co_await list(running);
-  if (find_exact(now_running, name)) co_return;
-  auto present = co_await list(any);
-  if (find_exact(present, name) && co_await start(name)) co_return;
-  raise_wslc_failure(what + " (name taken, and adopting it failed)", r.exit_code, r.stderr_bytes);
+  // W-17, issue 54: another process created it first — adopt it. The engine reserves a name
+  // before it lists the container (and its creator starts it after the create), so a lost
+  // race is asked again, bounded as one lifecycle call: listed running → adopted; listed
+  // stopped → started; not listed → the create is sent again (the name may have been freed).
+  const auto deadline = std::chrono::steady_clock::now() + config_.command_timeout();
+  for (;;) {
+    auto args = run_args(name, labels, image, network, env, cpus);
+    WslcOutcome r = co_await lifecycle(std::move(args));
+    if (r.exit_code == 0) {
+      logger()->info("backend 'wslc': created container {} for kind '{}' (thread '{}', agent '{}')", name, spec.kind(),
+                     key.thread_id, key.agent_id);
+      co_return;
+    }
+    if (find_symbol(r.stderr_bytes) != WslcSymbol::AlreadyExists) raise_wslc_failure(what, r.exit_code, r.stderr_bytes);
+    const ListSelector running{.all = false, .name = name};
+    const ListSelector any{.all = true, .name = name};
+    auto now_running = co_await list(running);
+    if (find_exact(now_running, name)) co_return;
+    auto present = co_await list(any);
+    if (find_exact(present, name) && co_await start(name)) co_return;
+    if (std::chrono::steady_clock::now() >= deadline)
+      raise_wslc_failure(what + " (name taken, and adopting it failed)", r.exit_code, r.stderr_bytes);
+    co_await support::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 awaitable<std::shared_ptr<Sandbox>> WslcSandboxBackend::do_acquire(SandboxKey key, SandboxSpec spec,

@@ -5,6 +5,10 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 
+#include <future>
+#include <set>
+#include <thread>
+
 #include "engine_fixture.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/wslc/errors.hpp"
@@ -85,6 +89,45 @@ TEST_CASE("W-17: two backend instances racing one identity end with one containe
   CHECK(e.sh(*sa, "echo a").stdout_text() == "a\n");
   CHECK(e.sh(*sb, "echo b").stdout_text() == "b\n");
   CHECK(docker_cli({"ps", "-a", "--filter", "name=" + e.name(), "--format", "{{.Names}}"}) == e.name());
+}
+
+namespace {
+/// One replica's acquire, write and exec (parameters by value: the coroutine outlives the call).
+boost::asio::awaitable<std::string> race_one(std::shared_ptr<wslc::WslcSandboxBackend> backend, SandboxKey key,
+                                             SandboxSpec spec, std::size_t i) {
+  auto sandbox = co_await backend->acquire(key, spec);
+  const std::string file = "f" + std::to_string(i) + ".txt";
+  co_await sandbox->write_file(file, std::to_string(i));
+  auto r = co_await sandbox->exec(Command("cat " + file));
+  co_return sandbox->instance_id() + "|" + r.stdout_text();
+}
+}  // namespace
+
+TEST_CASE("issue 54 W-17: four backend instances on two threads race one identity, three rounds: every acquire, write and exec succeeds on one container") {
+  Engine e;
+  std::vector<std::shared_ptr<wslc::WslcSandboxBackend>> backends{e.backend};
+  for (int i = 0; i < 3; ++i) backends.push_back(std::make_shared<wslc::WslcSandboxBackend>(shim_config()));
+  const auto spec = spec_for(kCaps);
+  for (int round = 0; round < 3; ++round) {
+    const std::string agent = "agent-" + std::to_string(round);
+    boost::asio::io_context io;
+    std::vector<std::future<std::string>> results;
+    for (std::size_t i = 0; i < backends.size(); ++i) {
+      results.push_back(boost::asio::co_spawn(io, race_one(backends[i], e.key(agent), spec, i), boost::asio::use_future));
+    }
+    std::thread helper([&] { io.run(); });
+    io.run();
+    helper.join();
+    std::set<std::string> instances;
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const std::string r = results[i].get();  // rethrows a failed acquire, write or exec
+      instances.insert(r.substr(0, r.find('|')));
+      CHECK(r.substr(r.find('|') + 1) == std::to_string(i));
+    }
+    CHECK(instances.size() == 1);
+    CHECK(docker_cli({"ps", "-a", "--filter", "name=" + e.name("shell", agent), "--format", "{{.Names}}"}) ==
+          e.name("shell", agent));
+  }
 }
 
 TEST_CASE("W-26/T-4: argv arrives verbatim, exit status and streams apart, working directory honoured") {

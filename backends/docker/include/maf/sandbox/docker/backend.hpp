@@ -120,6 +120,12 @@ private:
   boost::asio::awaitable<bool> create_container(const std::string& container, const SandboxSpec& spec,
                                                 const std::string& image, const SandboxKey& key,
                                                 const AcquirePlan& plan);
+  /// A create that lost the name race (issue 54): the container holding the name, checked to
+  /// be this key's and kind's by its labels, once its creator started it (or, past
+  /// `deadline`, started here). False: no container holds the name any more (the winner's
+  /// create failed, or it was disposed): create again.
+  boost::asio::awaitable<bool> adopt_container(const std::string& container, const SandboxSpec& spec,
+                                               const SandboxKey& key, std::chrono::steady_clock::time_point deadline);
   /// LIM-7: the container carries a ttl label and its lifetime ran out (one inspect; lifetime.cpp).
   boost::asio::awaitable<bool> past_ttl(const std::string& container);
   // Probes (probes.cpp, D-24). `fresh_image`: the image ID of a container this acquire
