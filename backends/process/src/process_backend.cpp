@@ -160,12 +160,15 @@ public:
       if (!(r.key == key) || (kind && r.kind != *kind) || (instance_id && r.instance_id != *instance_id)) continue;
       if (auto f = destroy(r)) failures.push_back(*f);
     }
+    store_.forget_conversation_if_empty(key.scope, key.thread_id);
     co_return fold(failures);
   }
 
   boost::asio::awaitable<ScopePurge> dispose_scope(std::string scope, std::string thread_id) override {
-    co_return purge([&] { return store_.conversation_records(scope, thread_id); },
-                    [&](const Record& r) { return r.key.scope == scope && r.key.thread_id == thread_id; });
+    ScopePurge result = purge([&] { return store_.conversation_records(scope, thread_id); },
+                              [&](const Record& r) { return r.key.scope == scope && r.key.thread_id == thread_id; });
+    store_.forget_conversation_if_empty(scope, thread_id);
+    co_return result;
   }
 
   boost::asio::awaitable<ScopePurge> reap(std::chrono::seconds older_than, std::optional<std::string> scope) override {
@@ -174,6 +177,7 @@ public:
                             .count();
     ScopePurge result = purge([&] { return store_.all_records(); },
                               [&](const Record& r) { return r.created_unix <= cutoff && (!scope || r.key.scope == *scope); });
+    store_.forget_empty_conversations();
     if (auto failure = remove_abandoned(cutoff)) {
       std::vector<DisposalFailure> failures{*failure};
       if (result.undisposed) failures.insert(failures.begin(), *result.undisposed);

@@ -10,9 +10,11 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/spec_json.hpp"
 #include "maf/sandbox/support/labels.hpp"
+#include "said.hpp"
 
 namespace maf::sandbox::process {
 namespace fs = std::filesystem;
@@ -20,11 +22,16 @@ namespace {
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
-/// The names in `dir` (no `.`/`..`), from one readdir walk; empty when it cannot be listed.
+/// The names in `dir` (no `.`/`..`), from one readdir walk; empty when there is no such
+/// directory. Throws OSError when it exists and cannot be listed (a disposal must not take
+/// "unreadable" for "empty").
 std::vector<std::string> names_in(const fs::path& dir) {
   std::vector<std::string> out;
   DIR* d = ::opendir(dir.c_str());
-  if (!d) return out;
+  if (!d) {
+    if (errno == ENOENT) return out;
+    throw OSError(said("cannot list '") + dir.string() + "': " + std::strerror(errno));
+  }
   while (const dirent* e = ::readdir(d)) {
     const std::string_view n = e->d_name;
     if (n != "." && n != "..") out.emplace_back(n);
@@ -90,12 +97,19 @@ std::vector<Record> SandboxStore::conversation_records(std::string_view scope, s
 
 std::vector<Record> SandboxStore::all_records() const {
   std::vector<Record> out;
-  std::error_code ec;
-  if (!fs::exists(root_, ec)) return out;
   collect(root_, out);  // the pre-issue-55 layout, should an older replica still write it
   for (const auto& n : names_in(root_))
     if (starts_with(n, kConversationPrefix) && is_real_directory(root_ / n)) collect(root_ / n, out);
   return out;
+}
+
+void SandboxStore::forget_empty_conversations() const noexcept {
+  try {
+    for (const auto& n : names_in(root_))
+      if (starts_with(n, kConversationPrefix)) ::rmdir((root_ / n).c_str());  // only the empty ones go
+  } catch (const std::exception&) {
+    // An unlistable root was reported by the purge that walked it.
+  }
 }
 
 int SandboxStore::place(const fs::path& staging, const fs::path& dir) const {
@@ -117,6 +131,10 @@ void SandboxStore::forget_conversation_if_empty(const fs::path& sandbox_dir) con
   const fs::path conversation = sandbox_dir.parent_path();
   if (conversation == root_ || !starts_with(conversation.filename().string(), kConversationPrefix)) return;
   ::rmdir(conversation.c_str());  // ENOTEMPTY: another sandbox of it (or one being placed) keeps it
+}
+
+void SandboxStore::forget_conversation_if_empty(std::string_view scope, std::string_view thread_id) const {
+  ::rmdir(conversation_dir(scope, thread_id).c_str());
 }
 
 int SandboxStore::migrate_flat_layout() const {

@@ -87,6 +87,11 @@ public:
   /// Removes the conversation directory holding `sandbox_dir` if it is empty (another
   /// sandbox of the conversation, or one being placed, keeps it).
   void forget_conversation_if_empty(const std::filesystem::path& sandbox_dir) const;
+  /// The same by conversation: a host killed between making the directory and renaming its
+  /// sandbox in leaves it empty, and the conversation's disposal removes it.
+  void forget_conversation_if_empty(std::string_view scope, std::string_view thread_id) const;
+  /// Removes every empty conversation directory (reap: it walks everything anyway).
+  void forget_empty_conversations() const noexcept;
 
   /// Moves each sandbox directory of the pre-issue-55 layout (directly under the root) into
   /// its conversation's directory. Returns how many moved; logs what could not be.
