@@ -2,9 +2,10 @@
 // Usage: bench_process [runs]  (default 25). Prints markdown for bench/RESULTS.md.
 //        bench_process profile <exec|warm|cold|dispose|scope> [n] [held]
 //          runs one operation n times (default 50) with `held` other sandboxes held (default
-//          0), instruction counting on only around the loop when run under
-//          `valgrind --tool=callgrind --collect-atstart=no`; and marks each iteration with
-//          access("/maf-bench-mark/<op>") so `strace -f` can count its system calls.
+//          0) and prints its wall time and this process's own CPU time per operation (the
+//          bookkeeping above bwrap; valgrind cannot run the backend: it does not support the
+//          seccomp() call libseccomp probes); each iteration is marked by an access() of
+//          /maf-bench-mark/<op> so `strace -f` can count its system calls.
 //        MAF_BENCH_SCALE="10 100 1000"  sandboxes held at each level of the scale section.
 //
 // Each operation and its floor run alternately in the same process, so machine drift hits
@@ -17,7 +18,7 @@
 // exec returns 8 MiB of stdout.
 #include <fcntl.h>
 #include <spawn.h>
-#include <valgrind/callgrind.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -475,6 +476,15 @@ void Bench::first_command(int runs) {
           });
 }
 
+/// CPU time this process has used (user + system, its children excluded): the host-side
+/// bookkeeping, which a loaded machine stretches far less than wall time.
+double cpu_micros() {
+  rusage u {};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
 long rss_kib() { return maf_bench::status_kib("VmRSS"); }
 
 struct ScaleRow {
@@ -527,8 +537,8 @@ void Bench::scale(const std::vector<int>& levels) {
   }
 }
 
-// One operation in a loop, for callgrind (instructions counted only inside the loop) and
-// strace (each iteration marked by an access() of /maf-bench-mark/<op>, which fails).
+// One operation in a loop, timed (wall and own CPU), each iteration marked for strace by an
+// access() of /maf-bench-mark/<op> (which fails).
 void Bench::profile(const std::string& op, int n, int held_count) {
   std::vector<std::shared_ptr<Sandbox>> held;
   for (int i = 0; i < held_count; ++i) held.push_back(acquire(key("p-held-" + std::to_string(i)), spec()));
@@ -542,7 +552,8 @@ void Bench::profile(const std::string& op, int n, int held_count) {
       acquire(fresh.back(), spec());
     }
   const std::string mark = "/maf-bench-mark/" + op;
-  CALLGRIND_TOGGLE_COLLECT;
+  const double cpu_before = cpu_micros();
+  const auto wall_before = Clock::now();
   for (int i = 0; i < n; ++i) {
     (void)::access(mark.c_str(), F_OK);
     if (op == "exec") {
@@ -561,7 +572,10 @@ void Bench::profile(const std::string& op, int n, int held_count) {
     }
   }
   (void)::access((mark + "-end").c_str(), F_OK);
-  CALLGRIND_TOGGLE_COLLECT;
+  const double wall = micros(Clock::now() - wall_before), cpu = cpu_micros() - cpu_before;
+  std::printf("profile %s, %d iterations, %d other sandboxes held: wall %.1f us/op, this process's CPU "
+              "(user+sys, children excluded) %.1f us/op\n",
+              op.c_str(), n, held_count, wall / n, cpu / n);
   if (op == "cold")
     for (int i = 0; i < n; ++i) dispose(key("p-cold-" + std::to_string(i)));
   warm.reset();
