@@ -105,6 +105,21 @@ public:
 
 // ---- floors ---------------------------------------------------------------------------------
 
+// vfork; the child writes `0` (itself) into each cgroup.procs file, then execs argv.
+[[gnu::noinline]] pid_t spawn_joined(char* const* argv, const char* const* procs) {
+  const pid_t pid = ::vfork();
+  if (pid == 0) {
+    for (const char* const* f = procs; *f; ++f) {
+      const int fd = ::open(*f, O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(125);
+      ::close(fd);
+    }
+    ::execvp(argv[0], argv);
+    ::_exit(127);
+  }
+  return pid;
+}
+
 // Spawns each launch bare. With `procs` (the cgroup.procs files of the floor's own cgroups,
 // bounded as a sandbox is) the child joins them itself between vfork and exec — the
 // cheapest honest way to start bwrap inside the bound — before exec'ing the same argv.
@@ -127,16 +142,8 @@ void spawn_and_wait_all(const std::vector<std::unique_ptr<process::Launch>>& lau
     } else {
       std::vector<const char*> files;
       for (const auto& f : procs) files.push_back(f.c_str());
-      pid = ::vfork();
-      if (pid == 0) {
-        for (const char* f : files) {
-          const int fd = ::open(f, O_WRONLY | O_CLOEXEC);
-          if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(125);
-          ::close(fd);
-        }
-        ::execvp(raw[0], raw.data());
-        ::_exit(127);
-      }
+      files.push_back(nullptr);
+      pid = spawn_joined(raw.data(), files.data());
       require(pid > 0, "vfork failed");
     }
     pids.push_back(pid);
