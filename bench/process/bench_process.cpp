@@ -1,5 +1,12 @@
 // The process backend's operations beside their raw floors (issue 14), and its memory peak.
 // Usage: bench_process [runs]  (default 25). Prints markdown for bench/RESULTS.md.
+//        bench_process profile <exec|warm|cold|dispose|scope> [n] [held]
+//          runs one operation n times (default 50) with `held` other sandboxes held (default
+//          0) and prints its wall time and this process's own CPU time per operation (the
+//          bookkeeping above bwrap; valgrind cannot run the backend: it does not support the
+//          seccomp() call libseccomp probes); each iteration is marked by an access() of
+//          /maf-bench-mark/<op> so `strace -f` can count its system calls.
+//        MAF_BENCH_SCALE="10 100 1000"  sandboxes held at each level of the scale section.
 //
 // Each operation and its floor run alternately in the same process, so machine drift hits
 // both alike; the table reports their medians and the ratio. The floors do the same work
@@ -11,6 +18,7 @@
 // exec returns 8 MiB of stdout.
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,12 +36,14 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "../common/harness.hpp"
 #include "bwrap.hpp"       // the backend's own command line, so the floor runs the same one
+#include "cgroup_limits.hpp"  // the backend's own cgroup bounds, so the floor is bounded alike
 #include "guest_tree.hpp"  // the backend's guest-root shape, so the floors build the same tree
 #include "maf/sandbox/async.hpp"
 #include "maf/sandbox/process/process_backend.hpp"
@@ -95,9 +105,31 @@ public:
 
 // ---- floors ---------------------------------------------------------------------------------
 
-void spawn_and_wait_all(const std::vector<std::unique_ptr<process::Launch>>& launches) {
+// vfork; the child writes `0` (itself) into each cgroup.procs file, then execs argv.
+[[gnu::noinline]] pid_t spawn_joined(char* const* argv, const char* const* procs) {
+  const pid_t pid = ::vfork();
+  if (pid == 0) {
+    for (const char* const* f = procs; *f; ++f) {
+      const int fd = ::open(*f, O_WRONLY | O_CLOEXEC);
+      if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(125);
+      ::close(fd);
+    }
+    ::execvp(argv[0], argv);
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Spawns each launch bare. With `procs` (the cgroup.procs files of the floor's own cgroups,
+// bounded as a sandbox is) the child joins them itself between vfork and exec — the
+// cheapest honest way to start bwrap inside the bound — before exec'ing the same argv.
+void spawn_and_wait_all(const std::vector<std::unique_ptr<process::Launch>>& launches,
+                        const std::vector<std::vector<std::string>>& procs_of_each) {
   std::vector<pid_t> pids;
-  for (const auto& launch : launches) {
+  for (std::size_t i = 0; i < launches.size(); ++i) {
+    const auto& launch = launches[i];
+    static const std::vector<std::string> none;
+    const auto& procs = i < procs_of_each.size() ? procs_of_each[i] : none;
     // The seccomp program's descriptor must reach bwrap: clear close-on-exec on it (the
     // Launch still owns and closes it).
     for (const int fd : launch->keep_fds) require(::fcntl(fd, F_SETFD, 0) == 0, "fcntl keep fd");
@@ -105,7 +137,15 @@ void spawn_and_wait_all(const std::vector<std::unique_ptr<process::Launch>>& lau
     for (const auto& a : launch->argv) raw.push_back(const_cast<char*>(a.c_str()));
     raw.push_back(nullptr);
     pid_t pid = -1;
-    require(::posix_spawnp(&pid, raw[0], nullptr, nullptr, raw.data(), environ) == 0, "posix_spawnp failed");
+    if (procs.empty()) {
+      require(::posix_spawnp(&pid, raw[0], nullptr, nullptr, raw.data(), environ) == 0, "posix_spawnp failed");
+    } else {
+      std::vector<const char*> files;
+      for (const auto& f : procs) files.push_back(f.c_str());
+      files.push_back(nullptr);
+      pid = spawn_joined(raw.data(), files.data());
+      require(pid > 0, "vfork failed");
+    }
     pids.push_back(pid);
   }
   for (pid_t pid : pids) {
@@ -139,7 +179,24 @@ public:
     config_.root = root_ / "sandboxes";
     backend_ = process::make_process_backend(config_);
     boundary_ = process::establish_boundary(config_);  // what the backend's own runs are made of
+    cgroups_ = process::CgroupLimits::detect(config_.cgroup_root, config_.pids_limit, config_.memory_limit_bytes);
     fs::create_directories(root_ / "floor");
+  }
+  ~Bench() {
+    for (const auto& left : process::remove_cgroups(floor_cgroups_))
+      std::fprintf(stderr, "bench_process: floor cgroup left: %s\n", left.c_str());
+  }
+  /// The floor's own cgroups, bounded as a sandbox is by default (none where the backend
+  /// can bound nothing): made once, removed at exit; returns their cgroup.procs files.
+  std::vector<std::string> floor_procs() {
+    if (floor_cgroups_.empty())
+      floor_cgroups_ = cgroups_.prepare("maf-bench-floor-" + std::to_string(::getpid()), ResourceLimits{});
+    return process::cgroup_procs_files(floor_cgroups_);
+  }
+  /// A fresh cgroup set for one "first command" floor (made and removed by the caller's timing).
+  std::vector<std::string> floor_cgroup_set(int serial) {
+    return cgroups_.prepare("maf-bench-first-" + std::to_string(::getpid()) + "-" + std::to_string(serial),
+                            ResourceLimits{});
   }
 
   SandboxKey key(const std::string& thread, const std::string& agent = "agent") {
@@ -178,6 +235,9 @@ public:
   static fs::path work_of(const fs::path& tree) { return tree / "root" / "maf-sandbox" / "work"; }
 
   void operations(int runs);
+  void first_command(int runs);
+  void scale(const std::vector<int>& levels);
+  void profile(const std::string& op, int n, int held);
   void throughput(int conversations, int runs);
   // One conversation of the throughput run; owns its arguments (coroutines start lazily).
   boost::asio::awaitable<void> conversation(std::string thread, int& finished);
@@ -187,6 +247,8 @@ private:
   fs::path root_;
   process::ProcessBackendConfig config_;
   process::Boundary boundary_;
+  process::CgroupLimits cgroups_;
+  std::vector<std::string> floor_cgroups_;
   std::shared_ptr<SandboxBackend> backend_;
   BlockingRunner run_;
   int next_ = 0;
@@ -219,7 +281,7 @@ void Bench::operations(int runs) {
           [&] { return timed([&] { acquire(warm_key, spec()); }); },
           [&] { return timed([&] { (void)read_host_file(tree / "meta.json"); }); });
 
-  measure("exec `true`", "posix_spawn of the same bwrap argv", runs,
+  measure("exec `true`", "the same bwrap argv, spawned bare into cgroups bounded alike", runs,
           [&] {
             return timed([&] {
               auto r = run_([&] { return warm->exec(std::vector<std::string>{"true"}); });
@@ -229,7 +291,8 @@ void Bench::operations(int runs) {
           [&] {
             std::vector<std::unique_ptr<process::Launch>> one;
             one.push_back(floor_exec(tree, {"true"}));
-            return timed([&] { spawn_and_wait_all(one); });
+            const auto procs = floor_procs();
+            return timed([&] { spawn_and_wait_all(one, {procs}); });
           });
 
   // Streaming (issue 31): the first byte of a streamed `echo` beside the same command run to
@@ -389,6 +452,147 @@ void Bench::operations(int runs) {
           });
 }
 
+// A host's first command in a new conversation: cold acquire, exec `true`, dispose. The
+// floor does the same steps bare: the same guest tree, cgroups made and bounded alike, the
+// same bwrap argv spawned into them, then the cgroups and the tree removed.
+void Bench::first_command(int runs) {
+  int serial = 0;
+  measure("first command (cold acquire + `true` + dispose)",
+          "same steps bare: tree, cgroups, bwrap spawned into them, removal", runs,
+          [&] {
+            const auto k = key("first-" + std::to_string(serial++));
+            return timed([&] {
+              auto sb = acquire(k, spec());
+              auto r = run_([&] { return sb->exec(std::vector<std::string>{"true"}); });
+              require(r.exit_code == 0, "exec true failed");
+              sb.reset();
+              dispose(k);
+            });
+          },
+          [&] {
+            const int n = serial++;
+            return timed([&] {
+              const fs::path tree = floor_tree();
+              const auto cgroups = floor_cgroup_set(n);
+              std::vector<std::unique_ptr<process::Launch>> one;
+              one.push_back(floor_exec(tree, {"true"}));
+              spawn_and_wait_all(one, {process::cgroup_procs_files(cgroups)});
+              require(process::remove_cgroups(cgroups).empty(), "a floor cgroup was left behind");
+              fs::remove_all(tree);
+            });
+          });
+}
+
+/// CPU time this process has used (user + system, its children excluded): the host-side
+/// bookkeeping, which a loaded machine stretches far less than wall time.
+double cpu_micros() {
+  rusage u {};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+long rss_kib() { return maf_bench::status_kib("VmRSS"); }
+
+struct ScaleRow {
+  int held;
+  double warm_exec_us;
+  double dispose_us;
+  double scope_us;
+  double kib_per_held;
+};
+std::vector<ScaleRow> g_scale;
+
+// Cost by what is touched (issue 55): `held` sandboxes, one per conversation, are held
+// (acquired, handles kept, as a host serving that many conversations would); at each level
+// the warm acquire + exec of one of them, the dispose of a fresh one, and the dispose_scope
+// of a conversation that has nothing.
+void Bench::scale(const std::vector<int>& levels) {
+  std::vector<std::shared_ptr<Sandbox>> held;
+  const long idle = rss_kib();
+  int serial = 0;
+  for (const int level : levels) {
+    while (static_cast<int>(held.size()) < level)
+      held.push_back(acquire(key("held-" + std::to_string(held.size())), spec()));
+    const long with = rss_kib();
+    std::vector<double> warm, disposes, scopes;
+    for (int i = 0; i < 10; ++i) {
+      const auto k = key("held-" + std::to_string(i % level));
+      warm.push_back(timed([&] {
+        auto sb = acquire(k, spec());
+        require(run_([&] { return sb->exec(std::vector<std::string>{"true"}); }).exit_code == 0, "exec failed");
+      }));
+      scopes.push_back(timed([&] {
+        auto purge = run_([&] { return backend_->dispose_scope("bench", "nobody-" + std::to_string(serial++)); });
+        require(purge.disposed == 0 && !purge.undisposed, "dispose_scope of nothing disposed something");
+      }));
+    }
+    for (int i = 0; i < 5; ++i) {
+      const auto k = key("scale-dispose-" + std::to_string(serial++));
+      acquire(k, spec());
+      disposes.push_back(timed([&] { dispose(k); }));
+    }
+    g_scale.push_back({level, median(warm), median(disposes), median(scopes),
+                       static_cast<double>(with - idle) / static_cast<double>(level)});
+    std::fprintf(stderr, "  scale %5d held: warm+exec %8.1f us  dispose %8.1f us  dispose_scope(nothing) %8.1f us  %.1f KiB/held\n",
+                 level, g_scale.back().warm_exec_us, g_scale.back().dispose_us, g_scale.back().scope_us,
+                 g_scale.back().kib_per_held);
+  }
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    held[i].reset();
+    dispose(key("held-" + std::to_string(i)));
+  }
+}
+
+// One operation in a loop, timed (wall and own CPU), each iteration marked for strace by an
+// access() of /maf-bench-mark/<op> (which fails).
+void Bench::profile(const std::string& op, int n, int held_count) {
+  std::vector<std::shared_ptr<Sandbox>> held;
+  for (int i = 0; i < held_count; ++i) held.push_back(acquire(key("p-held-" + std::to_string(i)), spec()));
+  const auto warm_key = key("p-warm");
+  auto warm = acquire(warm_key, spec());
+  require(run_([&] { return warm->exec(std::vector<std::string>{"true"}); }).exit_code == 0, "exec failed");
+  std::vector<SandboxKey> fresh;
+  if (op == "dispose")
+    for (int i = 0; i < n; ++i) {
+      fresh.push_back(key("p-dispose-" + std::to_string(i)));
+      acquire(fresh.back(), spec());
+    }
+  const std::string mark = "/maf-bench-mark/" + op;
+  const double cpu_before = cpu_micros();
+  const auto wall_before = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    (void)::access(mark.c_str(), F_OK);
+    if (op == "exec") {
+      require(run_([&] { return warm->exec(std::vector<std::string>{"true"}); }).exit_code == 0, "exec failed");
+    } else if (op == "warm") {
+      acquire(warm_key, spec());
+    } else if (op == "cold") {
+      acquire(key("p-cold-" + std::to_string(i)), spec());
+    } else if (op == "dispose") {
+      dispose(fresh[static_cast<std::size_t>(i)]);
+    } else if (op == "scope") {
+      require(run_([&] { return backend_->dispose_scope("bench", "nobody-" + std::to_string(i)); }).disposed == 0,
+              "dispose_scope of nothing disposed something");
+    } else {
+      throw std::runtime_error("bench_process profile: unknown operation '" + op + "'");
+    }
+  }
+  (void)::access((mark + "-end").c_str(), F_OK);
+  const double wall = micros(Clock::now() - wall_before), cpu = cpu_micros() - cpu_before;
+  std::printf("profile %s, %d iterations, %d other sandboxes held: wall %.1f us/op, this process's CPU "
+              "(user+sys, children excluded) %.1f us/op\n",
+              op.c_str(), n, held_count, wall / n, cpu / n);
+  if (op == "cold")
+    for (int i = 0; i < n; ++i) dispose(key("p-cold-" + std::to_string(i)));
+  warm.reset();
+  dispose(warm_key);
+  for (int i = 0; i < held_count; ++i) {
+    held[static_cast<std::size_t>(i)].reset();
+    dispose(key("p-held-" + std::to_string(i)));
+  }
+}
+
 boost::asio::awaitable<void> Bench::conversation(std::string thread, int& finished) {
   const auto k = key(thread);
   auto s = spec(std::vector<DeclaredOutput>{DeclaredOutput{.path = "out.txt"}});
@@ -435,15 +639,21 @@ void Bench::throughput(int conversations, int runs) {
             return timed([&] {
               std::vector<fs::path> trees;
               std::vector<std::unique_ptr<process::Launch>> launches;
+              std::vector<std::vector<std::string>> cgroup_sets;
               for (int i = 0; i < conversations; ++i) {
                 trees.push_back(floor_tree());
                 launches.push_back(floor_exec(trees.back(), {"true"}));
+                cgroup_sets.push_back(floor_cgroup_set(serial * 1000 + i));
               }
-              spawn_and_wait_all(launches);
-              for (const auto& t : trees) {
-                write_host_file(work_of(t) / "out.txt", std::string(1024, 'c'));
-                (void)read_host_file(work_of(t) / "out.txt");
-                fs::remove_all(t);
+              // Each conversation's bwrap in its own bounded cgroups, as each sandbox's is.
+              std::vector<std::vector<std::string>> procs;
+              for (const auto& set : cgroup_sets) procs.push_back(process::cgroup_procs_files(set));
+              spawn_and_wait_all(launches, procs);
+              for (std::size_t i = 0; i < trees.size(); ++i) {
+                write_host_file(work_of(trees[i]) / "out.txt", std::string(1024, 'c'));
+                (void)read_host_file(work_of(trees[i]) / "out.txt");
+                fs::remove_all(trees[i]);
+                require(process::remove_cgroups(cgroup_sets[i]).empty(), "a floor cgroup was left behind");
               }
             });
           });
@@ -502,7 +712,15 @@ std::string fixed(double v) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int runs = argc > 1 ? std::max(3, std::atoi(argv[1])) : 25;
+  const bool profiling = argc > 2 && std::string(argv[1]) == "profile";
+  const int runs = argc > 1 && !profiling ? std::max(3, std::atoi(argv[1])) : 25;
+  std::vector<int> levels;
+  {
+    const char* env = std::getenv("MAF_BENCH_SCALE");
+    std::istringstream in(env ? env : "10 100 1000");
+    for (int level = 0; in >> level;)
+      if (level > 0) levels.push_back(level);
+  }
   const fs::path root = fs::temp_directory_path() / ("maf-bench-process-" + std::to_string(::getpid()));
   maf_bench::on_interrupt([root] {  // interrupted: the guest trees go (the sandboxes are only those)
     std::error_code ec;
@@ -511,11 +729,19 @@ int main(int argc, char** argv) {
   int status = 0;
   try {
     Bench bench(root);
+    if (profiling) {
+      bench.profile(argv[2], argc > 3 ? std::atoi(argv[3]) : 50, argc > 4 ? std::atoi(argv[4]) : 0);
+      std::error_code ec;
+      fs::remove_all(root, ec);
+      return 0;
+    }
     std::fprintf(stderr, "process backend, %d runs per operation\n", runs);
     bench.operations(runs);
+    bench.first_command(runs);
     bench.throughput(8, std::max(3, runs / 5));
     bench.throughput(32, std::max(3, runs / 5));
     bench.memory();
+    bench.scale(levels);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_process: %s\n", e.what());
     status = 1;
@@ -535,5 +761,21 @@ int main(int argc, char** argv) {
                   r.conversations / r.ours_us * 1e6, r.conversations / r.floor_us * 1e6);
   std::printf("\n");
   maf_bench::print_memory(g_memory);
+  if (!g_scale.empty()) {
+    std::printf("\n### Scale: cost by what is touched (issue 55)\n\n"
+                "One sandbox per conversation held (acquired, handles kept); at each level: warm acquire + exec "
+                "`true` of a held one (median of 10), dispose of a fresh one (median of 5), dispose_scope of a "
+                "conversation that has nothing (median of 10), and the resident set added per held sandbox.\n\n");
+    std::printf("| sandboxes held | warm acquire + exec `true` (µs) | dispose (µs) | dispose_scope finding nothing (µs) | "
+                "host memory per held sandbox (KiB) |\n|---:|---:|---:|---:|---:|\n");
+    for (const auto& r : g_scale)
+      std::printf("| %d | %s | %s | %s | %.1f |\n", r.held, fixed(r.warm_exec_us).c_str(), fixed(r.dispose_us).c_str(),
+                  fixed(r.scope_us).c_str(), r.kib_per_held);
+    const auto& lo = g_scale.front();
+    const auto& hi = g_scale.back();
+    std::printf("\nWith %d held against %d: dispose %s×, dispose_scope %s×, warm acquire + exec %s×.\n", hi.held,
+                lo.held, ratio(hi.dispose_us, lo.dispose_us).c_str(), ratio(hi.scope_us, lo.scope_us).c_str(),
+                ratio(hi.warm_exec_us, lo.warm_exec_us).c_str());
+  }
   return 0;
 }

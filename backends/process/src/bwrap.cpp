@@ -89,10 +89,8 @@ const std::vector<std::string>& proc_masked_paths() {
   return paths;
 }
 
-namespace {
-
-/// bubblewrap's /proc options that close the kernel interfaces above. Only what the host's
-/// kernel has: bwrap refuses to bind a missing source or create a file in procfs.
+/// Only what the host's kernel has: bwrap refuses to bind a missing source or create a file
+/// in procfs.
 std::vector<std::string> proc_closure_args() {
   std::vector<std::string> args;
   std::error_code ec;
@@ -104,8 +102,6 @@ std::vector<std::string> proc_closure_args() {
   }
   return args;
 }
-
-}  // namespace
 
 Launch::Launch(const ProcessBackendConfig& config, const Boundary& boundary, const std::string& root_dir,
                const std::string& working_directory, const std::string& home, const std::vector<std::string>& command,
@@ -129,12 +125,20 @@ Launch::Launch(const ProcessBackendConfig& config, const Boundary& boundary, con
                              "--regid=" + std::to_string(boundary.run_as->gid), "--clear-groups", "--"});
   }
   argv.insert(argv.end(), {config.bwrap_path, "--bind", root_dir, "/"});
-  for (const auto& view : guest_read_only_views(config)) argv.insert(argv.end(), {"--ro-bind", view.host, view.guest});
+  // The pieces every command shares were worked out once (Boundary); a Boundary built by
+  // hand without them gets them here.
+  std::vector<MountView> computed_views;
+  if (boundary.views.empty()) computed_views = guest_read_only_views(config);
+  for (const auto& view : boundary.views.empty() ? computed_views : boundary.views)
+    argv.insert(argv.end(), {"--ro-bind", view.host, view.guest});
   argv.insert(argv.end(), {"--proc", "/proc", "--dev", "/dev"});
   if (boundary.enforced) {
-    const auto closure = proc_closure_args();
+    std::vector<std::string> computed_closure;
+    if (boundary.proc_closure.empty()) computed_closure = proc_closure_args();
+    const auto& closure = boundary.proc_closure.empty() ? computed_closure : boundary.proc_closure;
     argv.insert(argv.end(), closure.begin(), closure.end());
-    const int fd = seccomp_program_fd(boundary.seccomp_program);
+    int fd = boundary.sealed_seccomp ? reopen_program_fd(boundary.sealed_seccomp->get()) : -1;
+    if (fd < 0) fd = seccomp_program_fd(boundary.seccomp_program);
     keep_fds.push_back(fd);
     argv.insert(argv.end(), {"--seccomp", std::to_string(fd)});
   }

@@ -33,6 +33,10 @@ void prepare_guest_root(const GuestTree& tree, const ProcessBackendConfig& confi
 const std::vector<std::string>& proc_read_only_paths();
 const std::vector<std::string>& proc_masked_paths();
 
+/// bubblewrap's /proc options closing the paths above that this kernel has (stat'ed here,
+/// once per backend: Boundary::proc_closure).
+std::vector<std::string> proc_closure_args();
+
 /// One command's bubblewrap invocation: its argv and the descriptors it reads (the seccomp
 /// program), which this object owns and closes when the run is over.
 class Launch {

@@ -1,5 +1,6 @@
 #include "cgroup_limits.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <spdlog/spdlog.h>
 
@@ -191,6 +193,39 @@ CgroupEvents read_cgroup_events(const std::vector<std::string>& dirs) {
     const fs::path dir(d);
     e.oom_kills += keyed_counter(dir / "memory.oom_control", "oom_kill") + keyed_counter(dir / "memory.events", "oom_kill");
     e.fork_refusals += keyed_counter(dir / "pids.events", "max");
+  }
+  return e;
+}
+
+std::vector<CgroupEventFile> cgroup_event_files(const std::vector<std::string>& dirs) {
+  std::vector<CgroupEventFile> out;
+  for (const auto& d : dirs) {
+    const fs::path dir(d);
+    for (const auto& [file, key, oom] : {std::tuple{"memory.oom_control", "oom_kill", true},
+                                         std::tuple{"memory.events", "oom_kill", true},
+                                         std::tuple{"pids.events", "max", false}})
+      if (::access((dir / file).c_str(), R_OK) == 0) out.push_back({(dir / file).string(), key, oom});
+  }
+  return out;
+}
+
+CgroupEvents read_cgroup_events(const std::vector<CgroupEventFile>& files) {
+  CgroupEvents e;
+  for (const auto& f : files) {
+    const int fd = ::open(f.path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[1024];
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    std::istringstream in(std::string(buf, static_cast<std::size_t>(n)));
+    std::string k;
+    std::uint64_t v = 0;
+    while (in >> k >> v)
+      if (k == f.key) {
+        (f.oom ? e.oom_kills : e.fork_refusals) += v;
+        break;
+      }
   }
   return e;
 }

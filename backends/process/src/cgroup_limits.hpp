@@ -61,6 +61,17 @@ struct CgroupEvents {
 };
 CgroupEvents read_cgroup_events(const std::vector<std::string>& dirs);
 
+/// One counter file of LIM-6 and the key read in it.
+struct CgroupEventFile {
+  std::string path;
+  std::string key;
+  bool oom = false;  ///< counts memory kills (else refused forks)
+};
+/// The counter files that exist in `dirs` (worked out once per sandbox: issue 55), and
+/// what they count now — each file one open and one read.
+std::vector<CgroupEventFile> cgroup_event_files(const std::vector<std::string>& dirs);
+CgroupEvents read_cgroup_events(const std::vector<CgroupEventFile>& files);
+
 /// The `cgroup.procs` files a command joins before it execs: one per directory.
 std::vector<std::string> cgroup_procs_files(const std::vector<std::string>& dirs);
 

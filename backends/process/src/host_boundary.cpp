@@ -54,7 +54,10 @@ Boundary establish_boundary(const ProcessBackendConfig& config) {
                             "boundary (guest may be host root, /proc/sys writable, no seccomp); it is for conformance "
                             "self-tests only and needs test_only_allow_unsafe=true as well"));
     logger()->warn("backend 'process': TEST-ONLY double without its host boundary; never use it outside a test");
-    return Boundary{false, std::nullopt, {}, {}};
+    Boundary unsafe;
+    unsafe.enforced = false;
+    unsafe.views = guest_read_only_views(config);
+    return unsafe;
   }
   Boundary b;
   if (::geteuid() == 0) {
@@ -67,9 +70,12 @@ Boundary establish_boundary(const ProcessBackendConfig& config) {
                                           "/proc/self/status); the os_process boundary needs a seccomp filter"));
   try {
     b.seccomp_program = compile_seccomp_program();
+    b.sealed_seccomp = std::make_shared<const Fd>(sealed_program_fd(b.seccomp_program));
   } catch (const std::exception& e) {
     throw SandboxBoundaryUnavailable(std::string(said("no seccomp filter: ")) + e.what());
   }
+  b.views = guest_read_only_views(config);
+  b.proc_closure = proc_closure_args();
   support::SubprocessResult r;
   try {
     r = run_in_scratch(config, b, {"sh", "-c", kVerify});

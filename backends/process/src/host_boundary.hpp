@@ -1,10 +1,13 @@
 #pragma once
 // What the host boundary of a process sandbox is made of, established (and verified by a
 // confined run) once at construction: docs/backends/process.md "The boundary".
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cgroup_limits.hpp"
+#include "fd.hpp"
 #include "guest_tree.hpp"
 #include "maf/sandbox/process/process_backend.hpp"
 
@@ -22,6 +25,13 @@ struct Boundary {
   std::string seccomp_program;
   /// The default bounds on processes and memory this host allows (set by the backend).
   CgroupLimits cgroups;
+
+  // What every command's bubblewrap line shares, worked out once here rather than per
+  // command (issue 55): the read-only binds that exist, the /proc closure this kernel
+  // needs, and the seccomp program in a sealed memfd each command reopens read-only.
+  std::vector<MountView> views;
+  std::vector<std::string> proc_closure;
+  std::shared_ptr<const Fd> sealed_seccomp;
 };
 
 /// Builds the boundary for this host and proves it with one confined run: the guest's uid

@@ -1,7 +1,7 @@
-// The process backend: lifecycle and on-disk state. Each sandbox is `<root>/<name>/` with a
-// `meta.json` (who owns it, when it was made) and `root/` (the guest's private root).
-// Names come from support::sandbox_name, the same mapping every backend uses, so two keys
-// never share a directory.
+// The process backend: lifecycle. Each sandbox is `<root>/<conversation>/<name>/` with a
+// `meta.json` (who owns it, when it was made) and `root/` (the guest's private root); the
+// layout is sandbox_store.hpp's. Names come from support::sandbox_name, the same mapping
+// every backend uses, so two keys never share a directory.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,12 +27,11 @@
 #include "guest_snapshot.hpp"
 #include "process_sandbox.hpp"
 #include "said.hpp"
+#include "sandbox_store.hpp"
 
 namespace maf::sandbox::process {
 namespace fs = std::filesystem;
 namespace {
-
-constexpr std::string_view kNamePrefix = "maf-sandbox-process-";
 
 std::string random_hex(std::size_t n) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -41,17 +40,6 @@ std::string random_hex(std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out += digits[rng() % 16];
   return out;
 }
-
-struct Record {
-  fs::path dir;
-  SandboxKey key;
-  std::string kind;
-  std::string instance_id;
-  std::string work_base;
-  std::int64_t created_unix = 0;
-  /// The bounds it was created with (LIM-5); TTL and idle timeout are measured from here.
-  ResourceLimits resources{};
-};
 
 std::int64_t now_unix() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -67,23 +55,6 @@ bool expired(const Record& r, std::int64_t now) {
     if (now >= last + idle->count()) return true;
   }
   return false;
-}
-
-std::optional<Record> read_record(const fs::path& dir) {
-  std::ifstream in(dir / "meta.json");
-  if (!in) return std::nullopt;
-  try {
-    nlohmann::json j = nlohmann::json::parse(in);
-    return Record{dir,
-                  SandboxKey{j.at("scope"), j.at("thread_id"), j.at("agent_id"), j.at("call_id")},
-                  j.at("kind"),
-                  j.at("instance_id"),
-                  j.at("work_base"),
-                  j.at("created_unix"),
-                  j.contains("resources") ? resources_from_json(j.at("resources")) : ResourceLimits{}};
-  } catch (const std::exception&) {
-    return std::nullopt;  // half-written or foreign: never guessed at
-  }
 }
 
 std::shared_ptr<const Boundary> make_boundary(const ProcessBackendConfig& config) {
@@ -103,8 +74,11 @@ class ProcessBackend final : public SandboxBackend, public std::enable_shared_fr
 public:
   explicit ProcessBackend(ProcessBackendConfig config)
       : config_(std::make_shared<const ProcessBackendConfig>(std::move(config))),
-        boundary_(make_boundary(*config_)) {
+        boundary_(make_boundary(*config_)),
+        store_(config_->root) {
     check_root(*config_, *boundary_);
+    // A root laid out before issue 55 is moved into the by-conversation layout once, here.
+    store_.migrate_flat_layout();
     refuse_missing_required_bounds();
     // Reclaim and Snapshot: proven by the CLEANUP suite on this backend (docs/backends/process.md).
     declarations_.capabilities = {Capability::Exec,        Capability::FilesIn, Capability::FilesOut,
@@ -150,8 +124,16 @@ protected:
         kNamePrefix, key, spec.kind(),
         support::NameQualifiers{{}, base == kDefaultWorkDir ? "" : base,
                                 spec.resources().empty() ? "" : spec.resources().to_string()});
-    fs::create_directories(config_->root);
-    const fs::path dir = config_->root / name;
+    const fs::path dir = store_.sandbox_dir(key, name);
+    // Warm: a sandbox this process holds is answered from memory, once one stat shows its
+    // record is still the one read (another replica may have disposed or recreated it, or
+    // its record been rewritten); the core still walks the base (ACQ-4).
+    if (auto held = held_sandbox(dir)) {
+      if (!(keeps_lifetimes() && expired(held->record, now_unix()))) {
+        if (held->record.resources.idle_timeout()) touch_last_used(dir.string());
+        co_return held->sandbox;
+      }
+    }
     auto record = read_record(dir);
     if (record && keeps_lifetimes() && expired(*record, now_unix())) {
       // LIM-7: an expired sandbox is disposed at the next acquire of its key, never reused.
@@ -164,7 +146,7 @@ protected:
       record.reset();
     }
     if (!record) record = create(dir, key, spec.kind(), base, spec.resources());
-    touch_last_used(dir.string());
+    if (record->resources.idle_timeout()) touch_last_used(dir.string());
     co_return open(*record);
   }
 
@@ -172,24 +154,30 @@ public:
 
   boost::asio::awaitable<std::optional<DisposalFailure>> dispose(SandboxKey key, std::optional<std::string> kind,
                                                                  std::optional<std::string> instance_id) override {
+    // One conversation's directory is listed: the cost follows what it holds, not the root.
     std::vector<DisposalFailure> failures;
-    for (const auto& r : records()) {
+    for (const auto& r : store_.conversation_records(key.scope, key.thread_id)) {
       if (!(r.key == key) || (kind && r.kind != *kind) || (instance_id && r.instance_id != *instance_id)) continue;
       if (auto f = destroy(r)) failures.push_back(*f);
     }
+    store_.forget_conversation_if_empty(key.scope, key.thread_id);
     co_return fold(failures);
   }
 
   boost::asio::awaitable<ScopePurge> dispose_scope(std::string scope, std::string thread_id) override {
-    co_return purge([&](const Record& r) { return r.key.scope == scope && r.key.thread_id == thread_id; });
+    ScopePurge result = purge([&] { return store_.conversation_records(scope, thread_id); },
+                              [&](const Record& r) { return r.key.scope == scope && r.key.thread_id == thread_id; });
+    store_.forget_conversation_if_empty(scope, thread_id);
+    co_return result;
   }
 
   boost::asio::awaitable<ScopePurge> reap(std::chrono::seconds older_than, std::optional<std::string> scope) override {
     const auto cutoff = std::chrono::duration_cast<std::chrono::seconds>(
                             std::chrono::system_clock::now().time_since_epoch() - older_than)
                             .count();
-    ScopePurge result =
-        purge([&](const Record& r) { return r.created_unix <= cutoff && (!scope || r.key.scope == *scope); });
+    ScopePurge result = purge([&] { return store_.all_records(); },
+                              [&](const Record& r) { return r.created_unix <= cutoff && (!scope || r.key.scope == *scope); });
+    store_.forget_empty_conversations();
     if (auto failure = remove_abandoned(cutoff)) {
       std::vector<DisposalFailure> failures{*failure};
       if (result.undisposed) failures.insert(failures.begin(), *result.undisposed);
@@ -200,18 +188,19 @@ public:
 
   boost::asio::awaitable<ScopePurge> reap_expired(std::optional<std::string> scope) override {
     const std::int64_t now = now_unix();
-    co_return purge(
-        [&](const Record& r) { return keeps_lifetimes() && expired(r, now) && (!scope || r.key.scope == *scope); });
+    co_return purge([&] { return store_.all_records(); }, [&](const Record& r) {
+      return keeps_lifetimes() && expired(r, now) && (!scope || r.key.scope == *scope);
+    });
   }
 
 private:
-  template <class Pred>
-  ScopePurge purge(Pred&& matches) {
+  template <class List, class Pred>
+  ScopePurge purge(List&& list, Pred&& matches) {
     ScopePurge result;
     std::vector<DisposalFailure> failures;
     std::vector<Record> all;
     try {
-      all = records();
+      all = list();
     } catch (const std::exception& e) {
       result.undisposed = DisposalFailure{kDisposalUnlisted, e.what()};
       return result;
@@ -248,18 +237,6 @@ private:
     return fold(failures);
   }
 
-  std::vector<Record> records() const {
-    std::vector<Record> out;
-    std::error_code ec;
-    if (!fs::exists(config_->root, ec)) return out;
-    for (const auto& entry : fs::directory_iterator(config_->root)) {
-      const std::string n = entry.path().filename().string();
-      if (n.rfind(kNamePrefix, 0) != 0 || entry.is_symlink()) continue;
-      if (auto r = read_record(entry.path())) out.push_back(std::move(*r));
-    }
-    return out;
-  }
-
   Record create(const fs::path& dir, const SandboxKey& key, const std::string& kind, const std::string& base,
                 const ResourceLimits& resources) {
     // Build the whole sandbox in a staging directory, then rename it into place: rename is
@@ -270,7 +247,7 @@ private:
     fs::permissions(staging, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
     Record r{dir, key, kind, random_hex(16), base, now_unix(), resources};
     try {
-      GuestTree tree((staging / "root").string(), guest_read_only_views(*config_), guest_virtual_dirs(),
+      GuestTree tree((staging / "root").string(), boundary_->views, guest_virtual_dirs(),
                      boundary_->run_as);
       prepare_guest_root(tree, *config_);
       tree.ensure_directory(base);
@@ -281,8 +258,8 @@ private:
                           {"work_base", base},          {"created_unix", r.created_unix},
                           {"resources", resources_to_json(resources)}};
       std::ofstream(staging / "meta.json") << meta.dump(2);
-      if (::rename(staging.c_str(), dir.c_str()) != 0) {
-        const int err = errno;
+      std::ofstream(staging / "last_used") << "used\n";  // LIM-7's idle clock starts here
+      if (const int err = store_.place(staging, dir); err != 0) {
         remove_host_tree(staging.string());
         if (err == EEXIST || err == ENOTEMPTY) {
           if (auto existing = read_record(dir)) return *existing;
@@ -297,35 +274,70 @@ private:
     return r;
   }
 
+  /// What this process holds of one sandbox: the object handed out, and the record it was
+  /// opened from (with the version of the record file then read).
+  struct Held {
+    std::weak_ptr<ProcessSandbox> sandbox;
+    Record record;
+    RecordVersion version;
+  };
+  struct Answer {
+    std::shared_ptr<ProcessSandbox> sandbox;
+    Record record;
+  };
+
+  /// The sandbox at `dir` this process still holds, if its record file is unchanged.
+  std::optional<Answer> held_sandbox(const fs::path& dir) {
+    std::lock_guard lock(mutex_);
+    const auto it = live_.find(dir.string());
+    if (it == live_.end()) return std::nullopt;
+    auto sandbox = it->second.sandbox.lock();
+    if (!sandbox) {
+      live_.erase(it);
+      return std::nullopt;
+    }
+    const auto now = record_version(dir);
+    if (!now || !(*now == it->second.version)) return std::nullopt;
+    return Answer{std::move(sandbox), it->second.record};
+  }
+
   std::shared_ptr<Sandbox> open(const Record& r) {
+    const auto version = record_version(r.dir);
     std::lock_guard lock(mutex_);
     auto& slot = live_[r.dir.string()];
-    auto sandbox = slot.lock();
+    auto sandbox = slot.sandbox.lock();
     if (!sandbox || sandbox->instance_id() != r.instance_id) {
       sandbox = std::make_shared<ProcessSandbox>(config_, boundary_, r.kind, declarations_.capabilities, r.work_base,
                                                  r.instance_id, r.dir.string(), applied_bounds(r.resources));
-      slot = sandbox;
+      slot.sandbox = sandbox;
     }
+    slot.record = r;
+    slot.version = version.value_or(RecordVersion{});
     // C-53 is the core's now (ACQ-4): it walks the base and calls do_prepare_storage_base.
     return sandbox;
   }
 
   std::optional<DisposalFailure> destroy(const Record& r) {
     try {
-      // Move it out of the namespace first so no acquire can reopen a half-removed sandbox.
+      // Move it out of the namespace first so no acquire can reopen a half-removed sandbox,
+      // then stop its guests: the rename keeps the root's inode, so the one scan below finds
+      // every process rooted there, a command that raced the rename included (no command
+      // can start in it after: bubblewrap binds the root by path).
       const fs::path trash = config_->root / (".trash-" + random_hex(16));
-      kill_guest_processes((r.dir / "root").string());
       if (::rename(r.dir.c_str(), trash.c_str()) != 0) {
-        if (errno == ENOENT) return std::nullopt;  // another replica won the race
-        throw OSError(std::string("rename: ") + std::strerror(errno));
+        const int err = errno;
+        if (err == ENOENT) return std::nullopt;  // another replica won the race
+        kill_guest_processes((r.dir / "root").string());  // it stays, but nothing runs in it
+        throw OSError(std::string("rename: ") + std::strerror(err));
       }
-      kill_guest_processes((trash / "root").string());
-      release_cgroups(trash);
-      remove_host_tree(trash.string());
+      store_.forget_conversation_if_empty(r.dir);
       {
         std::lock_guard lock(mutex_);
         live_.erase(r.dir.string());
       }
+      kill_guest_processes((trash / "root").string());
+      release_cgroups(trash);
+      remove_host_tree(trash.string());
       return std::nullopt;
     } catch (const std::exception& e) {
       logger()->warn("backend 'process': disposing {} failed: {}", r.dir.string(), e.what());
@@ -357,8 +369,9 @@ private:
   std::shared_ptr<const ProcessBackendConfig> config_;
   std::shared_ptr<const Boundary> boundary_;
   BackendDeclarations declarations_;
+  SandboxStore store_;
   std::mutex mutex_;
-  std::map<std::string, std::weak_ptr<ProcessSandbox>> live_;
+  std::map<std::string, Held> live_;
 };
 
 }  // namespace
@@ -370,7 +383,14 @@ std::filesystem::path default_process_root() {
 std::vector<std::string> process_engine_inventory(const ProcessBackendConfig& config) {
   std::vector<std::string> out;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(config.root, ec)) out.push_back("state:" + entry.path().filename().string());
+  for (const auto& entry : fs::directory_iterator(config.root, ec)) {
+    const std::string n = entry.path().filename().string();
+    out.push_back("state:" + n);
+    // A conversation directory is listed with what it holds (sandbox_store.hpp).
+    if (n.rfind(kConversationPrefix, 0) == 0 && entry.is_directory(ec) && !entry.is_symlink(ec))
+      for (const auto& inner : fs::directory_iterator(entry.path(), ec))
+        out.push_back("state:" + n + "/" + inner.path().filename().string());
+  }
   for (const auto& base : CgroupLimits::detect(config.cgroup_root, config.pids_limit, config.memory_limit_bytes).bases())
     for (const auto& entry : fs::directory_iterator(base, ec))
       if (entry.is_directory(ec) && !entry.is_symlink(ec)) out.push_back("cgroup:" + entry.path().string());

@@ -1,6 +1,7 @@
 #include "process_sandbox.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -29,7 +30,7 @@ ProcessSandbox::ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> confi
       boundary_(std::move(boundary)),
       sandbox_dir_(std::move(sandbox_dir)),
       resources_(resources),
-      tree_(sandbox_dir_ + "/root", guest_read_only_views(*config_), guest_virtual_dirs(), boundary_->run_as) {}
+      tree_(sandbox_dir_ + "/root", boundary_->views, guest_virtual_dirs(), boundary_->run_as) {}
 
 ProcessSandbox::Confined ProcessSandbox::prepare_confined(const std::vector<std::string>& command,
                                                           const std::string& working_directory,
@@ -39,15 +40,16 @@ ProcessSandbox::Confined ProcessSandbox::prepare_confined(const std::vector<std:
   if (!wd) throw FileNotFoundError("working directory '" + working_directory + "' does not exist in the sandbox");
   if (wd->kind != EntryKind::Directory)
     throw NotADirectoryError("working directory '" + working_directory + "' is not a directory");
-  touch_last_used(sandbox_dir_);
+  // LIM-7: only a sandbox with an idle timeout keeps the clock a use resets.
+  if (resources_.idle_timeout()) touch_last_used(sandbox_dir_);
   Confined c;
   c.cgroups = join_cgroups();
   c.launch = std::make_unique<const Launch>(*config_, *boundary_, tree_.root_dir(), working_directory,
-                                            storage_base(), command, cgroup_procs_files(c.cgroups));
+                                            storage_base(), command, c.cgroups->procs_files);
   const Launch& launch = *c.launch;
   // LIM-6: what the kernel counts over this command's run (overlapping commands of the same
   // sandbox share the counters, so either may see the other's event).
-  c.before = read_cgroup_events(c.cgroups);
+  c.before = read_cgroup_events(c.cgroups->event_files);
   auto& o = c.options;
   o.argv = launch.argv;
   o.keep_fds = launch.keep_fds;
@@ -85,7 +87,7 @@ void ProcessSandbox::refuse_setup_failure(int exit_code, const std::string& stde
 
 ResourceBoundSet ProcessSandbox::Confined::limits_hit() const {
   ResourceBoundSet hit;
-  const CgroupEvents after = read_cgroup_events(cgroups);
+  const CgroupEvents after = read_cgroup_events(cgroups->event_files);
   if (after.oom_kills > before.oom_kills) hit.insert(ResourceBound::Memory);
   if (after.fork_refusals > before.fork_refusals) hit.insert(ResourceBound::Processes);
   return hit;
@@ -160,12 +162,18 @@ boost::asio::awaitable<StreamOutcome> ProcessSandbox::do_exec_stream(const ExecR
   co_return StreamOutcome::exited(r.exit_code, c.limits_hit());
 }
 
-std::vector<std::string> ProcessSandbox::join_cgroups() const {
+std::shared_ptr<const ProcessSandbox::Joined> ProcessSandbox::join_cgroups() {
+  std::lock_guard lock(join_mutex_);
+  if (joined_) return joined_;
   // Named after the sandbox *instance*: a recreated sandbox never inherits an old cgroup.
-  const auto dirs = boundary_->cgroups.prepare(
+  auto joined = std::make_shared<Joined>();
+  joined->dirs = boundary_->cgroups.prepare(
       std::filesystem::path(sandbox_dir_).filename().string() + "-" + instance_id(), resources_);
-  record_cgroups(sandbox_dir_, dirs);
-  return dirs;
+  record_cgroups(sandbox_dir_, joined->dirs);
+  joined->procs_files = cgroup_procs_files(joined->dirs);
+  joined->event_files = cgroup_event_files(joined->dirs);
+  joined_ = std::move(joined);
+  return joined_;
 }
 
 std::vector<std::string> ProcessSandbox::guest_argv(const ExecRequest& request) {
@@ -248,8 +256,10 @@ std::vector<std::string> recorded_cgroups(const std::string& sandbox_dir) {
 }
 
 void touch_last_used(const std::string& sandbox_dir) {
-  // Rewritten, not just opened: the mtime is the record, and a write sets it on every filesystem.
-  std::ofstream(std::filesystem::path(sandbox_dir) / "last_used", std::ios::trunc) << "used\n";
+  // The mtime is the record: utimensat(NULL) sets it to now on every filesystem, in one call.
+  const std::string file = sandbox_dir + "/last_used";
+  if (::utimensat(AT_FDCWD, file.c_str(), nullptr, 0) == 0) return;
+  std::ofstream(file, std::ios::trunc) << "used\n";  // a sandbox made before create() wrote it
 }
 
 int kill_guest_processes(const std::string& root_dir) {

@@ -45,10 +45,17 @@ protected:
 
 private:
   /// One command's launch under bubblewrap, prepared; what its run is judged against.
+  /// The cgroups this sandbox's commands run in, made and recorded once per sandbox object
+  /// (issue 55: not per command), and the files a command's run is judged by.
+  struct Joined {
+    std::vector<std::string> dirs;
+    std::vector<std::string> procs_files;   ///< each dir's cgroup.procs
+    std::vector<CgroupEventFile> event_files;  ///< the LIM-6 counters these controllers keep
+  };
   struct Confined {
     std::unique_ptr<const Launch> launch;  ///< owns the descriptors `options.keep_fds` names
     support::SubprocessOptions options;
-    std::vector<std::string> cgroups;
+    std::shared_ptr<const Joined> cgroups;
     CgroupEvents before;
     /// LIM-6: the bounds the kernel counted this run reaching.
     ResourceBoundSet limits_hit() const;
@@ -63,7 +70,7 @@ private:
                                                   std::chrono::steady_clock::time_point deadline);
 
   /// The cgroups a command of this sandbox runs in (created on first use, recorded).
-  std::vector<std::string> join_cgroups() const;
+  std::shared_ptr<const Joined> join_cgroups();
 
   std::shared_ptr<const ProcessBackendConfig> config_;
   std::shared_ptr<const Boundary> boundary_;
@@ -72,6 +79,8 @@ private:
   ResourceLimits resources_;
   GuestTree tree_;
   std::mutex reset_mutex_;  ///< one restore at a time per sandbox object
+  std::mutex join_mutex_;
+  std::shared_ptr<const Joined> joined_;  ///< set by the first command (join_cgroups)
 };
 
 /// The cgroups a sandbox's commands ran in, recorded in `<sandbox_dir>/cgroups` so whichever

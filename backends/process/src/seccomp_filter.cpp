@@ -2,6 +2,7 @@
 
 #include <sched.h>
 #include <seccomp.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
 #include <unistd.h>
@@ -142,8 +143,11 @@ std::string compile_seccomp_program() {
   return program;
 }
 
-int seccomp_program_fd(const std::string& program) {
-  const int fd = ::memfd_create("maf-seccomp", MFD_CLOEXEC);
+namespace {
+
+/// A memfd holding `program`, positioned at 0 (pwrite does not move the offset).
+int program_memfd(const std::string& program, unsigned flags) {
+  const int fd = ::memfd_create("maf-seccomp", flags);
   if (fd < 0) throw OSError(std::string(said("memfd_create: ")) + std::strerror(errno));
   std::size_t done = 0;
   while (done < program.size()) {
@@ -156,7 +160,26 @@ int seccomp_program_fd(const std::string& program) {
     }
     done += static_cast<std::size_t>(n);
   }
-  return fd;  // offset still 0: pwrite does not move it
+  return fd;
+}
+
+}  // namespace
+
+int seccomp_program_fd(const std::string& program) { return program_memfd(program, MFD_CLOEXEC); }
+
+int sealed_program_fd(const std::string& program) {
+  const int fd = program_memfd(program, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (::fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw OSError(std::string(said("sealing the seccomp program: ")) + std::strerror(e));
+  }
+  return fd;
+}
+
+int reopen_program_fd(int sealed) noexcept {
+  const std::string path = "/proc/self/fd/" + std::to_string(sealed);
+  return ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
 }
 
 }  // namespace maf::sandbox::process

@@ -27,4 +27,13 @@ std::string compile_seccomp_program();
 /// so every run needs its own. Throws OSError.
 int seccomp_program_fd(const std::string& program);
 
+/// `program` in a memfd sealed against every change (write, grow, shrink, further seals),
+/// made once per backend (issue 55). Throws OSError.
+int sealed_program_fd(const std::string& program);
+
+/// A new read-only open of the sealed memfd `sealed` (through /proc/self/fd): its own file
+/// offset at 0, so concurrent bubblewraps each read the whole program. -1 when /proc cannot
+/// reopen it (the caller then writes a fresh memfd).
+int reopen_program_fd(int sealed) noexcept;
+
 }  // namespace maf::sandbox::process

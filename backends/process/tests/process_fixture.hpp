@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "maf/sandbox/async.hpp"
 #include "maf/sandbox/process/process_backend.hpp"
@@ -54,12 +55,27 @@ struct Fixture {
   ExecResult exec(Sandbox& sb, Command c, std::string wd = ".", std::chrono::milliseconds t = 20s) {
     return run([&] { return sb.exec(c, wd, t); });
   }
+  /// The sandbox directories under the root: `<root>/<conversation>/<name>` (issue 55's
+  /// layout; a directory left directly under the root by an older backend counts too).
+  std::vector<fs::path> sandbox_paths() const {
+    std::vector<fs::path> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(root, ec)) {
+      const std::string n = e.path().filename().string();
+      if (n.rfind("maf-sandbox-process-conversation-", 0) == 0) {
+        for (const auto& inner : fs::directory_iterator(e.path(), ec))
+          if (inner.path().filename().string().rfind("maf-sandbox-process-", 0) == 0) out.push_back(inner.path());
+      } else if (n.rfind("maf-sandbox-process-", 0) == 0) {
+        out.push_back(e.path());
+      }
+    }
+    return out;
+  }
   /// Host processes whose root directory is the (only) sandbox's private root: the guests.
   int guest_processes() const {
-    for (const auto& e : fs::directory_iterator(root)) {
-      if (e.path().filename().string().rfind("maf-sandbox-process-", 0) != 0) continue;
+    for (const auto& dir : sandbox_paths()) {
       struct stat want {};
-      if (::stat((e.path() / "root").c_str(), &want) != 0) return 0;
+      if (::stat((dir / "root").c_str(), &want) != 0) return 0;
       int n = 0;
       for (const auto& p : fs::directory_iterator("/proc")) {
         struct stat st {};
@@ -69,13 +85,7 @@ struct Fixture {
     }
     return 0;
   }
-  std::size_t sandbox_dirs() const {
-    std::size_t n = 0;
-    if (!fs::exists(root)) return 0;
-    for (const auto& e : fs::directory_iterator(root))
-      if (e.path().filename().string().rfind("maf-sandbox-process-", 0) == 0) ++n;
-    return n;
-  }
+  std::size_t sandbox_dirs() const { return sandbox_paths().size(); }
 };
 
 

@@ -459,10 +459,12 @@ TEST_CASE("issue 21 item 6: a guest forking up to pids_limit is held there; the 
   CHECK(run([&] { return other->exec("echo healthy", ".", 20s); }).stdout_text() == "healthy\n");
   // The cgroup was recorded and disposal removes it.
   std::vector<std::string> cgroups;
-  for (const auto& e : fs::directory_iterator(root))
-    if (fs::exists(e.path() / "cgroups"))
-      for (std::ifstream in(e.path() / "cgroups"); std::getline(in, cgroups.emplace_back());) {
+  for (fs::recursive_directory_iterator it(root), end; it != end; ++it) {  // <conversation>/<sandbox>
+    if (it.depth() >= 1) it.disable_recursion_pending();
+    if (fs::exists(it->path() / "cgroups"))
+      for (std::ifstream in(it->path() / "cgroups"); std::getline(in, cgroups.emplace_back());) {
       }
+  }
   std::erase(cgroups, std::string());
   CHECK_FALSE(cgroups.empty());
   CHECK_FALSE(run([&] { return backend->reap(std::chrono::seconds(0), std::nullopt); }).undisposed.has_value());

@@ -168,9 +168,7 @@ TEST_CASE("cleanup ladder, process RESET: a file written after acquire is gone, 
 TEST_CASE("cleanup ladder, process RESET: a sandbox with no snapshot (made before the backend kept one) is an OSError naming it") {
   Fixture f;
   auto sb = f.acquire();
-  fs::path dir;
-  for (const auto& e : fs::directory_iterator(f.root))
-    if (e.path().filename().string().rfind("maf-sandbox-process-", 0) == 0) dir = e.path();
+  const fs::path dir = f.sandbox_paths().at(0);
   REQUIRE(fs::is_directory(dir / "snapshot"));
   fs::remove_all(dir / "snapshot");
   try {

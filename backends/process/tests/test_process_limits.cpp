@@ -31,10 +31,9 @@ SandboxSpec bounded(ResourceLimits limits, std::string kind = "bounded") {
   return SandboxSpec({.kind = std::move(kind), .requires_capabilities = {Capability::Exec}, .resources = limits});
 }
 
-fs::path only_sandbox_dir(const fs::path& root) {
-  for (const auto& e : fs::directory_iterator(root))
-    if (e.path().filename().string().rfind("maf-sandbox-process-", 0) == 0) return e.path();
-  FAIL("no sandbox directory under " << root);
+fs::path only_sandbox_dir(const Fixture& f) {
+  for (const auto& dir : f.sandbox_paths()) return dir;
+  FAIL("no sandbox directory under " << f.root);
   return {};
 }
 
@@ -155,7 +154,7 @@ TEST_CASE("LIM-5: the spec's bounds replace the configuration's in the sandbox's
   });
   auto sb = f.acquire(f.key, bounded(ResourceLimits({.memory_bytes = 64 << 20, .cpus = 0.5})));
   CHECK(f.exec(*sb, Command("true")).exit_code == 0);
-  const fs::path dir = only_sandbox_dir(f.root);
+  const fs::path dir = only_sandbox_dir(f);
   const bool v2 = fs::exists("/sys/fs/cgroup/cgroup.controllers");
   if (v2) {
     CHECK(cgroup_file(dir, "memory", "memory.max", v2) == std::to_string(64 << 20));
@@ -195,7 +194,7 @@ TEST_CASE("LIM-7: past its ttl, a sandbox is disposed at the next acquire of its
   auto first = f.acquire(f.key, spec);
   CHECK(f.acquire(f.key, spec)->instance_id() == first->instance_id());
   CHECK(f.exec(*first, Command("echo kept > marker")).exit_code == 0);
-  back_date(only_sandbox_dir(f.root), std::chrono::seconds(61));
+  back_date(only_sandbox_dir(f), std::chrono::seconds(61));
   auto second = f.acquire(f.key, spec);
   CHECK(second->instance_id() != first->instance_id());
   CHECK(f.exec(*second, Command("test -e marker")).exit_code == 1);
@@ -209,8 +208,7 @@ TEST_CASE("LIM-7: idle time counts from the last use; reap_expired disposes only
   auto a = f.acquire(f.key, idle);
   auto b = f.acquire(SandboxKey{"other-scope", "t", "a", ""}, idle);
   f.acquire(f.key, forever);
-  for (const auto& e : fs::directory_iterator(f.root))
-    if (e.path().filename().string().rfind("maf-sandbox-process-", 0) == 0) back_date(e.path(), std::chrono::seconds(31));
+  for (const auto& dir : f.sandbox_paths()) back_date(dir, std::chrono::seconds(31));
   REQUIRE(f.backend->supports_reap_expired());
   const ScopePurge scoped = f.run([&] { return f.backend->reap_expired(std::string("tenant")); });
   CHECK(scoped.disposed == 1);  // the idle one of scope "tenant"; "forever" has no bound
