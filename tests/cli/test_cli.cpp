@@ -548,9 +548,12 @@ TEST_CASE("cli: STR-1: run prints a streaming backend's output as it arrives, be
   for (ssize_t n; (n = ::read(fileno(pipe), buf, sizeof buf)) > 0;) {
     out.append(buf, static_cast<std::size_t>(n));
     if (marked || out.find("first") == std::string::npos) continue;
-    // The guest's working directory is a host directory under the backend's root.
-    for (const auto& e : fs::directory_iterator(root))
-      if (fs::exists(e.path() / "root/maf-sandbox/work")) std::ofstream(e.path() / "root/maf-sandbox/work/go");
+    // The guest's working directory is a host directory under the backend's root, laid out
+    // by conversation (docs/backends/process.md "State layout"): <root>/<conversation>/<sandbox>.
+    for (const auto& conversation : fs::directory_iterator(root))
+      if (conversation.is_directory())
+        for (const auto& e : fs::directory_iterator(conversation.path()))
+          if (fs::exists(e.path() / "root/maf-sandbox/work")) std::ofstream(e.path() / "root/maf-sandbox/work/go");
     marked = true;
   }
   const int status = pclose(pipe);

@@ -48,7 +48,13 @@ after(async () => {
   const { code } = await exited;
   assert.equal(code, 0, stderr.join(''));
   const root = join(scratch, 'root');
-  const left = existsSync(root) ? readdirSync(root).filter((d) => existsSync(join(root, d, 'meta.json'))) : [];
+  // <root>/<conversation>/<sandbox>/meta.json (docs/backends/process.md "State layout").
+  const left = existsSync(root)
+    ? readdirSync(root, { withFileTypes: true })
+        .filter((c) => c.isDirectory())
+        .flatMap((c) => readdirSync(join(root, c.name)).map((d) => join(c.name, d)))
+        .filter((d) => existsSync(join(root, d, 'meta.json')))
+    : [];
   assert.deepEqual(left, [], 'SIGTERM disposed every session');
 });
 

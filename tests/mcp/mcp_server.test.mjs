@@ -26,11 +26,15 @@ const engine = {
   process: {
     config: { root: join(scratch, 'process-root') },
     image: undefined,
-    // Every sandbox is a directory under the root whose meta.json names its key.
+    // Every sandbox is a directory <root>/<conversation>/<sandbox> whose meta.json names its
+    // key (docs/backends/process.md "State layout").
     leftovers: (thread) => {
       const root = join(scratch, 'process-root');
       if (!existsSync(root)) return [];
-      return readdirSync(root).filter((d) => {
+      const sandboxes = readdirSync(root, { withFileTypes: true })
+        .filter((c) => c.isDirectory())
+        .flatMap((c) => readdirSync(join(root, c.name)).map((d) => join(c.name, d)));
+      return sandboxes.filter((d) => {
         try {
           const meta = JSON.parse(readFileSync(join(root, d, 'meta.json'), 'utf8'));
           return meta.scope === scope && meta.thread_id === thread;
