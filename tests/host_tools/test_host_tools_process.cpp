@@ -63,10 +63,6 @@ TEST_CASE("host tools process: the transport refuses a sandbox whose backend doe
   // A spec without HOST_TOOLS still gets a sandbox that declares it (the backend's
   // declaration), so the refusal is shown on the declaration check via the capability list.
   CHECK(p.sandbox->capabilities().contains(Capability::HostTools));
-  CHECK_THROWS_AS(p.run([&] {
-                    return run_with_host_tools(*p.sandbox, run,
-                                               HostToolProgram{.command = Command("true"),
-                                                               .deadline = std::chrono::milliseconds(0)});
-                  }),
-                  ValueError);
+  const HostToolProgram no_deadline{.command = Command("true"), .deadline = std::chrono::milliseconds(0)};
+  CHECK_THROWS_AS(p.run([&] { return run_with_host_tools(*p.sandbox, run, no_deadline); }), ValueError);
 }
