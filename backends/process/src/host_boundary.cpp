@@ -50,9 +50,9 @@ constexpr const char* kVerify =
 Boundary establish_boundary(const ProcessBackendConfig& config) {
   if (config.test_only_without_host_boundary) {
     if (!config.test_only_allow_unsafe)
-      throw ValueError(said("test_only_without_host_boundary builds a backend WITHOUT its host ")
-                       "boundary (guest may be host root, /proc/sys writable, no seccomp); it is for conformance "
-                       "self-tests only and needs test_only_allow_unsafe=true as well");
+      throw ValueError(said("test_only_without_host_boundary builds a backend WITHOUT its host "
+                            "boundary (guest may be host root, /proc/sys writable, no seccomp); it is for conformance "
+                            "self-tests only and needs test_only_allow_unsafe=true as well"));
     logger()->warn("backend 'process': TEST-ONLY double without its host boundary; never use it outside a test");
     return Boundary{false, std::nullopt, {}, {}};
   }
@@ -63,8 +63,8 @@ Boundary establish_boundary(const ProcessBackendConfig& config) {
     b.run_as = HostIdentity{static_cast<uid_t>(config.host_uid), static_cast<gid_t>(config.host_gid)};
   }
   if (!kernel_has_seccomp())
-    throw SandboxBoundaryUnavailable(said("this kernel has no seccomp (no 'Seccomp:' in ")
-                                     "/proc/self/status); the os_process boundary needs a seccomp filter");
+    throw SandboxBoundaryUnavailable(said("this kernel has no seccomp (no 'Seccomp:' in "
+                                          "/proc/self/status); the os_process boundary needs a seccomp filter"));
   try {
     b.seccomp_program = compile_seccomp_program();
   } catch (const std::exception& e) {
