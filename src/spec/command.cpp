@@ -17,7 +17,7 @@ std::string command_problem(const Command& command) {
   if (command.is_argv()) {
     const auto& argv = command.argv();
     if (argv.empty()) return "the command is empty (an argv with no program)";
-    if (argv.front().empty()) return "the command's program (argv[0]) is empty";
+    if (argv.front().empty()) return "the command's argv[0] is empty: there is no program to run";
     for (std::size_t i = 0; i < argv.size(); ++i)
       if (argv[i].find('\0') != std::string::npos)
         return "argv[" + std::to_string(i) + "] holds a NUL byte, which no program can receive";

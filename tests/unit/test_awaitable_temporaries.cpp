@@ -72,7 +72,7 @@ TEST_CASE("AGENT-1 the Sandbox, router and handle awaitables take temporaries as
     const auto stat = co_await sb->stat_file(kLong + ".txt", std::string("."));
     seen += stat ? "+" : "-";
     co_await sb->remove(kLong + ".txt", std::string("."), false);
-    co_await sb->reclaim(std::string("call-") + kLong.substr(0, 12), std::string("."), std::chrono::seconds(5));
+    co_await sb->reclaim(sb->storage_base() + "/call-" + kLong.substr(0, 12), std::string("."), std::chrono::seconds(5));
     co_await w.router->dispose_kind(key, std::string("shell"));
     co_await w.router->dispose(key);
     co_await w.router->dispose_scope(std::string("tenant"), std::string(kLong));
@@ -124,6 +124,7 @@ TEST_CASE("AGENT-1 start_background and run_with_host_tools take named options a
   const SandboxSpec spec = shell_spec();
   HostToolRegistry registry;
   registry.add({.name = "echo", .function = [](const nlohmann::json& a, const HostToolCallContext&) { return a; }});
+  (void)registry.aggregate();  // sealed, as a spec would seal it
   int refused = 0;
   w.run([&]() -> awaitable<void> {
     auto sb = co_await w.router->acquire(key, spec);
