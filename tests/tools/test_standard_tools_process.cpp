@@ -109,8 +109,7 @@ TEST_CASE("AGENT-4 an empty or blank command is refused before anything runs, wi
   CHECK(h.alive() <= 1);
 }
 
-TEST_CASE("AGENT-5 what survives a call: KeepSandbox keeps files, RestoreSnapshot and FreshSandbox do not; the call "
-          "directory never does") {
+TEST_CASE("AGENT-5 what survives a call: KeepSandbox keeps files, RestoreSnapshot and FreshSandbox do not") {
   Host h;
   const auto survives = [&](BetweenCalls choice, const char* thread) {
     Conversation chat(h.host, {.scope = "app", .thread = thread, .between_calls = choice});
@@ -156,4 +155,32 @@ TEST_CASE("AGENT-3 standard_tools from a SandboxHost, async, share the conversat
   const ToolResult read = run([&] { return tools[2].invoke(ToolCall{"2", "read_file", {{"path", "shared.txt"}}}); });
   CHECK(read.joined_text() == "from async");
   CHECK(h.host.dispose_scope("app", "conversation-5").disposed == 1);
+}
+
+TEST_CASE("AGENT-3 AGENT-5 a tool of one's own from a SandboxHost, blocking: under KeepSandbox a file outside the call "
+          "directory survives the call, the call directory does not") {
+  Host h;
+  SandboxedTool shell = sandboxed_tool(
+      [](SandboxToolSession session, nlohmann::json args) -> boost::asio::awaitable<ToolResult> {
+        auto sandbox = co_await session.acquire();
+        if (!sandbox) co_return ToolResult::error(sandbox.refusal());
+        const std::string dir = session.guest_call_path();
+        const Command line = "mkdir -p " + dir + " && touch " + dir + "/scratch && " + args["command"].get<std::string>();
+        const ExecResult r = co_await session.exec(**sandbox, line);
+        ToolResult result = ToolResult::text(dir + "\n" + r.stdout_text());
+        result.is_error = r.exit_code != 0;
+        co_return result;
+      },
+      h.host, fixed_conversation("app", "conversation-6"), "agent", SandboxSpec({.kind = "shell"}), "shell",
+      {.input_schema = {{"type", "object"}, {"required", {"command"}}},
+       .cleanup = {.rung = rung_for(BetweenCalls::KeepSandbox)}});
+  CHECK(shell.cleanup() == Cleanup::Reclaim);
+  const ToolResult first = shell.invoke_blocking(ToolCall{"1", "shell", {{"command", "echo kept > outside.txt"}}});
+  REQUIRE_FALSE(first.is_error);
+  const std::string first_dir = first.joined_text().substr(0, first.joined_text().find('\n'));
+  const ToolResult second = shell.invoke_blocking(
+      ToolCall{"2", "shell", {{"command", "cat outside.txt; test -e " + first_dir + " && echo call-dir-left || echo call-dir-gone"}}});
+  REQUIRE_FALSE(second.is_error);
+  CHECK_THAT(second.joined_text(), Catch::Contains("kept") && Catch::Contains("call-dir-gone"));
+  CHECK(h.host.dispose_scope("app", "conversation-6").disposed == 1);
 }
