@@ -67,6 +67,8 @@ TEST_CASE("AGENT-1 the Sandbox, router and handle awaitables take temporaries as
     seen = co_await sb->read_file(kLong + ".txt", std::string("."), 1 << 20);
     const auto r = co_await sb->exec(Command(std::string("echo ") + kLong), std::string("."), std::chrono::seconds(5));
     seen += r.stdout_text();
+    const auto ran_code = co_await sb->run_code(std::string("print('") + kLong + "')", std::chrono::seconds(5));
+    (void)ran_code;
     const auto listed = co_await sb->list_dir(std::string("."), std::string("."));
     seen += std::to_string(listed.size());
     const auto stat = co_await sb->stat_file(kLong + ".txt", std::string("."));
@@ -80,6 +82,7 @@ TEST_CASE("AGENT-1 the Sandbox, router and handle awaitables take temporaries as
     auto handle = co_await SandboxHandle::open(*w.router, key, spec);
     co_await handle.write(kLong, std::string(kLong));
     seen += co_await handle.read(kLong);
+    (void)co_await handle.run(Command(std::string("echo ") + kLong));
     co_await handle.close();
   });
   CHECK(seen == kLong + kLong + "\n" + "1+" + kLong);
