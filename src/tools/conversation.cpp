@@ -74,6 +74,14 @@ ToolResult Conversation::call(std::string_view call_json) {
   return call(parsed);
 }
 
+void Conversation::add(const SandboxedTool& tool) {
+  const std::string& name = tool.definition().name;
+  for (const auto& d : impl_->definitions)
+    if (d.name == name) throw ValueError("Conversation::add: a tool named '" + name + "' is already in the conversation");
+  impl_->tools.push_back(tool);
+  impl_->definitions.push_back(tool.definition());
+}
+
 ScopePurge Conversation::close() {
   if (!impl_ || impl_->closed) return {};
   impl_->closed = true;

@@ -171,7 +171,8 @@ TEST_CASE("AGENT-3 AGENT-5 a tool of one's own from a SandboxHost, blocking: und
         result.is_error = r.exit_code != 0;
         co_return result;
       },
-      h.host, fixed_conversation("app", "conversation-6"), "agent", SandboxSpec({.kind = "shell"}), "shell",
+      // The standard tools' spec: a sandbox is per (key, kind), so one kind shares the files.
+      h.host, fixed_conversation("app", "conversation-6"), "agent", standard_tools_spec(), "shell",
       {.input_schema = {{"type", "object"}, {"required", {"command"}}},
        .cleanup = {.rung = rung_for(BetweenCalls::KeepSandbox)}});
   CHECK(shell.cleanup() == Cleanup::Reclaim);
@@ -183,4 +184,12 @@ TEST_CASE("AGENT-3 AGENT-5 a tool of one's own from a SandboxHost, blocking: und
   REQUIRE_FALSE(second.is_error);
   CHECK_THAT(second.joined_text(), Catch::Contains("kept") && Catch::Contains("call-dir-gone"));
   CHECK(h.host.dispose_scope("app", "conversation-6").disposed == 1);
+
+  // The same tool beside the standard ones, in a Conversation of the same thread.
+  Conversation chat(h.host, {.scope = "app", .thread = "conversation-6"});
+  chat.add(shell);
+  CHECK(chat.definitions().back().name == "shell");
+  CHECK_THROWS_WITH(chat.add(shell), Catch::Contains("'shell'"));
+  REQUIRE_FALSE(chat.call(call("write_file", {{"path", "from-standard.txt"}, {"content", "w"}})).is_error);
+  CHECK_THAT(chat.call(call("shell", {{"command", "cat from-standard.txt"}})).joined_text(), Catch::EndsWith("w"));
 }

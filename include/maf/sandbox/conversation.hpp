@@ -76,6 +76,12 @@ public:
   /// is an is_error result naming what is wrong.
   ToolResult call(std::string_view call_json);
 
+  /// Adds a tool of the host's own (sandboxed_tool.hpp) to what definitions() lists and call()
+  /// answers. To share the conversation's sandbox, make it over the same host with
+  /// fixed_conversation(scope, thread), the same agent and the conversation's spec (a sandbox
+  /// is per key and workload kind). ValueError naming it when the name is taken.
+  void add(const SandboxedTool& tool);
+
   /// Disposes the conversation's sandboxes now (SandboxHost::dispose_scope) and ends it: later
   /// calls throw RuntimeError. A second close() returns an empty purge.
   ScopePurge close();
