@@ -284,11 +284,11 @@ void core_tool_invoke(benchmark::State& state) {
                         .current_thread_id = [] { return std::optional<std::string>("conv"); },
                         .list_files = {}};
   SandboxedToolOptions options;
-  options.cleanup = Cleanup::Reclaim;
+  options.cleanup.rung = Cleanup::Reclaim;
   options.input_schema = {{"type", "object"},
                           {"properties", {{"command", {{"type", "string"}}}}},
                           {"required", {"command"}}};
-  auto tools = sandboxed_tool(
+  const SandboxedTool tool = sandboxed_tool(
       [](SandboxToolSession session, nlohmann::json) -> boost::asio::awaitable<ToolResult> {
         auto sandbox = co_await session.acquire();
         const std::string dir = session.guest_call_path();
@@ -300,7 +300,7 @@ void core_tool_invoke(benchmark::State& state) {
   BlockingRunner run;
   AllocationMeter meter(state);
   for (auto _ : state) {
-    ToolResult r = run([&] { return tools[0].invoke(call); });
+    ToolResult r = run([&] { return tool.invoke(call); });
     benchmark::DoNotOptimize(r);
   }
 }

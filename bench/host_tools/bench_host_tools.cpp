@@ -83,9 +83,8 @@ Measured measure(const std::string& name, Sandbox& sb, const SandboxKey& key, in
                             " ]; do maf-host-tool echo '{\"n\":1}' >/dev/null || exit 3; i=$((i+1)); done";
   auto program = [&](const std::string& shell, std::chrono::milliseconds poll) {
     HostToolRun hr(*registry);
-    return run([&] {
-      return run_with_host_tools(sb, hr, HostToolProgram{.command = Command(shell), .poll_interval = poll});
-    });
+    const HostToolProgram p{.command = Command(shell), .poll_interval = poll};
+    return run([&] { return run_with_host_tools(sb, hr, p); });
   };
   const std::string request = R"({"id":"0001","name":"echo","arguments":{"n":1}})";
   run([&] { return sb.write_file("floor.request.json", request, "."); });

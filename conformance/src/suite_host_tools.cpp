@@ -43,12 +43,9 @@ std::unique_ptr<HostToolRegistry> registry(HostToolRegistry::Options options = {
 
 HostToolProgramResult run_program(ProbeContext& c, HostToolRun& run, std::string shell,
                                   std::chrono::milliseconds deadline) {
-  return c.subject.runner()([&] {
-    return run_with_host_tools(c.subject.sandbox(), run,
-                               HostToolProgram{.command = Command(std::move(shell)),
-                                               .working_directory = c.paths.work,
-                                               .deadline = deadline});
-  });
+  const HostToolProgram program{
+      .command = Command(std::move(shell)), .working_directory = c.paths.work, .deadline = deadline};
+  return c.subject.runner()([&] { return run_with_host_tools(c.subject.sandbox(), run, program); });
 }
 
 std::string shown(const HostToolProgramResult& r) {

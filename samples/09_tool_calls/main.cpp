@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -92,21 +93,20 @@ int main(int argc, char** argv) {
     SandboxedToolOptions options;
     options.description = "Run a shell command in a sandbox; each call gets a fresh directory.";
     options.input_schema = kShellSchema;
-    options.cleanup = args.cleanup;
-    options.on_reclaim_failure = [](ReclaimFailure f) -> boost::asio::awaitable<void> {
+    options.cleanup.rung = args.cleanup;
+    options.cleanup.on_reclaim_failure = [](ReclaimFailure f) -> boost::asio::awaitable<void> {
       std::cerr << "not reclaimed: " << f.path << " in " << to_string(f.key) << ": " << f.reason << "\n";
       co_return;
     };
-    std::vector<SandboxedTool> tools;
+    std::optional<SandboxedTool> attached;
     try {
-      tools = sandboxed_tool(run_shell, router, context, "agent-1", SandboxSpec(fields), "shell", options);
+      attached = sandboxed_tool(run_shell, router, context, "agent-1", SandboxSpec(fields), "shell", options);
     } catch (const SandboxCapabilityNotSupported& refused) {
       // RECLAIM needs the backend to declare it: refused at attach, never downgraded.
       std::cout << "attach refused: " << refused.what() << "\n";
       return 4;
     }
-    if (tools.empty()) return 1;  // no backend: a host attaches no tool
-    const SandboxedTool& shell = tools.front();
+    const SandboxedTool& shell = *attached;
     std::cerr << "serving tool '" << shell.definition().name << "' on backend '" << backend->name() << "', cleanup "
               << to_string(shell.cleanup()) << "\n";
     std::cout << to_openai_json(shell.definition()).dump() << "\n";
@@ -123,12 +123,8 @@ int main(int argc, char** argv) {
         std::cout << nlohmann::json{{"error", e.what()}}.dump() << "\n";
         continue;
       }
-      ToolResult result;
-      try {
-        result = run([&] { return shell.invoke(call); });
-      } catch (const std::exception& e) {  // a body's exception reaches the host unchanged
-        result = ToolResult::error(std::string("Error: the tool failed: ") + e.what());
-      }
+      // A body's error is already a result the model can read (ToolErrors::AsResults).
+      ToolResult result = run([&] { return shell.invoke(call); });
       if (result.structured) {
         instances.insert((*result.structured)["instance"].get<std::string>());
         ++acquired;

@@ -94,9 +94,8 @@ int main(int argc, char** argv) {
     int status = EXIT_FAILURE;
     try {
       HostToolRun dispatches(registry);
-      const auto result = run([&] {
-        return run_with_host_tools(*sandbox, dispatches, HostToolProgram{.command = Command(kGuestScript)});
-      });
+      const HostToolProgram program{.command = Command(kGuestScript)};  // named: a temporary is refused
+      const auto result = run([&] { return run_with_host_tools(*sandbox, dispatches, program); });
       std::cout << result.output;
       std::cout << "program exit " << result.exit_code << ", " << result.requests << " request(s) served, "
                 << dispatches.delivered() << " answered with a value\n";

@@ -293,8 +293,23 @@ awaitable<BackgroundStatus> BackgroundProcess::stop(std::chrono::milliseconds ti
   co_return co_await wait(timeout);
 }
 
+namespace {
+awaitable<BackgroundProcess> start_in(std::shared_ptr<Sandbox> sandbox, Command command, BackgroundOptions options);
+}  // namespace
+
+awaitable<BackgroundProcess> start_background(std::shared_ptr<Sandbox> sandbox, Command command) {
+  // Not a coroutine: the default options are made here, outside any co_await expression, and
+  // moved into the frame of the one that runs (GCC 12, docs/tools.md "GCC 12 and temporaries").
+  return start_in(std::move(sandbox), std::move(command), BackgroundOptions{});
+}
+
 awaitable<BackgroundProcess> start_background(std::shared_ptr<Sandbox> sandbox, Command command,
-                                              BackgroundOptions options) {
+                                              const BackgroundOptions& options) {
+  return start_in(std::move(sandbox), std::move(command), options);  // copied into the frame
+}
+
+namespace {
+awaitable<BackgroundProcess> start_in(std::shared_ptr<Sandbox> sandbox, Command command, BackgroundOptions options) {
   if (!sandbox) throw ValueError("start_background: sandbox must not be null");
   const std::string line = command.shell_line();
   if (line.find_first_not_of(" \t\n") == std::string::npos)
@@ -372,6 +387,8 @@ awaitable<BackgroundProcess> start_background(std::shared_ptr<Sandbox> sandbox, 
   }
   co_return BackgroundProcess(std::move(sandbox), id);
 }
+
+}  // namespace
 
 awaitable<BackgroundProcess> find_background(std::shared_ptr<Sandbox> sandbox, std::string id) {
   if (!sandbox) throw ValueError("find_background: sandbox must not be null");

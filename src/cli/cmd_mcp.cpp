@@ -104,7 +104,7 @@ int cmd_tools(Session& session) {
   const auto tools = mcp::make_toolset(options.router, options.spec, options.toolset);
   nlohmann::json list = nlohmann::json::array();
   for (const auto& t : tools)
-    list.push_back(format == "mcp" ? mcp::to_mcp_tool(t.definition()) : to_openai_json(t.definition()));
+    list.push_back(format == "mcp" ? to_mcp_json(t.definition()) : to_openai_json(t.definition()));
   fmt::print("{}\n", list.dump(2));
   return kExitOk;
 }

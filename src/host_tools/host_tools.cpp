@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "tools/argument_schema.hpp"
+#include "support/argument_schema.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 

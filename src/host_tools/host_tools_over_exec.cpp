@@ -21,6 +21,7 @@
 #include <memory>
 
 #include "host_tools/host_tool_request.hpp"
+#include "spec/command_check.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/host_tools.hpp"
 #include "maf/sandbox/logging.hpp"
@@ -247,7 +248,10 @@ awaitable<bool> serve(Sandbox& sandbox, HostToolRun& run, const Layout& l, const
 
 }  // namespace
 
-awaitable<HostToolProgramResult> run_with_host_tools(Sandbox& sandbox, HostToolRun& run, HostToolProgram program) {
+awaitable<HostToolProgramResult> run_with_host_tools(Sandbox& sandbox, HostToolRun& run,
+                                                     const HostToolProgram& caller_program) {
+  const HostToolProgram program = caller_program;  // the caller's object is alive until this first step
+  detail::refuse_malformed_command("run_with_host_tools", program.command);
   if (program.deadline.count() <= 0)
     throw ValueError("run_with_host_tools: deadline must be positive, got " + std::to_string(program.deadline.count()) +
                      " ms");

@@ -3,6 +3,7 @@
 #include "maf/sandbox/sandbox.hpp"
 
 #include "maf/sandbox/errors.hpp"
+#include "spec/command_check.hpp"
 #include "maf/sandbox/paths.hpp"
 #include "maf/sandbox/support/labels.hpp"
 #include "maf/sandbox/support/shell.hpp"
@@ -127,6 +128,7 @@ boost::asio::awaitable<ExecResult> Sandbox::exec(Command command, std::string wo
                                                  std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   require_capability(Capability::Exec, "exec");
+  detail::refuse_malformed_command("exec", command);
   if (timeout.count() <= 0)
     throw ValueError("exec timeout must be positive, got " + std::to_string(timeout.count()) + " ms");
   ExecRequest request{command, command.shell_line(),
@@ -195,6 +197,7 @@ boost::asio::awaitable<StreamedExit> Sandbox::exec_stream(Command command, Outpu
                                                           ExecStreamOptions options) {
   const auto deadline = std::chrono::steady_clock::now() + options.timeout;
   require_capability(Capability::ExecStream, "exec_stream");
+  detail::refuse_malformed_command("exec_stream", command);
   if (options.timeout.count() <= 0)
     throw ValueError("exec_stream timeout must be positive, got " + std::to_string(options.timeout.count()) + " ms");
   if (options.read_timeout.count() <= 0)

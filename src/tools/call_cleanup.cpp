@@ -109,17 +109,17 @@ boost::asio::awaitable<void> finish_call(const detail::ToolBinding& b, detail::T
       if (name) path = join_guest_path(entry.sandbox->storage_base(), *name);
       // RECLAIM with no name allocated: nothing was named, so nothing is there to remove.
       if (rung != Cleanup::Reclaim || name)
-        owed.push_back({rung, entry.sandbox, path, b.options.failed_reclaim});
+        owed.push_back({rung, entry.sandbox, path, b.options.cleanup.failed_reclaim});
     }
     const auto failures = co_await b.router->release_call(std::move(entry.ticket), std::move(owed), timeout);
     for (const auto& failure : failures) {
       logger()->warn("tool '{}': {} of {} ({} '{}') did not happen: {}", b.definition.name, to_string(failure.rung),
                      to_string(failure.key), failure.backend, failure.instance_id, failure.reason);
       // C-120: reported only when a name was allocated (else the call wrote nothing).
-      if (!name || !b.options.on_reclaim_failure) continue;
+      if (!name || !b.options.cleanup.on_reclaim_failure) continue;
       // Named first: GCC 12 miscompiles a braced temporary inside a co_await's arguments.
       ReclaimFailure report{b.definition.name, entry.key, path, failure.reason};
-      co_await report_bounded(b.options.on_reclaim_failure, std::move(report), timeout);
+      co_await report_bounded(b.options.cleanup.on_reclaim_failure, std::move(report), timeout);
     }
   }
 }

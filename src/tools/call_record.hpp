@@ -18,7 +18,7 @@
 
 #include "maf/sandbox/router.hpp"
 #include "maf/sandbox/sandboxed_tool.hpp"
-#include "tools/argument_schema.hpp"
+#include "support/argument_schema.hpp"
 
 namespace maf::sandbox::detail {
 
@@ -79,6 +79,10 @@ std::optional<std::string> judge_read(const ToolBinding& b, std::string_view pat
 
 /// The labels of a finished call (PROV-1, PROV-3).
 void stamp_labels(const ToolBinding& b, ToolResult& result, Integrity read_floor, bool library_made);
+
+/// The spec of a tool with SandboxedToolOptions::host_tools: the registry's sealed aggregate
+/// (and the exec transport's capabilities) added; ValueError when the spec carries another.
+SandboxSpec with_host_tools(const std::string& tool, SandboxSpec spec, HostToolRegistry& registry);
 
 /// The end of every call (result, refusal, exception, cancellation): close the record and
 /// release every key it was admitted for with the rung owed (call_cleanup.cpp).

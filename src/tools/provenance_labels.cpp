@@ -14,13 +14,13 @@ std::optional<std::string> judge_read(const detail::ToolBinding& b, std::string_
   std::string key;
   try {
     key = FileStoreProvenance::normalize(path);
-    if (b.options.file_provenance) integrity = b.options.file_provenance->integrity(key);
+    if (b.options.provenance.file_provenance) integrity = b.options.provenance.file_provenance->integrity(key);
   } catch (const ValueError& e) {
     floor = Integrity::Untrusted;
     return "Error: tool '" + tool + "' refuses input: " + e.what();
   }
   if (integrity != Integrity::Trusted) floor = Integrity::Untrusted;
-  const auto& required = b.options.requires_file_integrity;
+  const auto& required = b.options.provenance.requires_file_integrity;
   if (!required) return std::nullopt;
   const bool weak = !integrity || (*required == Integrity::Trusted && *integrity == Integrity::Untrusted);
   if (!weak) return std::nullopt;
@@ -33,9 +33,9 @@ std::optional<std::string> judge_read(const detail::ToolBinding& b, std::string_
 /// trusted/public; every other item keeps the body's labels or takes the kind's claim, and a
 /// weak read lowers its integrity — never raises it.
 void stamp_labels(const detail::ToolBinding& b, ToolResult& result, Integrity read_floor, bool library_made) {
-  const ContentLabels claim = b.options.labels.value_or(ContentLabels{});
+  const ContentLabels claim = b.options.provenance.labels.value_or(ContentLabels{});
   std::size_t guidance = result.content.size();
-  const auto& fixed = b.options.standing_guidance;
+  const auto& fixed = b.options.provenance.standing_guidance;
   if (fixed && !result.is_error) {
     const auto* last = result.content.empty() ? nullptr : &result.content.back();
     const auto* text = last ? std::get_if<TextContent>(&last->value) : nullptr;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 
+#include "maf/sandbox/host.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/paths.hpp"
 #include "maf/sandbox/sink.hpp"
@@ -47,6 +48,31 @@ std::string call_error_type(const ToolResult& result, const std::exception_ptr& 
 }
 
 
+/// ToolErrors::AsResults: an error that answers the model's input is shown to it; anything
+/// else is the fixed sentence, its detail logged (the released event already names its class).
+ToolResult error_result(const std::string& tool, const std::exception_ptr& raised) {
+  try {
+    std::rethrow_exception(raised);
+  } catch (const TimeoutError& e) {
+    return ToolResult::error(std::string("Error: ") + e.what(), kValidationLabels);
+  } catch (const ValueError& e) {  // a bad or escaping path, an empty or malformed command
+    return ToolResult::error(std::string("Error: ") + e.what(), kValidationLabels);
+  } catch (const FileNotFoundError& e) {
+    return ToolResult::error(std::string("Error: ") + e.what(), kValidationLabels);
+  } catch (const IsADirectoryError& e) {
+    return ToolResult::error(std::string("Error: ") + e.what(), kValidationLabels);
+  } catch (const NotADirectoryError& e) {
+    return ToolResult::error(std::string("Error: ") + e.what(), kValidationLabels);
+  } catch (const SandboxOutputError& e) {  // an output missing, over a cap, not a regular file
+    return ToolResult::error(std::string("Error: ") + e.what(), kValidationLabels);
+  } catch (const std::exception& e) {
+    logger()->warn("tool '{}': sandbox unavailable: {}", tool, e.what());
+  } catch (...) {
+    logger()->warn("tool '{}': sandbox unavailable: a non-standard exception", tool);
+  }
+  return ToolResult::error(kRefusalSandboxUnavailable);
+}
+
 }  // namespace
 
 // --- SandboxedTool ---
@@ -57,7 +83,7 @@ Cleanup SandboxedTool::cleanup() const { return binding_->rung; }
 boost::asio::awaitable<ToolResult> SandboxedTool::invoke(ToolCall call, std::stop_token stop) const {
   const auto& b = *binding_;
   std::optional<std::string> arguments;
-  if (b.options.observe_payloads)
+  if (b.options.observation.observe_payloads)
     arguments = call.arguments.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   // A bad call runs nothing, so it is one released event: an errored execute_tool of its own.
   auto invalid = [&](std::string text, const char* error_type = "invalid_arguments") {
@@ -70,10 +96,10 @@ boost::asio::awaitable<ToolResult> SandboxedTool::invoke(ToolCall call, std::sto
     co_return invalid("Error: invalid arguments for tool '" + b.definition.name + "': " + *problem);
   // PROV-2, PROV-4: the inputs the call names are judged before anything runs.
   Integrity read_floor = Integrity::Trusted;
-  if (b.options.file_inputs) {
+  if (b.options.provenance.file_inputs) {
     std::vector<std::string> inputs;
     try {
-      inputs = b.options.file_inputs(call.arguments);
+      inputs = b.options.provenance.file_inputs(call.arguments);
     } catch (const std::exception& e) {
       logger()->warn("tool '{}': file_inputs raised: {}", b.definition.name, e.what());
       co_return invalid("Error: tool '" + b.definition.name + "' could not name the inputs of this call",
@@ -97,7 +123,7 @@ boost::asio::awaitable<ToolResult> SandboxedTool::invoke(ToolCall call, std::sto
   if (b.router->observers()) {
     try {
       if (auto k = session.key()) key = std::move(*k);
-      if (b.options.current_traceparent) traceparent = b.options.current_traceparent();
+      if (b.options.observation.current_traceparent) traceparent = b.options.observation.current_traceparent();
     } catch (...) {
       logger()->warn("tool '{}': a host callback raised while observing the call; its event goes without it",
                      b.definition.name);
@@ -123,10 +149,10 @@ boost::asio::awaitable<ToolResult> SandboxedTool::invoke(ToolCall call, std::sto
     raised = std::current_exception();
   }
   // A cancelled caller is owed promptness, not nothing: a grace rather than a skip (C-120).
-  const auto timeout = cancelled ? std::min(b.options.reclaim_timeout, kCancelledCallGrace) : b.options.reclaim_timeout;
+  const auto timeout = cancelled ? std::min(b.options.cleanup.reclaim_timeout, kCancelledCallGrace) : b.options.cleanup.reclaim_timeout;
   co_await finish_call(b, *record, timeout);
   std::optional<std::string> result_payload;
-  if (b.options.observe_payloads && !raised) result_payload = result_text(result);
+  if (b.options.observation.observe_payloads && !raised) result_payload = result_text(result);
   bool refused = thrown_refusal;
   {
     std::lock_guard guard(record->mutex);
@@ -134,7 +160,12 @@ boost::asio::awaitable<ToolResult> SandboxedTool::invoke(ToolCall call, std::sto
   }
   observe_call(b, ToolCallPhase::Released, record->call_id, key, call_error_type(result, raised, refused), {},
                std::move(arguments), std::move(result_payload));
-  if (raised) std::rethrow_exception(raised);
+  if (raised && (cancelled || b.options.errors == ToolErrors::Propagate)) std::rethrow_exception(raised);
+  if (raised) {
+    // ToolErrors::AsResults (sandboxed_tool.hpp is the one statement of what propagates).
+    result = error_result(b.definition.name, raised);
+    thrown_refusal = true;  // a library-made result: its labels are its own
+  }
   {
     std::lock_guard guard(record->mutex);
     read_floor = record->read_floor;
@@ -150,19 +181,22 @@ ToolResult SandboxedTool::invoke_blocking(ToolCall call) const {
 
 // --- attach (C-118) ---
 
-std::vector<SandboxedTool> sandboxed_tool(ToolBody body, std::shared_ptr<SandboxRouter> router, CallerContext context,
-                                          std::string agent_id, SandboxSpec spec, std::string name,
-                                          SandboxedToolOptions options) {
-  if (!router || !router->enabled()) return {};  // no tool, no error
+SandboxedTool sandboxed_tool(ToolBody body, std::shared_ptr<SandboxRouter> router, CallerContext context,
+                             std::string agent_id, SandboxSpec spec, std::string name, SandboxedToolOptions options) {
+  if (!router || !router->enabled())
+    throw NoSandboxBackend("sandboxed_tool '" + name + "': " +
+                           (router ? "the router is disabled" : "no router was given") +
+                           ", so there is no sandbox to offer the tool over");
   if (name.empty()) throw ValueError("sandboxed_tool: the tool name is empty");
   if (!body) throw ValueError("sandboxed_tool '" + name + "': the body is empty");
-  if (options.standing_guidance && options.standing_guidance->empty())
+  const auto& prov = options.provenance;
+  if (prov.standing_guidance && prov.standing_guidance->empty())
     throw ValueError("sandboxed_tool '" + name + "': standing_guidance is empty; leave it unset for a kind without one");
-  if (options.requires_file_integrity && !options.file_provenance)
+  if (prov.requires_file_integrity && !prov.file_provenance)
     throw ValueError("sandboxed_tool '" + name + "': requires_file_integrity '" +
-                     std::string(to_string(*options.requires_file_integrity)) +
+                     std::string(to_string(*prov.requires_file_integrity)) +
                      "' needs the host's file_provenance record; without it every input is unknown");
-  if (options.output_sink && options.labels)
+  if (options.output_sink && prov.labels)
     throw ValueError("sandboxed_tool '" + name +
                      "': an output sink and explicit labels were both given; the sink decides what lands, so give one");
   const auto& outputs = spec.declared_outputs();
@@ -176,22 +210,24 @@ std::vector<SandboxedTool> sandboxed_tool(ToolBody body, std::shared_ptr<Sandbox
       !spec.requires_capabilities().contains(Capability::FilesOut))
     throw ValueError("sandboxed_tool '" + name + "': workload kind '" + spec.kind() +
                      "' declares outputs but does not require files_out");
-  if (options.reclaim_timeout.count() <= 0)
+  if (options.cleanup.reclaim_timeout.count() <= 0)
     throw ValueError("sandboxed_tool '" + name + "': reclaim_timeout must be finite and positive, got " +
-                     std::to_string(options.reclaim_timeout.count()) + " ms");
+                     std::to_string(options.cleanup.reclaim_timeout.count()) + " ms");
+  if (options.host_tools) spec = detail::with_host_tools(name, std::move(spec), *options.host_tools);
   router->ensure_can_serve(spec);
   // ACQ-2's rule, before any call: a base the acquire would refuse ("/" among them: a call
   // directory under the root would be reclaimed from it) is refused at attach.
   (void)detail::settle_storage_base("sandboxed_tool '" + name + "'", spec);
-  if (options.admission_timeout.count() <= 0)
-    throw ValueError("sandboxed_tool '" + name + "': admission_timeout must be positive, got " +
-                     std::to_string(options.admission_timeout.count()) + " ms");
+  if (options.admission.timeout.count() <= 0)
+    throw ValueError("sandboxed_tool '" + name + "': admission timeout must be positive, got " +
+                     std::to_string(options.admission.timeout.count()) + " ms");
 
   // docs/tools.md "The cleanup ladder": IsolationScope::Call always disposes; otherwise the
   // stronger of the host's rung and the kind's floor, and a rung the backend does not declare
   // is refused, never downgraded.
-  Cleanup rung = spec.isolation_scope() == IsolationScope::Call ? Cleanup::Dispose
-                                                                : stronger(options.cleanup, options.workload_floor);
+  Cleanup rung = spec.isolation_scope() == IsolationScope::Call
+                     ? Cleanup::Dispose
+                     : stronger(options.cleanup.rung, options.cleanup.workload_floor);
   if (rung != Cleanup::Dispose) {
     const auto backend = router->select(spec);
     const Capability needed = rung == Cleanup::Reclaim ? Capability::Reclaim : Capability::Snapshot;
@@ -209,9 +245,22 @@ std::vector<SandboxedTool> sandboxed_tool(ToolBody body, std::shared_ptr<Sandbox
       ToolDefinition{name, options.description, options.input_schema, options.annotations}, std::move(body),
       std::move(router), std::move(context), std::move(agent_id), std::move(spec), std::move(options), rung,
       std::move(schema), std::move(backend_name)});
-  std::vector<SandboxedTool> tools;
-  tools.push_back(SandboxedTool(std::move(binding)));
-  return tools;
+  return SandboxedTool(std::move(binding));
+}
+
+SandboxedTool sandboxed_tool(ToolBody body, SandboxHost& host, CallerContext context, std::string agent_id,
+                             SandboxSpec spec, std::string name, SandboxedToolOptions options) {
+  // Not owned: the host outlives its tools, as it outlives its BlockingSandboxes (host.hpp).
+  std::shared_ptr<SandboxRouter> router(std::shared_ptr<void>(), &host.router());
+  return sandboxed_tool(std::move(body), std::move(router), std::move(context), std::move(agent_id), std::move(spec),
+                        std::move(name), std::move(options));
+}
+
+CallerContext fixed_conversation(std::string scope, std::string thread_id) {
+  CallerContext context;
+  context.current_scope = [scope = std::move(scope)] { return scope; };
+  context.current_thread_id = [thread = std::move(thread_id)] { return std::optional<std::string>(thread); };
+  return context;
 }
 
 }  // namespace maf::sandbox

@@ -87,7 +87,7 @@ boost::asio::awaitable<Refusable<std::shared_ptr<Sandbox>>> SandboxToolSession::
     return Result::refused(std::move(sentence));
   };
   if (!admitted) {
-    const AdmitOptions admit{b.options.exclusive, b.options.admission_timeout, tool, call_->call_id};
+    const AdmitOptions admit{b.options.admission.exclusive, b.options.admission.timeout, tool, call_->call_id};
     CallTicket ticket;
     try {
       ticket = co_await b.router->admit_call(key, b.spec.kind(), admit);
@@ -137,8 +137,20 @@ std::string SandboxToolSession::guest_call_path() const {
 }
 
 boost::asio::awaitable<BackgroundProcess> SandboxToolSession::start_background(std::shared_ptr<Sandbox> sandbox,
+                                                                              Command command) const {
+  // Not a coroutine: the default options are made outside any co_await expression (GCC 12).
+  return start_background_in_call(std::move(sandbox), std::move(command), BackgroundOptions{});
+}
+
+boost::asio::awaitable<BackgroundProcess> SandboxToolSession::start_background(std::shared_ptr<Sandbox> sandbox,
                                                                               Command command,
-                                                                              BackgroundOptions options) const {
+                                                                              const BackgroundOptions& options) const {
+  return start_background_in_call(std::move(sandbox), std::move(command), options);
+}
+
+boost::asio::awaitable<BackgroundProcess> SandboxToolSession::start_background_in_call(std::shared_ptr<Sandbox> sandbox,
+                                                                                      Command command,
+                                                                                      BackgroundOptions options) const {
   auto open = [this] {
     std::lock_guard guard(call_->mutex);
     return !call_->closed;
@@ -146,9 +158,9 @@ boost::asio::awaitable<BackgroundProcess> SandboxToolSession::start_background(s
   if (!call_ || !open())
     throw RuntimeError("start_background() was called outside a running tool call, so no rung would stop it; call it "
                        "from the tool body, or maf::sandbox::start_background for a process of the host's own");
-  // The awaitable made first, then awaited: GCC 12 destroys by-value arguments made inside a
-  // co_await expression twice.
-  auto starting = maf::sandbox::start_background(std::move(sandbox), std::move(command), std::move(options));
+  // The awaitable made first, then awaited: GCC 12 destroys a temporary made inside a co_await
+  // expression twice; `options` is this frame's own, alive until it completes.
+  auto starting = maf::sandbox::start_background(std::move(sandbox), std::move(command), options);
   auto process = co_await std::move(starting);
   bool recorded = false;
   {
@@ -160,7 +172,7 @@ boost::asio::awaitable<BackgroundProcess> SandboxToolSession::start_background(s
   }
   if (!recorded) {
     // The call ended while it started (a cancellation): nothing else will stop it.
-    co_await process.stop(binding_of(binding_).options.reclaim_timeout);
+    co_await process.stop(binding_of(binding_).options.cleanup.reclaim_timeout);
     throw RuntimeError("start_background(): the tool call returned while background process '" + process.id() +
                        "' started; it was stopped");
   }

@@ -112,4 +112,14 @@ nlohmann::json to_openai_json(const ToolDefinition& definition) {
            {{"name", definition.name}, {"description", definition.description}, {"parameters", definition.input_schema}}}};
 }
 
+nlohmann::json to_mcp_json(const ToolDefinition& d) {
+  nlohmann::json annotations{{"readOnlyHint", d.annotations.read_only_hint},
+                             {"destructiveHint", d.annotations.destructive_hint},
+                             {"idempotentHint", d.annotations.idempotent_hint},
+                             {"openWorldHint", d.annotations.open_world_hint}};
+  if (d.annotations.title) annotations["title"] = *d.annotations.title;
+  return {{"name", d.name}, {"description", d.description}, {"inputSchema", d.input_schema},
+          {"annotations", std::move(annotations)}};
+}
+
 }  // namespace maf::sandbox

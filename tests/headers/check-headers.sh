@@ -50,6 +50,39 @@ case "$mode" in
     echo "<maf/sandbox.hpp>: $(wc -l <<<"$graph") headers in its include graph, none of Boost, JSON, fmt or spdlog;" \
          "$(wc -l <<<"$ours") of ours, none including <memory>, <filesystem>, <functional>, <set> or <bitset>"
     ;;
+  blocking-agent)
+    # <maf/sandbox/conversation.hpp>, the agent layer's blocking door (docs/tools.md "A first
+    # agent loop"): no Asio, no Boost at all, in its include graph.
+    graph="$(printf '#include <maf/sandbox/conversation.hpp>\n' | "$cxx" "${flags[@]}" -H -x c++ - 2>&1 >/dev/null | grep '^\.' || true)"
+    [[ -n "$graph" ]] || { echo "no include graph was printed" >&2; exit 1; }
+    if grep -qE '/boost/' <<<"$graph"; then
+      echo "<maf/sandbox/conversation.hpp> pulls in Boost:" >&2
+      grep -E '/boost/' <<<"$graph" | head -10 >&2
+      exit 1
+    fi
+    echo "<maf/sandbox/conversation.hpp>: $(wc -l <<<"$graph") headers in its include graph, none of Boost"
+    ;;
+  refused-temporaries)
+    # AGENT-1 (docs/tools.md "GCC 12 and temporaries"): a braced HostToolProgram or
+    # BackgroundOptions temporary handed to its awaitable does not compile, and the error says
+    # to name it; the named form does compile.
+    pre='#include <maf/sandbox/tools.hpp>
+using namespace maf::sandbox;
+boost::asio::awaitable<void> f(Sandbox& s, HostToolRun& r, std::shared_ptr<Sandbox> p) {'
+    for bad in 'co_await run_with_host_tools(s, r, HostToolProgram{.command = Command("true")});' \
+               'co_await start_background(p, Command("true"), BackgroundOptions{.id = "x"});' \
+               'co_await start_background(p, Command("true"), {.id = "x"});'; do
+      if err="$(printf '%s\n%s\n}\n' "$pre" "$bad" | "$cxx" "${flags[@]}" -x c++ - 2>&1)"; then
+        echo "a braced temporary compiled: $bad" >&2; exit 1
+      fi
+      grep -q 'name the' <<<"$err" || { echo "refused without saying why: $bad" >&2; echo "$err" | head -5 >&2; exit 1; }
+    done
+    good='const HostToolProgram program{.command = Command("true")}; co_await run_with_host_tools(s, r, program);
+const BackgroundOptions options{.id = "x"}; co_await start_background(p, Command("true"), options);
+co_await start_background(p, Command("true"));'
+    printf '%s\n%s\n}\n' "$pre" "$good" | "$cxx" "${flags[@]}" -x c++ - || { echo "the named forms do not compile" >&2; exit 1; }
+    echo "braced temporaries refused with the reason; named forms compile"
+    ;;
   front-doors)
     doors=(maf/sandbox.hpp maf/sandbox/async.hpp maf/sandbox/tools.hpp maf/sandbox/authoring.hpp)
     own_library=(maf/sandbox/otel.hpp maf/sandbox/testing/in_process.hpp maf/sandbox/fwd.hpp)

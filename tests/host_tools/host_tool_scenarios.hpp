@@ -42,9 +42,8 @@ inline std::unique_ptr<HostToolRegistry> registry(HostToolRegistry::Options opti
 inline HostToolProgramResult run_program(Sandbox& sb, HostToolRun& run, std::string shell,
                                          std::chrono::milliseconds deadline = std::chrono::seconds(60)) {
   BlockingRunner runner;
-  return runner([&] {
-    return run_with_host_tools(sb, run, HostToolProgram{.command = Command(std::move(shell)), .deadline = deadline});
-  });
+  const HostToolProgram program{.command = Command(std::move(shell)), .deadline = deadline};  // named: see the header
+  return runner([&] { return run_with_host_tools(sb, run, program); });
 }
 
 /// No `.maf-host-tools-*` directory is left in the sandbox's base (judged by the guest).

@@ -30,9 +30,8 @@ TEST_CASE("host tools HT-T1: the transport refuses a sandbox whose backend does 
   auto reg = host_tools_test::registry();
   HostToolRun run(*reg);
   BlockingRunner runner;
-  const auto call = [&](Sandbox& sb) {
-    return runner([&] { return run_with_host_tools(sb, run, HostToolProgram{.command = Command("echo ran")}); });
-  };
+  const HostToolProgram echo{.command = Command("echo ran")};  // named: GCC 12 (AGENT-1)
+  const auto call = [&](Sandbox& sb) { return runner([&] { return run_with_host_tools(sb, run, echo); }); };
   CHECK_THROWS_WITH(call(*without.sandbox), Catch::Contains("does not declare") &&
                                                 Catch::Contains("host_tools", Catch::CaseSensitive::No));
   CHECK_THROWS_AS(call(*without.sandbox), NotImplementedError);

@@ -61,10 +61,6 @@ TEST_CASE("host tools process: a deadline that is not positive is a ValueError b
   ProcessSandbox p;
   auto reg = host_tools_test::registry();
   HostToolRun run(*reg);
-  CHECK_THROWS_AS(p.run([&] {
-                    return run_with_host_tools(*p.sandbox, run,
-                                               HostToolProgram{.command = Command("true"),
-                                                               .deadline = std::chrono::milliseconds(0)});
-                  }),
-                  ValueError);
+  const HostToolProgram no_deadline{.command = Command("true"), .deadline = std::chrono::milliseconds(0)};
+  CHECK_THROWS_AS(p.run([&] { return run_with_host_tools(*p.sandbox, run, no_deadline); }), ValueError);
 }

@@ -191,13 +191,12 @@ TEST_CASE("OTEL-1, OTEL-2: a SandboxedTool call on Docker exports its span tree;
     context.current_thread_id = [&] { return std::optional<std::string>(scope.thread); };
     SandboxedToolOptions options;
     options.input_schema = text_schema();
-    auto tools = sandboxed_tool(copy_text_body(), router, context, "agent-1", spec_for(kImage, kAllCaps, "shell"),
+    const SandboxedTool tool = sandboxed_tool(copy_text_body(), router, context, "agent-1", spec_for(kImage, kAllCaps, "shell"),
                                 "copy_text", options);
-    REQUIRE(tools.size() == 1);
-    const ToolResult ok = scope.run([&] { return tools[0].invoke({"model-d2", "copy_text", {{"text", "abc"}}}); });
+    const ToolResult ok = scope.run([&] { return tool.invoke({"model-d2", "copy_text", {{"text", "abc"}}}); });
     REQUIRE_FALSE(ok.is_error);
     CHECK(std::get<TextContent>(ok.content.at(0).value).text == "abc");
-    const ToolResult bad = scope.run([&] { return tools[0].invoke({"model-d3", "copy_text", {{"text", 1}}}); });
+    const ToolResult bad = scope.run([&] { return tool.invoke({"model-d3", "copy_text", {{"text", 1}}}); });
     CHECK(bad.is_error);
     REQUIRE(exporter->flush(60s));
   }

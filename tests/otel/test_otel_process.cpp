@@ -281,11 +281,10 @@ TEST_CASE("OTEL-1, OTEL-3: a SandboxedTool call (CALL scope) exports execute_too
                     .isolation_scope = IsolationScope::Call});
   SandboxedToolOptions o;
   o.input_schema = text_schema();
-  o.current_traceparent = [] { return std::string("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"); };
-  auto tools = sandboxed_tool(copy_text_body(), router, caller(), "agent", spec, "copy_text", o);
-  REQUIRE(tools.size() == 1);
+  o.observation.current_traceparent = [] { return std::string("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"); };
+  const SandboxedTool tool = sandboxed_tool(copy_text_body(), router, caller(), "agent", spec, "copy_text", o);
 
-  const ToolResult result = f.run([&] { return tools[0].invoke({"model-call-7", "copy_text", {{"text", "hello"}}}); });
+  const ToolResult result = f.run([&] { return tool.invoke({"model-call-7", "copy_text", {{"text", "hello"}}}); });
   REQUIRE_FALSE(result.is_error);
   CHECK(std::get<TextContent>(result.content.at(0).value).text == "hello");
 
@@ -343,15 +342,14 @@ TEST_CASE("OTEL-2, C-119: a SandboxedTool call refused at admission is an errore
   auto router = shared_router(f, {exporter, recorder.observer()});
   SandboxedToolOptions o;
   o.input_schema = text_schema();
-  o.exclusive = true;
-  o.admission_timeout = 300ms;
-  auto tools = sandboxed_tool(copy_text_body(), router, caller(), "agent", script_spec(), "copy_text", o);
-  REQUIRE(tools.size() == 1);
+  o.admission.exclusive = true;
+  o.admission.timeout = 300ms;
+  const SandboxedTool tool = sandboxed_tool(copy_text_body(), router, caller(), "agent", script_spec(), "copy_text", o);
 
   // Another exclusive call holds the (key, kind): this one waits, then is refused.
   const SandboxKey key{"tenant", "conv", "agent", ""};
   CallTicket held = f.run([&] { return router->admit_call(key, "script", AdmitOptions{true, 10s}); });
-  const ToolResult result = f.run([&] { return tools[0].invoke({"model-call-8", "copy_text", {{"text", "x"}}}); });
+  const ToolResult result = f.run([&] { return tool.invoke({"model-call-8", "copy_text", {{"text", "x"}}}); });
   CHECK(result.is_error);
   CHECK(std::get<TextContent>(result.content.at(0).value).text == kRefusalSandboxUnavailable);
   f.run([&] { return router->release_call(std::move(held)); });
@@ -391,14 +389,13 @@ TEST_CASE("OTEL-2, OTEL-6: a call with invalid arguments is one errored execute_
   };
   SandboxedToolOptions o;
   o.input_schema = text_schema();
-  o.observe_payloads = true;
-  auto tools = sandboxed_tool(body, router, caller(), "agent", script_spec(), "copy_text", o);
-  REQUIRE(tools.size() == 1);
+  o.observation.observe_payloads = true;
+  const SandboxedTool tool = sandboxed_tool(body, router, caller(), "agent", script_spec(), "copy_text", o);
 
-  const ToolResult bad = f.run([&] { return tools[0].invoke({"model-call-9", "copy_text", {{"text", 42}}}); });
+  const ToolResult bad = f.run([&] { return tool.invoke({"model-call-9", "copy_text", {{"text", 42}}}); });
   CHECK(bad.is_error);
   CHECK_FALSE(ran);
-  const ToolResult good = f.run([&] { return tools[0].invoke({"model-call-10", "copy_text", {{"text", "ok"}}}); });
+  const ToolResult good = f.run([&] { return tool.invoke({"model-call-10", "copy_text", {{"text", "ok"}}}); });
   CHECK_FALSE(good.is_error);
   CHECK(ran);
 
@@ -433,12 +430,11 @@ TEST_CASE("OBS-3: an observer that throws on every tool-call event changes no Sa
   auto router = shared_router(f, {thrower});
   SandboxedToolOptions o;
   o.input_schema = text_schema();
-  auto tools = sandboxed_tool(copy_text_body(), router, caller(), "agent", script_spec(), "copy_text", o);
-  REQUIRE(tools.size() == 1);
-  const ToolResult served = f.run([&] { return tools[0].invoke({"model-call-11", "copy_text", {{"text", "same"}}}); });
+  const SandboxedTool tool = sandboxed_tool(copy_text_body(), router, caller(), "agent", script_spec(), "copy_text", o);
+  const ToolResult served = f.run([&] { return tool.invoke({"model-call-11", "copy_text", {{"text", "same"}}}); });
   REQUIRE_FALSE(served.is_error);
   CHECK(std::get<TextContent>(served.content.at(0).value).text == "same");
-  const ToolResult bad = f.run([&] { return tools[0].invoke({"model-call-12", "copy_text", {}}); });
+  const ToolResult bad = f.run([&] { return tool.invoke({"model-call-12", "copy_text", {}}); });
   CHECK(bad.is_error);
   CHECK_THAT(std::get<TextContent>(bad.content.at(0).value).text, Catch::Contains("invalid arguments"));
   // admitted, acquire, two transfers, exec, cleanup, released; then the bad call's released.

@@ -75,9 +75,8 @@ struct Harness {
   SandboxKey key() const { return SandboxKey{engine.scope, "thread-1", "agent-1", ""}; }
   SandboxedTool tool(SandboxedToolOptions options = {}) {
     options.input_schema = kShellSchema;
-    auto tools = sandboxed_tool(shell_body(last), router, context, "agent-1", engine.spec, "shell", std::move(options));
-    REQUIRE(tools.size() == 1);
-    return tools.front();
+    const SandboxedTool tool = sandboxed_tool(shell_body(last), router, context, "agent-1", engine.spec, "shell", std::move(options));
+    return tool;
   }
   ToolResult call(const SandboxedTool& t, nlohmann::json args) {
     return run([&] { return t.invoke(ToolCall{"call-1", "shell", std::move(args)}); });
@@ -106,7 +105,7 @@ inline void dispose_leaves_nothing(Engine& e) {
 inline void reclaim_removes_the_call_directory(Engine& e) {
   Harness h(e);
   SandboxedToolOptions o;
-  o.cleanup = Cleanup::Reclaim;
+  o.cleanup.rung = Cleanup::Reclaim;
   auto tool = h.tool(o);
   const ToolResult first = h.call(tool, {{"command", "echo one > f.txt"}});
   REQUIRE_FALSE(first.is_error);
@@ -127,7 +126,8 @@ inline void reclaim_removes_the_call_directory(Engine& e) {
 inline void body_throws_and_cancellation(Engine& e) {
   Harness h(e);
   SandboxedToolOptions o;
-  o.cleanup = Cleanup::Reclaim;
+  o.cleanup.rung = Cleanup::Reclaim;
+  o.errors = ToolErrors::Propagate;  // this scenario is about the exception's way out
   auto tool = h.tool(o);
   CHECK_THROWS_WITH(h.call(tool, {{"command", "touch a"}, {"fail", "throw"}}), Catch::Contains("the body failed"));
   auto sandbox = *h.last;
@@ -148,9 +148,8 @@ inline void backend_fails_mid_call(Engine& e) {
         auto r = co_await (*sandbox)->exec("sleep 20", ".", std::chrono::milliseconds(300));  // the deadline fails it
         co_return ToolResult::text(r.stdout_text());
       },
-      h.router, h.context, "agent-1", e.spec, "shell");
-  REQUIRE(tool.size() == 1);
-  CHECK_THROWS_AS(h.run([&] { return tool[0].invoke(ToolCall{"c", "shell", nlohmann::json::object()}); }), TimeoutError);
+      h.router, h.context, "agent-1", e.spec, "shell", {.errors = ToolErrors::Propagate});
+  CHECK_THROWS_AS(h.run([&] { return tool.invoke(ToolCall{"c", "shell", nlohmann::json::object()}); }), TimeoutError);
   CHECK(e.sandboxes_alive() == 0);  // DISPOSE still ran
 }
 
@@ -158,8 +157,8 @@ inline void failed_cleanup_marks_the_key(Engine& e) {
   Harness h(e);
   std::vector<ReclaimFailure> reported;
   SandboxedToolOptions o;
-  o.cleanup = Cleanup::Reclaim;
-  o.on_reclaim_failure = [&reported](ReclaimFailure f) -> boost::asio::awaitable<void> {
+  o.cleanup.rung = Cleanup::Reclaim;
+  o.cleanup.on_reclaim_failure = [&reported](ReclaimFailure f) -> boost::asio::awaitable<void> {
     reported.push_back(std::move(f));
     co_return;
   };

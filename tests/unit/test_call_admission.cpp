@@ -295,7 +295,7 @@ TEST_CASE("call admission: TSan: one io_context on four threads, overlapping cal
     co_return ToolResult::text(dir);
   };
   SandboxedToolOptions reclaiming;
-  reclaiming.cleanup = Cleanup::Reclaim;
+  reclaiming.cleanup.rung = Cleanup::Reclaim;
   auto ordinary = f.attach(body, reclaiming);
   auto whole = f.attach(body);  // DISPOSE: the whole-sandbox cleanup
   asio::io_context io;

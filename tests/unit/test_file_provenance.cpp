@@ -97,7 +97,7 @@ TEST_CASE("PROV-1 the standing guidance, last, unlabelled and unaltered, is stam
           "items are not") {
   ToolFixture f;
   SandboxedToolOptions o;
-  o.standing_guidance = kGuidance;
+  o.provenance.standing_guidance = kGuidance;
   const ToolResult r = f.invoke(f.attach(reading_body(kGuidance), o));
   REQUIRE_FALSE(r.is_error);
   REQUIRE(r.content.size() == 2);
@@ -108,7 +108,7 @@ TEST_CASE("PROV-1 the standing guidance, last, unlabelled and unaltered, is stam
 TEST_CASE("PROV-1 guidance that is altered, not last, labelled by the body or missing stamps nothing trusted") {
   ToolFixture f;
   SandboxedToolOptions o;
-  o.standing_guidance = kGuidance;
+  o.provenance.standing_guidance = kGuidance;
 
   SECTION("altered") {
     const ToolResult r = f.invoke(f.attach(reading_body(kGuidance + " Also: run rm -rf."), o));
@@ -141,10 +141,10 @@ TEST_CASE("PROV-1 PROV-4 attach: an empty standing_guidance, or requires_file_in
           "ValueError") {
   ToolFixture f;
   SandboxedToolOptions empty;
-  empty.standing_guidance = "";
+  empty.provenance.standing_guidance = "";
   CHECK_THROWS_AS(f.attach(reading_body(std::nullopt), empty), ValueError);
   SandboxedToolOptions unrecorded;
-  unrecorded.requires_file_integrity = Integrity::Trusted;
+  unrecorded.provenance.requires_file_integrity = Integrity::Trusted;
   CHECK_THROWS_WITH(f.attach(reading_body(std::nullopt), unrecorded),
                     Catch::Contains("requires_file_integrity 'trusted'") && Catch::Contains("file_provenance"));
 }
@@ -157,9 +157,9 @@ TEST_CASE("PROV-3 an untrusted or unknown read weakens every derived item, even 
   provenance->record_write("web.html", Integrity::Untrusted);
 
   SandboxedToolOptions trusting;  // a kind that claims its derived output is trusted
-  trusting.labels = ContentLabels{Integrity::Trusted, Confidentiality::Public};
-  trusting.file_provenance = provenance;
-  trusting.standing_guidance = kGuidance;
+  trusting.provenance.labels = ContentLabels{Integrity::Trusted, Confidentiality::Public};
+  trusting.provenance.file_provenance = provenance;
+  trusting.provenance.standing_guidance = kGuidance;
   auto tool = f.attach(reading_body(kGuidance), trusting);
 
   const ToolResult clean = f.invoke(tool, {{"read", {"trusted.md"}}});
@@ -173,7 +173,7 @@ TEST_CASE("PROV-3 an untrusted or unknown read weakens every derived item, even 
   }
 
   SandboxedToolOptions plain;  // the shipped claim: untrusted; a trusted read does not raise it
-  plain.file_provenance = provenance;
+  plain.provenance.file_provenance = provenance;
   CHECK(f.invoke(f.attach(reading_body(std::nullopt), plain), {{"read", {"trusted.md"}}}).content[0].labels ==
         kDerivedDefault);
 }
@@ -186,11 +186,11 @@ TEST_CASE("PROV-2 PROV-4 requires_file_integrity refuses the inputs file_inputs 
   provenance->record_write("web.html", Integrity::Untrusted);
   auto ran = std::make_shared<std::atomic<int>>(0);
   SandboxedToolOptions o;
-  o.file_provenance = provenance;
-  o.file_inputs = named_inputs;
+  o.provenance.file_provenance = provenance;
+  o.provenance.file_inputs = named_inputs;
 
   SECTION("trusted required: untrusted and unknown are refused, trusted runs") {
-    o.requires_file_integrity = Integrity::Trusted;
+    o.provenance.requires_file_integrity = Integrity::Trusted;
     auto tool = f.attach(counting_body(ran), o);
     const ToolResult untrusted = f.invoke(tool, {{"inputs", {"ok.md", "web.html"}}});
     CHECK(untrusted.is_error);
@@ -205,20 +205,20 @@ TEST_CASE("PROV-2 PROV-4 requires_file_integrity refuses the inputs file_inputs 
     CHECK(ran->load() == 1);
   }
   SECTION("untrusted required: only unknown is refused") {
-    o.requires_file_integrity = Integrity::Untrusted;
+    o.provenance.requires_file_integrity = Integrity::Untrusted;
     auto tool = f.attach(counting_body(ran), o);
     CHECK_FALSE(f.invoke(tool, {{"inputs", {"web.html"}}}).is_error);
     CHECK(f.invoke(tool, {{"inputs", {"gone.txt"}}}).is_error);
     CHECK(ran->load() == 1);
   }
   SECTION("a path out of the store, or a callback that throws, refuses the call") {
-    o.requires_file_integrity = Integrity::Untrusted;
+    o.provenance.requires_file_integrity = Integrity::Untrusted;
     auto tool = f.attach(counting_body(ran), o);
     const ToolResult climbing = f.invoke(tool, {{"inputs", {"../../etc/passwd"}}});
     CHECK(climbing.is_error);
     CHECK_THAT(climbing.joined_text(), Catch::Contains("'../../etc/passwd'"));
     SandboxedToolOptions throwing = o;
-    throwing.file_inputs = [](const nlohmann::json&) -> std::vector<std::string> { throw std::runtime_error("bad"); };
+    throwing.provenance.file_inputs = [](const nlohmann::json&) -> std::vector<std::string> { throw std::runtime_error("bad"); };
     CHECK(f.invoke(f.attach(counting_body(ran), throwing)).is_error);
     CHECK(ran->load() == 0);
   }
@@ -229,8 +229,8 @@ TEST_CASE("PROV-4 a read recorded by the body below the requirement ends the cal
   auto provenance = std::make_shared<FileStoreProvenance>();
   provenance->record_write("web.html", Integrity::Untrusted);
   SandboxedToolOptions o;
-  o.file_provenance = provenance;
-  o.requires_file_integrity = Integrity::Trusted;
+  o.provenance.file_provenance = provenance;
+  o.provenance.requires_file_integrity = Integrity::Trusted;
   const ToolResult r = f.invoke(f.attach(reading_body(std::nullopt), o), {{"read", {"web.html"}}});
   CHECK(r.is_error);
   CHECK_THAT(r.joined_text(), Catch::Contains("'web.html'"));

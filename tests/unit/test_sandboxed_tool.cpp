@@ -37,15 +37,22 @@ const nlohmann::json kShellSchema = {
 
 // --- C-118: the attach order ---
 
-TEST_CASE("C-118 a null or disabled router attaches no tool and raises nothing") {
+// Issue 44 item 9 changed this rule: sandboxed_tool returns one tool or throws, so "no router"
+// is the typed NoSandboxBackend (it used to be an empty list).
+TEST_CASE("C-118 a null or disabled router is NoSandboxBackend, checked before anything else") {
   ToolFixture f;
   auto ran = std::make_shared<std::atomic<int>>(0);
-  CHECK(sandboxed_tool(never_runs(ran), nullptr, f.context, "a", ToolFixture::spec(), "shell").empty());
+  CHECK_THAT(message_of<NoSandboxBackend>(
+                 [&] { sandboxed_tool(never_runs(ran), std::shared_ptr<SandboxRouter>(), f.context, "a", ToolFixture::spec(), "shell"); }),
+             Catch::Contains("'shell'") && Catch::Contains("no router"));
   auto disabled = std::make_shared<SandboxRouter>(std::vector<std::shared_ptr<SandboxBackend>>{});
-  // Even a configuration that would be refused later attaches nothing when there is no router.
+  // Even a configuration that would be refused later is refused for the router first.
   SandboxedToolOptions bad;
-  bad.reclaim_timeout = std::chrono::milliseconds(0);
-  CHECK(sandboxed_tool(never_runs(ran), disabled, f.context, "a", ToolFixture::spec(), "shell", bad).empty());
+  bad.cleanup.reclaim_timeout = std::chrono::milliseconds(0);
+  CHECK_THAT(message_of<NoSandboxBackend>(
+                 [&] { sandboxed_tool(never_runs(ran), disabled, f.context, "a", ToolFixture::spec(), "shell", bad); }),
+             Catch::Contains("disabled"));
+  CHECK(*ran == 0);
 }
 
 TEST_CASE("C-118 a sink and explicit labels together is ValueError, checked before the missing-sink refusal") {
@@ -53,7 +60,7 @@ TEST_CASE("C-118 a sink and explicit labels together is ValueError, checked befo
   auto ran = std::make_shared<std::atomic<int>>(0);
   SandboxedToolOptions o;
   o.output_sink = make_file_system_sink(std::filesystem::temp_directory_path());
-  o.labels = ContentLabels{};
+  o.provenance.labels = ContentLabels{};
   // This spec would also fail the FILES_OUT check; the sink/labels conflict comes first.
   SandboxSpec spec({.kind = "shell", .declared_outputs = {DeclaredOutput{.path = "out.txt"}}});
   CHECK_THAT(message_of<ValueError>([&] { sandboxed_tool(never_runs(ran), f.router, f.context, "a", spec, "shell", o); }),
@@ -88,7 +95,7 @@ TEST_CASE("C-118 a reclaim_timeout that is not positive is ValueError naming it"
   ToolFixture f;
   auto ran = std::make_shared<std::atomic<int>>(0);
   SandboxedToolOptions o;
-  o.reclaim_timeout = std::chrono::milliseconds(-5);
+  o.cleanup.reclaim_timeout = std::chrono::milliseconds(-5);
   CHECK_THAT(message_of<ValueError>(
                  [&] { sandboxed_tool(never_runs(ran), f.router, f.context, "a", ToolFixture::spec(), "shell", o); }),
              Catch::Contains("reclaim_timeout") && Catch::Contains("-5"));
@@ -119,11 +126,11 @@ TEST_CASE("cleanup ladder: RECLAIM without the backend's reclaim capability, or 
   ToolFixture f(testing::kInProcessCapabilities);
   auto ran = std::make_shared<std::atomic<int>>(0);
   SandboxedToolOptions o;
-  o.cleanup = Cleanup::Reclaim;
+  o.cleanup.rung = Cleanup::Reclaim;
   CHECK_THAT(message_of<SandboxCapabilityNotSupported>(
                  [&] { sandboxed_tool(never_runs(ran), f.router, f.context, "a", ToolFixture::spec(), "shell", o); }),
              Catch::Contains("'reclaim'") && Catch::Contains("in-process"));
-  o.cleanup = Cleanup::Reset;
+  o.cleanup.rung = Cleanup::Reset;
   CHECK_THAT(message_of<SandboxCapabilityNotSupported>(
                  [&] { sandboxed_tool(never_runs(ran), f.router, f.context, "a", ToolFixture::spec(), "shell", o); }),
              Catch::Contains("'snapshot'"));
@@ -134,10 +141,10 @@ TEST_CASE("cleanup ladder: the default rung is DISPOSE; IsolationScope::Call alw
   auto ran = std::make_shared<std::atomic<int>>(0);
   CHECK(f.attach(never_runs(ran)).cleanup() == Cleanup::Dispose);
   SandboxedToolOptions o;
-  o.cleanup = Cleanup::Reclaim;
+  o.cleanup.rung = Cleanup::Reclaim;
   CHECK(f.attach(never_runs(ran), o).cleanup() == Cleanup::Reclaim);
   CHECK(f.attach(never_runs(ran), o, ToolFixture::spec(IsolationScope::Call)).cleanup() == Cleanup::Dispose);
-  o.workload_floor = Cleanup::Reset;
+  o.cleanup.workload_floor = Cleanup::Reset;
   CHECK(f.attach(never_runs(ran), o).cleanup() == Cleanup::Reset);
 }
 
@@ -272,7 +279,7 @@ TEST_CASE("C-120 with RECLAIM the call's directory is removed after the result, 
   ToolFixture f;
   f.sandbox->seed("sibling/keep.txt", std::string("other call"));
   SandboxedToolOptions o;
-  o.cleanup = Cleanup::Reclaim;
+  o.cleanup.rung = Cleanup::Reclaim;
   auto tool = f.attach(writing_body(), o);
   const ToolResult r = f.invoke(tool);
   REQUIRE_FALSE(r.is_error);
@@ -289,8 +296,9 @@ TEST_CASE("C-120 the directory is removed after a refusal, after an exception (r
           "cancellation (bounded by min(reclaim_timeout, 2 s), Cancelled propagates)") {
   ToolFixture f;
   SandboxedToolOptions o;
-  o.cleanup = Cleanup::Reclaim;
-  o.reclaim_timeout = std::chrono::seconds(10);
+  o.cleanup.rung = Cleanup::Reclaim;
+  o.cleanup.reclaim_timeout = std::chrono::seconds(10);
+  o.errors = ToolErrors::Propagate;  // the exception's own way out (ToolErrors::AsResults: test_standard_tools)
   std::string how;
   auto tool = f.attach(
       [&how](SandboxToolSession session, nlohmann::json) -> boost::asio::awaitable<ToolResult> {
@@ -319,7 +327,7 @@ TEST_CASE("C-120 the directory is removed after a refusal, after an exception (r
 TEST_CASE("C-120 nothing is removed when no name was allocated or nothing was acquired") {
   ToolFixture f;
   SandboxedToolOptions o;
-  o.cleanup = Cleanup::Reclaim;
+  o.cleanup.rung = Cleanup::Reclaim;
   auto no_name = f.attach(
       [](SandboxToolSession session, nlohmann::json) -> boost::asio::awaitable<ToolResult> {
         auto sandbox = co_await session.acquire();
@@ -341,8 +349,8 @@ TEST_CASE("C-120, cleanup ladder: a failed reclaim goes to on_reclaim_failure as
   ToolFixture f;
   std::vector<ReclaimFailure> reported;
   SandboxedToolOptions o;
-  o.cleanup = Cleanup::Reclaim;
-  o.on_reclaim_failure = [&reported](ReclaimFailure failure) -> boost::asio::awaitable<void> {
+  o.cleanup.rung = Cleanup::Reclaim;
+  o.cleanup.on_reclaim_failure = [&reported](ReclaimFailure failure) -> boost::asio::awaitable<void> {
     reported.push_back(std::move(failure));
     co_return;
   };
@@ -366,7 +374,7 @@ TEST_CASE("cleanup ladder: an unclean key is refused by the router with SandboxK
           "lands; dispose_unclean retries the recorded targets") {
   ToolFixture f;
   SandboxedToolOptions o;
-  o.cleanup = Cleanup::Reclaim;
+  o.cleanup.rung = Cleanup::Reclaim;
   auto calls = std::make_shared<std::atomic<int>>(0);
   auto tool = f.attach(writing_body(calls), o);
   f.sandbox->set_reclaim_error(std::make_exception_ptr(OSError("rm failed")));
@@ -393,9 +401,9 @@ TEST_CASE("cleanup ladder: FailedReclaimPolicy::Keep: a failed reclaim is report
   ToolFixture f;
   int reported = 0;
   SandboxedToolOptions o;
-  o.cleanup = Cleanup::Reclaim;
-  o.failed_reclaim = FailedReclaimPolicy::Keep;
-  o.on_reclaim_failure = [&reported](ReclaimFailure) -> boost::asio::awaitable<void> {
+  o.cleanup.rung = Cleanup::Reclaim;
+  o.cleanup.failed_reclaim = FailedReclaimPolicy::Keep;
+  o.cleanup.on_reclaim_failure = [&reported](ReclaimFailure) -> boost::asio::awaitable<void> {
     ++reported;
     co_return;
   };
@@ -411,8 +419,8 @@ TEST_CASE("cleanup ladder: FailedReclaimPolicy::Keep: a failed reclaim is report
 TEST_CASE("cleanup ladder: a host callback that throws never fails the call") {
   ToolFixture f;
   SandboxedToolOptions o;
-  o.cleanup = Cleanup::Reclaim;
-  o.on_reclaim_failure = [](ReclaimFailure) -> boost::asio::awaitable<void> {
+  o.cleanup.rung = Cleanup::Reclaim;
+  o.cleanup.on_reclaim_failure = [](ReclaimFailure) -> boost::asio::awaitable<void> {
     throw std::runtime_error("host callback exploded");
     co_return;
   };
@@ -459,7 +467,7 @@ TEST_CASE("cleanup ladder: RESET restores the acquire-time snapshot after the ca
   ToolFixture g(test::tool_capabilities(), std::make_shared<testing::InProcessSandboxBackend>(
                                                testing::InProcessSandboxBackendOptions{.sandbox = sb, .declarations = d}));
   SandboxedToolOptions o;
-  o.cleanup = Cleanup::Reset;
+  o.cleanup.rung = Cleanup::Reset;
   auto tool = g.attach(writing_body(), o);
   g.invoke(tool);
   CHECK(sb->hook_counts().reset == 1);
@@ -487,14 +495,14 @@ TEST_CASE("unlabelled result items are stamped untrusted/private, or with the to
   CHECK(plain.content[1].labels == ContentLabels{Integrity::Untrusted, Confidentiality::Private});
   CHECK(plain.content[2].labels == kLibraryAuthoredLabels);
   SandboxedToolOptions o;
-  o.labels = ContentLabels{Integrity::Untrusted, Confidentiality::Public};
+  o.provenance.labels = ContentLabels{Integrity::Untrusted, Confidentiality::Public};
   CHECK(f.invoke(f.attach(body, o)).content[0].labels == ContentLabels{Integrity::Untrusted, Confidentiality::Public});
 }
 
 TEST_CASE("invoke_blocking runs a call to completion without a caller io_context") {
   ToolFixture f;
   SandboxedToolOptions o;
-  o.cleanup = Cleanup::Reclaim;
+  o.cleanup.rung = Cleanup::Reclaim;
   auto tool = f.attach(writing_body(), o);
   const ToolResult r = tool.invoke_blocking(ToolCall{"c1", "shell", nlohmann::json::object()});
   CHECK_FALSE(r.is_error);

@@ -55,9 +55,8 @@ struct ToolFixture {
 
   /// The tool's one object; REQUIREs that it attached.
   SandboxedTool attach(ToolBody body, SandboxedToolOptions options = {}, SandboxSpec s = spec()) {
-    auto tools = sandboxed_tool(std::move(body), router, context, "agent-1", std::move(s), "shell", std::move(options));
-    if (tools.size() != 1) throw std::logic_error("the tool did not attach");
-    return tools.front();
+    const SandboxedTool tool = sandboxed_tool(std::move(body), router, context, "agent-1", std::move(s), "shell", std::move(options));
+    return tool;
   }
 
   ToolResult invoke(const SandboxedTool& tool, nlohmann::json args = nlohmann::json::object(), std::string id = "call-1") {

@@ -113,7 +113,25 @@ private:
 /// NotImplementedError naming backend and kind when the sandbox does not declare BACKGROUND;
 /// ValueError for an empty command, a malformed id or one already used in this sandbox.
 boost::asio::awaitable<BackgroundProcess> start_background(std::shared_ptr<Sandbox> sandbox, Command command,
-                                                           BackgroundOptions options = {});
+                                                           const BackgroundOptions& options);
+/// start_background with the default options.
+boost::asio::awaitable<BackgroundProcess> start_background(std::shared_ptr<Sandbox> sandbox, Command command);
+
+namespace detail {
+template <class>
+inline constexpr bool kNamedOptionsRequired = false;
+}  // namespace detail
+
+/// Refused at compile time: GCC 12 destroys a braced BackgroundOptions temporary in a
+/// co_await expression twice, and one outside it would be gone before the lazy awaitable
+/// runs. Name the options first (docs/tools.md "GCC 12 and temporaries").
+template <class Refused = BackgroundOptions>
+boost::asio::awaitable<BackgroundProcess> start_background(std::shared_ptr<Sandbox>, Command, BackgroundOptions&&) {
+  static_assert(detail::kNamedOptionsRequired<Refused>,
+                "name the options first: `const BackgroundOptions options{...}; co_await start_background(sandbox, "
+                "command, options);` — GCC 12 destroys a braced temporary in a co_await expression twice");
+  return {};
+}
 
 /// BG-5: the handle of the background process `id` of this sandbox; BackgroundProcessNotFound
 /// naming the id when there is none, ValueError when the id is malformed.

@@ -61,9 +61,29 @@ struct HostToolProgramResult {
 };
 
 /// Runs `program` with `run`'s registry reachable from inside it. ValueError for a bad
-/// program (non-positive deadline or poll interval); SandboxProgramTimeout past the
-/// deadline, carrying the output so far; the sandbox's own errors otherwise.
+/// program (an empty or malformed command, non-positive deadline or poll interval) before
+/// anything runs; SandboxProgramTimeout past the deadline, carrying the output so far; the
+/// sandbox's own errors otherwise. `program` is the caller's, named: it must live until the
+/// returned awaitable completes (a tool body rarely needs this call at all —
+/// SandboxedToolOptions::host_tools and SandboxToolSession::exec make the run per call).
 boost::asio::awaitable<HostToolProgramResult> run_with_host_tools(Sandbox& sandbox, HostToolRun& run,
-                                                                  HostToolProgram program);
+                                                                  const HostToolProgram& program);
+
+namespace detail {
+template <class>
+inline constexpr bool kNamedProgramRequired = false;
+}  // namespace detail
+
+/// Refused at compile time: GCC 12 destroys a braced HostToolProgram temporary in a co_await
+/// expression twice (free(): invalid pointer), and a temporary outside one would be gone
+/// before the lazy awaitable runs. Name the program first (docs/tools.md "GCC 12 and
+/// temporaries").
+template <class Refused = HostToolProgram>
+boost::asio::awaitable<HostToolProgramResult> run_with_host_tools(Sandbox&, HostToolRun&, HostToolProgram&&) {
+  static_assert(detail::kNamedProgramRequired<Refused>,
+                "name the program first: `const HostToolProgram program{...}; co_await run_with_host_tools(sandbox, "
+                "run, program);` — GCC 12 destroys a braced temporary in a co_await expression twice");
+  return {};
+}
 
 }  // namespace maf::sandbox

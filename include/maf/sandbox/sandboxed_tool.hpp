@@ -6,16 +6,18 @@
 /// cleanup rung after every call (docs/tools.md "The cleanup ladder"). docs/tools.md is the guide.
 ///
 /// @code
-///   auto tools = sandboxed_tool(
+///   SandboxedTool tool = sandboxed_tool(
 ///       [](SandboxToolSession session, nlohmann::json args) -> boost::asio::awaitable<ToolResult> {
 ///         auto sandbox = co_await session.acquire();
 ///         if (!sandbox) co_return ToolResult::error(sandbox.refusal());
-///         const std::string dir = session.guest_call_path();     // relative, e.g. "3f2a9c0d1b4e"
-///         auto r = co_await (*sandbox)->exec(args["command"].get<std::string>(), ".");
+///         const std::string dir = session.guest_call_path();  // "3f2a9c0d1b4e": removed after the call
+///         const Command run = "mkdir -p " + dir + " && cd " + dir + " && " + args["command"].get<std::string>();
+///         auto r = co_await session.exec(**sandbox, run);  // host tools reachable, when attached
 ///         co_return ToolResult::text(r.stdout_text());
 ///       },
-///       router, context, "agent-1", spec, "shell", {.input_schema = schema});
-///   if (!tools.empty()) ToolResult r = co_await tools[0].invoke(call);
+///       host, fixed_conversation("my-app", "conversation-1"), "agent-1", spec, "shell",
+///       {.input_schema = schema, .cleanup = {.rung = rung_for(BetweenCalls::KeepSandbox)}});
+///   ToolResult r = co_await tool.invoke(call);  // an error result, never an exception, for a bad call
 /// @endcode
 ///
 /// The session handed to a body is a per-call record (C++ has no task-local context): a copy
@@ -36,11 +38,13 @@
 
 #include "maf/sandbox/fwd.hpp"
 #include "maf/sandbox/background.hpp"
+#include "maf/sandbox/between_calls.hpp"
 #include "maf/sandbox/call_admission.hpp"
 #include "maf/sandbox/call_defaults.hpp"
 #include "maf/sandbox/caller_context.hpp"
 #include "maf/sandbox/cleanup.hpp"
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/exec_result.hpp"
 #include "maf/sandbox/file_provenance.hpp"
 #include "maf/sandbox/key.hpp"
 #include "maf/sandbox/spec.hpp"
@@ -85,6 +89,9 @@ private:
 namespace detail {
 struct ToolBinding;
 struct ToolCallRecord;
+/// False for every type: an overload that must never be chosen says why in its static_assert.
+template <class>
+inline constexpr bool kNamedArgumentRequired = false;
 }  // namespace detail
 
 /// What a tool body is handed, per call: host configuration plus this call's record.
@@ -133,10 +140,32 @@ public:
   /// A process the host starts with start_background itself belongs to no call and outlives
   /// them all.
   boost::asio::awaitable<BackgroundProcess> start_background(std::shared_ptr<Sandbox> sandbox, Command command,
-                                                             BackgroundOptions options = {}) const;
+                                                             const BackgroundOptions& options) const;
+  /// start_background with the default options.
+  boost::asio::awaitable<BackgroundProcess> start_background(std::shared_ptr<Sandbox> sandbox, Command command) const;
+  /// Refused at compile time: a braced temporary in a co_await expression is destroyed twice
+  /// by GCC 12 (docs/tools.md "GCC 12 and temporaries"). Name the options first.
+  template <class Refused = BackgroundOptions>
+  boost::asio::awaitable<BackgroundProcess> start_background(std::shared_ptr<Sandbox>, Command, BackgroundOptions&&) const {
+    static_assert(detail::kNamedArgumentRequired<Refused>,
+                  "GCC 12 destroys a braced temporary in a co_await expression twice: name the options first "
+                  "(`const BackgroundOptions options{...}; co_await session.start_background(sb, cmd, options);`)");
+    return {};
+  }
+
+  /// Run `command` in `sandbox` (one this call acquired) with this tool's host tools
+  /// reachable from it: with SandboxedToolOptions::host_tools, through run_with_host_tools
+  /// with a HostToolRun of this call (its own dispatch count and byte ledger; stdout is then
+  /// the program's merged stdout and stderr, stderr empty); without, Sandbox::exec. ValueError
+  /// for an empty or malformed command, before anything runs; SandboxProgramTimeout past
+  /// `timeout`.
+  boost::asio::awaitable<ExecResult> exec(Sandbox& sandbox, Command command, std::string working_directory = ".",
+                                          std::chrono::milliseconds timeout = kDefaultExecTimeout) const;
 
 private:
   friend class SandboxedTool;
+  boost::asio::awaitable<BackgroundProcess> start_background_in_call(std::shared_ptr<Sandbox> sandbox, Command command,
+                                                                     BackgroundOptions options) const;
   SandboxToolSession(std::shared_ptr<const detail::ToolBinding> binding, std::shared_ptr<detail::ToolCallRecord> call)
       : binding_(std::move(binding)), call_(std::move(call)) {}
   std::shared_ptr<const detail::ToolBinding> binding_;
@@ -146,29 +175,49 @@ private:
 /// A tool body: the session of this call and the (already validated) arguments.
 using ToolBody = std::function<boost::asio::awaitable<ToolResult>(SandboxToolSession session, nlohmann::json arguments)>;
 
-/// Host and kind configuration of one tool. Every field has the safe default.
-struct SandboxedToolOptions {
-  std::string description{};
-  /// JSON Schema (draft 7) of the arguments; compiled once at attach (ValueError if invalid).
-  nlohmann::json input_schema = nlohmann::json{{"type", "object"}};
-  ToolAnnotations annotations{};
-  /// The host's rung (docs/tools.md "The cleanup ladder"). Dispose unless the host explicitly opts into Reset (needs
-  /// SNAPSHOT) or Reclaim (needs the backend's RECLAIM). IsolationScope::Call always disposes.
-  Cleanup cleanup = Cleanup::Dispose;
+/// What becomes of an exception a body raises — the one place this is stated (docs/tools.md
+/// "Errors are results").
+enum class ToolErrors {
+  /// The default. An error that answers the model's own input — ValueError (a bad or
+  /// escaping path, an empty or malformed command), FileNotFoundError, IsADirectoryError,
+  /// NotADirectoryError, TimeoutError (a program past its timeout), SandboxOutputError (an
+  /// output missing or over a cap) — is an is_error result "Error: <message>" the model can
+  /// read and correct (labels untrusted/public: the message may quote its path). Any other
+  /// exception is the fixed kRefusalSandboxUnavailable sentence; its detail goes to the log and
+  /// to the call's released ToolCallEvent (`error_type`). Only `Cancelled` propagates.
+  AsResults,
+  /// Every exception of the body propagates out of `invoke`, after the cleanup rung ran.
+  Propagate,
+};
+
+/// `cleanup` of SandboxedToolOptions: what runs after each call (docs/tools.md "The cleanup
+/// ladder" and "What survives a call").
+struct ToolCleanupOptions {
+  /// The host's rung. Dispose unless the host explicitly opts into Reset (needs SNAPSHOT) or
+  /// Reclaim (needs the backend's RECLAIM) — `rung_for(BetweenCalls::KeepSandbox)` is the
+  /// choice that keeps a conversation's files. IsolationScope::Call always disposes.
+  Cleanup rung = Cleanup::Dispose;
   /// The weakest rung the kind tolerates (a kind that leaves processes behind says Reset or
-  /// Dispose); the stronger of this and `cleanup` runs.
+  /// Dispose); the stronger of this and `rung` runs.
   Cleanup workload_floor = Cleanup::Reclaim;
-  /// The kind asks for one call at a time per (key, kind), cleanup included.
-  bool exclusive = false;
-  /// Bounds each cleanup rung, and separately on_reclaim_failure (C-120); finite, positive.
+  /// Bounds each cleanup rung, and separately on_reclaim_failure (C-120); positive.
   std::chrono::milliseconds reclaim_timeout = kDefaultReclaimTimeout;
-  /// How long a call waits for admission before it is refused ("sandbox unavailable").
-  std::chrono::milliseconds admission_timeout = std::chrono::seconds(60);
   /// Told of every rung that did not happen for a call that had allocated its directory.
   std::function<boost::asio::awaitable<void>(ReclaimFailure)> on_reclaim_failure{};
   FailedReclaimPolicy failed_reclaim = FailedReclaimPolicy::Refuse;
-  /// Where declared outputs land; required when the spec lands artifacts (C-118).
-  std::shared_ptr<OutputSink> output_sink{};
+};
+
+/// `admission` of SandboxedToolOptions: how calls of one (key, kind) share it
+/// (docs/tools.md "Call admission").
+struct ToolAdmissionOptions {
+  /// The kind asks for one call at a time per (key, kind), cleanup included.
+  bool exclusive = false;
+  /// How long a call waits for admission before it is refused ("sandbox unavailable").
+  std::chrono::milliseconds timeout = std::chrono::seconds(60);
+};
+
+/// `provenance` of SandboxedToolOptions: the labels of a result (docs/tools.md PROV-1…PROV-6).
+struct ToolProvenanceOptions {
   /// Explicit labels for the body's unlabelled items (default: untrusted, private) — the
   /// kind's claim about what it derives. Not together with a sink, whose destination decides
   /// them (C-118).
@@ -177,8 +226,7 @@ struct SandboxedToolOptions {
   /// is_error) result. Verified after each call — the last item, a text item, unlabelled,
   /// equal byte for byte — and then stamped trusted/public; a result that does not end with it
   /// stamps nothing trusted and is logged (PROV-1). Non-empty when given (ValueError). Never
-  /// put text chosen from guest output here: counts, exit codes and advice picked from
-  /// output are derived, not fixed.
+  /// put text chosen from guest output here.
   std::optional<std::string> standing_guidance{};
   /// The host's record of its file store's integrity, shared with the store's writers
   /// (file_provenance.hpp). Reads named by file_inputs or record_file_read consult it.
@@ -187,16 +235,42 @@ struct SandboxedToolOptions {
   /// runs (PROV-2). A callback that throws refuses the call (its detail is logged).
   std::function<std::vector<std::string>(const nlohmann::json& arguments)> file_inputs{};
   /// The weakest input the kind accepts: Trusted refuses untrusted and unknown inputs,
-  /// Untrusted refuses unknown ones — before anything runs, as an is_error result naming the
-  /// path (PROV-4). Needs file_provenance (ValueError at attach).
+  /// Untrusted refuses unknown ones — before anything runs (PROV-4). Needs file_provenance.
   std::optional<Integrity> requires_file_integrity{};
+};
+
+/// `observation` of SandboxedToolOptions: what the call's ToolCallEvents carry
+/// (docs/observability.md).
+struct ToolObservationOptions {
   /// The host's W3C `traceparent` for the call starting now (read once per call, on its
-  /// thread), carried by its ToolCallEvent `admitted`; empty or absent = none
-  /// (docs/observability.md OTEL-3).
+  /// thread), carried by its ToolCallEvent `admitted`; empty or absent = none (OTEL-3).
   std::function<std::string()> current_traceparent{};
   /// Attach the call's arguments and result text to its ToolCallEvents (OTEL-6). Off: events
   /// carry no payload.
   bool observe_payloads = false;
+};
+
+/// Host and kind configuration of one tool, in named parts, for designated initialisers:
+/// `{.description = "…", .cleanup = {.rung = Cleanup::Reclaim}, .admission = {.exclusive = true}}`.
+/// Every field has the safe default.
+struct SandboxedToolOptions {
+  std::string description{};
+  /// JSON Schema (draft 7) of the arguments; compiled once at attach (ValueError if invalid).
+  nlohmann::json input_schema = nlohmann::json{{"type", "object"}};
+  ToolAnnotations annotations{};
+  /// Where declared outputs land; required when the spec lands artifacts (C-118).
+  std::shared_ptr<OutputSink> output_sink{};
+  /// Host tools the body's programs may call (docs/host-tools.md), attached once: the spec is
+  /// given the registry's sealed aggregate (and HOST_TOOLS) at attach, and every
+  /// `session.exec` of a call runs with its own dispatch ledger — no HostToolRun or
+  /// HostToolProgram by hand. The registry outlives the tool.
+  std::shared_ptr<HostToolRegistry> host_tools{};
+  /// What a body's exception becomes (ToolErrors).
+  ToolErrors errors = ToolErrors::AsResults;
+  ToolCleanupOptions cleanup{};
+  ToolAdmissionOptions admission{};
+  ToolProvenanceOptions provenance{};
+  ToolObservationOptions observation{};
 };
 
 /// One attached tool; a cheap, copyable handle. Safe to invoke concurrently.
@@ -207,31 +281,41 @@ public:
   Cleanup cleanup() const;
 
   /// Validate, run the body, clean up. A bad call (wrong name, arguments failing the schema)
-  /// is an is_error result naming the field, and nothing runs. A body's exception is an
-  /// is_error result with the fixed "sandbox unavailable" sentence (the detail is logged);
-  /// `Cancelled` propagates after a cleanup bounded by min(reclaim_timeout, 2 s).
+  /// is an is_error result naming the field, and nothing runs. A body's exception becomes a
+  /// result or propagates as `options.errors` says (ToolErrors: by default an input error is
+  /// "Error: <message>", anything else the fixed "sandbox unavailable" sentence); `Cancelled`
+  /// always propagates, after a cleanup bounded by min(reclaim_timeout, 2 s).
   boost::asio::awaitable<ToolResult> invoke(ToolCall call, std::stop_token stop = {}) const;
   /// invoke() to completion on a per-thread io_context (keep calling from the same thread
   /// while its sandboxes live: a backend may bind I/O to the executor of first use).
   ToolResult invoke_blocking(ToolCall call) const;
 
 private:
-  friend std::vector<SandboxedTool> sandboxed_tool(ToolBody, std::shared_ptr<SandboxRouter>, CallerContext,
-                                                   std::string, SandboxSpec, std::string, SandboxedToolOptions);
+  friend SandboxedTool sandboxed_tool(ToolBody, std::shared_ptr<SandboxRouter>, CallerContext, std::string,
+                                      SandboxSpec, std::string, SandboxedToolOptions);
   explicit SandboxedTool(std::shared_ptr<const detail::ToolBinding> binding) : binding_(std::move(binding)) {}
   std::shared_ptr<const detail::ToolBinding> binding_;
 };
 
-/// Attach a tool (C-118, in this order): router null or disabled -> empty list, no error; a
-/// sink and explicit labels together -> ValueError; a spec that lands artifacts without a sink
-/// -> SandboxOutputSinkRequired; outputs declared (or named at call time) without FILES_OUT ->
-/// ValueError; reclaim_timeout not positive -> ValueError; the router's ensure_can_serve; a
-/// work_dir that normalises to "/" -> ValueError; then the rung: RESET without the backend's
-/// SNAPSHOT, or RECLAIM without its RECLAIM, -> SandboxCapabilityNotSupported; an input
-/// schema that is not a valid schema -> ValueError; an empty standing_guidance, or
-/// requires_file_integrity without file_provenance -> ValueError.
-std::vector<SandboxedTool> sandboxed_tool(ToolBody body, std::shared_ptr<SandboxRouter> router, CallerContext context,
-                                          std::string agent_id, SandboxSpec spec, std::string name,
-                                          SandboxedToolOptions options = {});
+/// Attach a tool (C-118, in this order): router null or disabled -> NoSandboxBackend (a host
+/// without a sandbox offers no tool: catch it to leave the tool out); a sink and explicit
+/// labels together -> ValueError; a spec that lands artifacts without a sink ->
+/// SandboxOutputSinkRequired; outputs declared (or named at call time) without FILES_OUT ->
+/// ValueError; reclaim_timeout not positive -> ValueError; host_tools whose aggregate differs
+/// from the spec's -> ValueError; the router's ensure_can_serve; a work_dir that normalises to
+/// "/" -> ValueError; then the rung: RESET without the backend's SNAPSHOT, or RECLAIM without
+/// its RECLAIM, -> SandboxCapabilityNotSupported; an input schema that is not a valid schema
+/// -> ValueError; an empty standing_guidance, or requires_file_integrity without
+/// file_provenance -> ValueError. Returns the one tool.
+SandboxedTool sandboxed_tool(ToolBody body, std::shared_ptr<SandboxRouter> router, CallerContext context,
+                             std::string agent_id, SandboxSpec spec, std::string name, SandboxedToolOptions options = {});
+/// The same over a SandboxHost's router (docs/getting-started.md's host): the host must
+/// outlive the tool.
+SandboxedTool sandboxed_tool(ToolBody body, SandboxHost& host, CallerContext context, std::string agent_id,
+                             SandboxSpec spec, std::string name, SandboxedToolOptions options = {});
+
+/// A CallerContext for one conversation whose scope and thread are fixed (an MCP session, a
+/// test, a one-conversation host): the same two strings on every call.
+CallerContext fixed_conversation(std::string scope, std::string thread_id);
 
 }  // namespace maf::sandbox

@@ -86,9 +86,17 @@ struct ToolDefinition {
 
 /// One call the model made. `id` correlates the result; it is model-side data and never
 /// becomes part of a sandbox key (C-14).
+///
+/// Not an aggregate, on purpose: GCC 12 destroys a braced aggregate temporary twice when it
+/// stands in a `co_await` expression (docs/tools.md "GCC 12 and temporaries"), and
+/// `co_await tool.invoke({"1", "shell", args})` must be safe. Braces call the constructor.
 struct ToolCall {
-  std::string id;
-  std::string name;
+  ToolCall() = default;
+  ToolCall(std::string id_, std::string name_, nlohmann::json arguments_ = nlohmann::json::object())
+      : id(std::move(id_)), name(std::move(name_)), arguments(std::move(arguments_)) {}
+
+  std::string id{};
+  std::string name{};
   nlohmann::json arguments = nlohmann::json::object();
 };
 
@@ -124,5 +132,9 @@ nlohmann::json to_json(const ToolCall& call, const ToolResult& result);
 
 /// The definition as OpenAI's `tools[]` entry: `{"type":"function","function":{...}}`.
 nlohmann::json to_openai_json(const ToolDefinition& definition);
+
+/// The definition as MCP's `tools/list` entry: `{"name", "description", "inputSchema",
+/// "annotations"}` (the annotations' hints by MCP's names, the title when set).
+nlohmann::json to_mcp_json(const ToolDefinition& definition);
 
 }  // namespace maf::sandbox

@@ -74,16 +74,6 @@ nlohmann::json to_call_tool_result(const ToolResult& result) {
   return j;
 }
 
-nlohmann::json to_mcp_tool(const ToolDefinition& d) {
-  nlohmann::json annotations{{"readOnlyHint", d.annotations.read_only_hint},
-                             {"destructiveHint", d.annotations.destructive_hint},
-                             {"idempotentHint", d.annotations.idempotent_hint},
-                             {"openWorldHint", d.annotations.open_world_hint}};
-  if (d.annotations.title) annotations["title"] = *d.annotations.title;
-  return {{"name", d.name}, {"description", d.description}, {"inputSchema", d.input_schema},
-          {"annotations", std::move(annotations)}};
-}
-
 /// One tools/call in flight.
 struct McpSession::Call {
   nlohmann::json id;
@@ -136,7 +126,7 @@ void McpSession::dispatch(Message m) {
     send_(make_result(m.id, nlohmann::json::object()));
   } else if (m.method == "tools/list") {
     nlohmann::json list = nlohmann::json::array();
-    for (const auto& t : tools_) list.push_back(to_mcp_tool(t.definition()));
+    for (const auto& t : tools_) list.push_back(to_mcp_json(t.definition()));
     send_(make_result(m.id, {{"tools", std::move(list)}}));
   } else if (m.method == "tools/call") {
     start_call(m.id, m.params);

@@ -41,9 +41,6 @@ std::string negotiate_protocol_version(const nlohmann::json& requested);
 /// `structuredContent`.
 nlohmann::json to_call_tool_result(const ToolResult& result);
 
-/// MCP's `tools/list` entry for a definition, annotations included.
-nlohmann::json to_mcp_tool(const ToolDefinition& definition);
-
 struct ServerIdentity {
   std::string name = "maf-sandbox";
   std::string version;

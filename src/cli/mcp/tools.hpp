@@ -1,7 +1,7 @@
 #pragma once
-// The tools `maf-sandbox mcp` serves (docs/mcp.md), each a sandboxed tool of the tool layer:
-// run_command, write_file, read_file, collect_outputs (when the spec declares outputs) and
-// run_code (when the backend declares RUN_CODE). Every file path is relative to the sandbox's
+// The tools `maf-sandbox mcp` serves (docs/mcp.md): the library's standard tools
+// (<maf/sandbox/standard_tools.hpp>) — run_command, write_file, read_file, collect_outputs
+// (when the spec declares outputs) and run_code (when the backend declares RUN_CODE). Every file path is relative to the sandbox's
 // work directory and confined to it by the Sandbox NVI, so a file written by one call is there
 // for the next when the cleanup rung keeps the sandbox (reclaim, reset's snapshot aside).
 

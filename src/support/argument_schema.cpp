@@ -1,5 +1,5 @@
 // Argument validation for sandboxed tools (issue 26 item 2): valijson over nlohmann::json.
-#include "tools/argument_schema.hpp"
+#include "support/argument_schema.hpp"
 
 #include <valijson/adapters/nlohmann_json_adapter.hpp>
 #include <valijson/schema.hpp>

@@ -1,0 +1,94 @@
+#pragma once
+/// @file conversation.hpp
+/// Conversation: the blocking way from a SandboxHost to a model's tool calls (docs/tools.md
+/// opens with it). One conversation's standard tools (standard_tools.hpp: run_command,
+/// write_file, read_file, list_files, …) over one (scope, thread) of the host; `call` answers
+/// a model's call with a result, never an exception for what the model got wrong; the
+/// destructor disposes the conversation's sandboxes — the blocking twin of
+/// SandboxRouter::with_scope. Light: no Asio (a host that wants coroutines uses
+/// standard_tools.hpp over the same host).
+///
+/// @code
+///   SandboxHost host("process", RouterOptions::lowered_floor(Isolation::OsProcess, LowerIsolationFloor{}));
+///   Conversation chat(host, {.scope = "my-app", .thread = "conversation-1"});
+///   for (const auto& d : chat.definitions()) std::cout << to_openai_json(d) << "\n";
+///   ToolResult r = chat.call(R"({"id":"1","name":"run_command","arguments":{"command":"ls"}})");
+/// @endcode
+///
+/// Calls are made from one thread at a time (the thread that made the conversation, or any
+/// one thread after it): a backend may bind I/O to the executor of first use.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "maf/sandbox/fwd.hpp"
+#include "maf/sandbox/between_calls.hpp"
+#include "maf/sandbox/disposal.hpp"
+#include "maf/sandbox/host.hpp"
+#include "maf/sandbox/host_tools.hpp"
+#include "maf/sandbox/spec.hpp"
+#include "maf/sandbox/tool.hpp"
+
+namespace maf::sandbox {
+
+/// One conversation of a host. Every field has a default a first program can keep.
+struct ConversationOptions {
+  /// The key's scope: the host's user or tenant.
+  std::string scope = "default";
+  /// The conversation's id: the sandboxes of one thread are the conversation's.
+  std::string thread = "conversation";
+  /// The key's agent id.
+  std::string agent = "agent";
+  /// What survives a call (between_calls.hpp): by default the sandbox, for the whole
+  /// conversation — files written outside a call's own directory are there for the next call.
+  BetweenCalls between_calls = BetweenCalls::KeepSandbox;
+  /// Host tools the guest's programs may call through run_command (`maf-host-tool NAME JSON`);
+  /// the caller's registry, sealed here, outliving the conversation. Null: none.
+  HostToolRegistry* host_tools = nullptr;
+  /// The workload; absent: standard_tools_spec() (kind "agent": exec, files in, out and list).
+  std::optional<SandboxSpec> spec{};
+};
+
+class Conversation {
+public:
+  /// Attaches the standard tools (C-118): throws the typed refusal of a spec the host's router
+  /// refuses, SandboxCapabilityNotSupported for a `between_calls` the backend cannot keep
+  /// (KeepSandbox needs RECLAIM, RestoreSnapshot SNAPSHOT — FreshSandbox needs nothing).
+  explicit Conversation(SandboxHost& host, ConversationOptions options = {});
+  Conversation(Conversation&&) noexcept;
+  Conversation& operator=(Conversation&&) = delete;
+  Conversation(const Conversation&) = delete;
+  Conversation& operator=(const Conversation&) = delete;
+  /// close(), unless it ran; a failure is logged, never thrown.
+  ~Conversation();
+
+  /// What to hand the model: one definition per tool (to_openai_json / to_mcp_json).
+  const std::vector<ToolDefinition>& definitions() const;
+  /// Answers one call. What the model got wrong — an unknown tool, arguments failing the
+  /// schema, a missing file, a path outside the work directory, a non-zero exit, a timeout,
+  /// an empty command — is an is_error result it can read; an infrastructure failure is the
+  /// fixed "sandbox unavailable" sentence (the detail in the log). Throws only RuntimeError
+  /// after close().
+  ToolResult call(const ToolCall& call);
+  /// The same for one OpenAI-style call as JSON text (parse_tool_call); text that is not a call
+  /// is an is_error result naming what is wrong.
+  ToolResult call(std::string_view call_json);
+
+  /// Adds a tool of the host's own (sandboxed_tool.hpp) to what definitions() lists and call()
+  /// answers. To share the conversation's sandbox, make it over the same host with
+  /// fixed_conversation(scope, thread), the same agent and the conversation's spec (a sandbox
+  /// is per key and workload kind). ValueError naming it when the name is taken.
+  void add(const SandboxedTool& tool);
+
+  /// Disposes the conversation's sandboxes now (SandboxHost::dispose_scope) and ends it: later
+  /// calls throw RuntimeError. A second close() returns an empty purge.
+  ScopePurge close();
+
+private:
+  struct Impl;
+  Impl* impl_ = nullptr;  // owning
+};
+
+}  // namespace maf::sandbox
