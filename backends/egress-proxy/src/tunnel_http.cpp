@@ -6,7 +6,7 @@ namespace {
 
 constexpr std::size_t kMaxChunkLine = 4096;
 
-TunnelParse refuse(int status, std::string reason) {
+TunnelParse refuse_in_tunnel(int status, std::string reason) {
   TunnelParse r;
   r.status = status;
   r.reason = std::move(reason);
@@ -24,10 +24,10 @@ int hex_digit(char c) {
 
 TunnelParse parse_tunnel_request(std::string_view head, const Target& tunnel, std::size_t max_head_bytes) {
   SplitResult split = split_request_head(head, max_head_bytes);
-  if (!split.head) return refuse(split.status, std::move(split.reason));
+  if (!split.head) return refuse_in_tunnel(split.status, std::move(split.reason));
   const RequestHead& h = *split.head;
-  if (h.target.front() != '/') return refuse(400, "request target is not origin-form ('/path') inside a tunnel");
-  if (h.method == "CONNECT") return refuse(400, "CONNECT inside a tunnel");
+  if (h.target.front() != '/') return refuse_in_tunnel(400, "request target is not origin-form ('/path') inside a tunnel");
+  if (h.method == "CONNECT") return refuse_in_tunnel(400, "CONNECT inside a tunnel");
 
   TunnelRequest r;
   r.method = std::string(h.method);
@@ -38,19 +38,19 @@ TunnelParse parse_tunnel_request(std::string_view head, const Target& tunnel, st
     if (ascii_iequals(f.name, "host")) {
       ++hosts;
       const auto authority = parse_authority(f.value, /*port_required=*/false);
-      if (!authority) return refuse(400, "malformed Host header");
+      if (!authority) return refuse_in_tunnel(400, "malformed Host header");
       if (authority->first != tunnel.host || authority->second.value_or(443) != tunnel.port)
-        return refuse(403, "Host header names " + std::string(f.value) + " but the tunnel was opened to " +
+        return refuse_in_tunnel(403, "Host header names " + std::string(f.value) + " but the tunnel was opened to " +
                                tunnel.host + ":" + std::to_string(tunnel.port));
     } else if (ascii_iequals(f.name, "content-length")) {
       ++lengths;
       if (f.value.empty() || f.value.size() > 18 || f.value.find_first_not_of("0123456789") != std::string_view::npos)
-        return refuse(400, "malformed Content-Length");
+        return refuse_in_tunnel(400, "malformed Content-Length");
       r.framing = BodyFraming::Length;
       r.content_length = std::stoull(std::string(f.value));
     } else if (ascii_iequals(f.name, "transfer-encoding")) {
       if (!ascii_iequals(f.value, "chunked") || r.framing == BodyFraming::Chunked)
-        return refuse(400, "a transfer coding other than one 'chunked'");
+        return refuse_in_tunnel(400, "a transfer coding other than one 'chunked'");
       r.framing = BodyFraming::Chunked;
     } else if (ascii_iequals(f.name, "upgrade")) {
       r.upgrade = true;
@@ -58,8 +58,8 @@ TunnelParse parse_tunnel_request(std::string_view head, const Target& tunnel, st
     if (ascii_iequals(f.name, "proxy-authorization") || ascii_iequals(f.name, "proxy-connection")) continue;
     r.fields.append(f.name).append(": ").append(f.value).append("\r\n");
   }
-  if (hosts != 1) return refuse(400, hosts == 0 ? "no Host header" : "more than one Host header");
-  if (lengths > 1) return refuse(400, "more than one Content-Length");
+  if (hosts != 1) return refuse_in_tunnel(400, hosts == 0 ? "no Host header" : "more than one Host header");
+  if (lengths > 1) return refuse_in_tunnel(400, "more than one Content-Length");
   TunnelParse ok;
   ok.request = std::move(r);
   return ok;
