@@ -1,0 +1,199 @@
+// Method and path rules on a real engine, on both transports (issue 45; C-9, C-10, D-31):
+// the proxy terminates TLS for a host with a rule, with a per-sandbox CA the backend puts in
+// the guest; real clients in the guest (curl, Python's urllib, git over HTTPS) reach what the
+// rule allows and read a 403 for the rest. The upstream is an HTTPS server the test starts on
+// an `--internal` network (the proxy's outbound network) with the test's own CA, which the
+// proxy trusts through egress_upstream_ca_file and nothing else does. Needs the proxy image
+// (scripts/egress-proxy-image; MAF_SANDBOX_EGRESS_PROXY_IMAGE overrides the tag) and the
+// clients image (scripts/docker-test-images); a missing image fails, it never skips.
+#include <stdlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "egress_topology.hpp"
+#include "engine_fixture.hpp"
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/support/labels.hpp"
+
+using namespace maf::sandbox;
+using namespace docker_test;
+
+namespace {
+
+const std::string kClientsImage = "maf-sandbox-test/clients:1";
+using Strings = std::vector<std::string>;
+
+std::string proxy_image() {
+  const char* env = std::getenv("MAF_SANDBOX_EGRESS_PROXY_IMAGE");
+  return env && *env ? env : "maf-sandbox-egress-proxy:local";
+}
+
+void host_sh(const std::string& script) {
+  INFO(script);
+  REQUIRE(std::system(("bash -ec '" + script + "' >/dev/null 2>&1").c_str()) == 0);
+}
+
+/// The test's CA, an upstream certificate signed by it, a document tree with two bare git
+/// repositories (one under /repo/, one outside it), and the upstream container serving them.
+struct Upstream {
+  std::string suffix = random_hex(4);
+  std::string network = "maf-l7-test-" + suffix;
+  std::string container = "maf-l7-test-up-" + suffix;
+  std::string dir;
+  std::string ip;
+
+  Upstream() {
+    char tmpl[] = "/tmp/maf-l7-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    std::filesystem::copy_file(MAF_TLS_UPSTREAM_PY, dir + "/tls_upstream.py");
+    host_sh("cd " + dir +
+            " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout testca.key"
+            " -out testca.pem -days 2 -subj /CN=maf-l7-test-CA -addext basicConstraints=critical,CA:TRUE"
+            " -addext keyUsage=critical,keyCertSign"
+            " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout up.key -out up.csr"
+            " -subj /CN=allowed.test"
+            " && printf \"subjectAltName=DNS:allowed.test,DNS:other.test\\nextendedKeyUsage=serverAuth\\n\" >ext"
+            " && openssl x509 -req -in up.csr -CA testca.pem -CAkey testca.key -CAcreateserial -out up.pem -days 2"
+            " -extfile ext && chmod 0644 up.key"
+            " && mkdir -p www/repo && echo hello-from-repo >www/repo/x && echo secret >www/admin"
+            " && echo anything >www/open"
+            " && git init -q src && echo hi >src/README"
+            " && git -C src -c user.email=t@t -c user.name=t add README"
+            " && git -C src -c user.email=t@t -c user.name=t commit -qm one"
+            " && git clone -q --bare src www/repo/proj.git && git -C www/repo/proj.git update-server-info"
+            " && git clone -q --bare src www/other.git && git -C www/other.git update-server-info");
+    int code = -1;
+    docker_cli({"network", "create", "--internal", network}, &code);
+    REQUIRE(code == 0);
+    docker_cli({"run", "-d", "--name", container, "--network", network, "-v", dir + ":/srv:ro", kClientsImage,
+                "python3", "/srv/tls_upstream.py", "443", "/srv/www", "/srv/up.pem", "/srv/up.key"},
+               &code);
+    REQUIRE(code == 0);
+    for (int i = 0; i < 100 && docker_cli({"logs", container}).find("ready") == std::string::npos; ++i)
+      ::usleep(100'000);
+    INFO(docker_cli({"logs", container}));
+    REQUIRE(docker_cli({"logs", container}).find("ready") != std::string::npos);
+    ip = docker_cli({"inspect", "-f", "{{(index .NetworkSettings.Networks \"" + network + "\").IPAddress}}", container});
+    REQUIRE_FALSE(ip.empty());
+  }
+  ~Upstream() {
+    docker_cli({"rm", "-f", container});
+    docker_cli({"network", "rm", network});
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::string log() const { return docker_cli({"logs", container}); }
+  docker::DockerConfig config() const {
+    auto c = test_config();
+    c.egress_proxy_image = proxy_image();
+    c.outbound_network = network;
+    c.egress_proxy_args = {"--resolve", "allowed.test=" + ip, "--resolve", "other.test=" + ip};
+    c.egress_inhibit_ipv4_fallback = true;  // D-32: this engine may predate 28
+    c.egress_upstream_ca_file = dir + "/testca.pem";
+    return c;
+  }
+};
+
+SandboxSpec rule_spec() {
+  SandboxSpec::Fields f;
+  f.kind = "l7";
+  f.image = kClientsImage;
+  f.requires_capabilities = CapabilitySet{Capability::Exec, Capability::FilesIn};
+  f.egress = Egress::Allowlist;
+  f.egress_allow.emplace_back(EgressRule("allowed.test", Strings{"GET"}, Strings{"/repo/"}));
+  f.egress_allow.emplace_back(std::string("other.test"));
+  return SandboxSpec(std::move(f));
+}
+
+}  // namespace
+
+TEST_CASE("C-9 C-10 D-31 issue-45: a host with a method/path rule is terminated; curl, Python and git in the guest reach "
+          "what the rule allows and read a 403 for the rest") {
+  Upstream up;
+  Scope scope(up.config());
+  const auto caps = scope.backend->declarations().capabilities;
+  REQUIRE(caps.contains(Capability::EgressMethods));  // create() read the image's features label
+  REQUIRE(caps.contains(Capability::EgressPaths));
+  auto sandbox = scope.acquire(rule_spec());
+  auto sh = [&](const std::string& line) {
+    auto r = scope.sh(*sandbox, line);
+    return r.stdout_text() + r.stderr_text() + "|exit=" + std::to_string(r.exit_code);
+  };
+
+  // curl: allowed, refused path, refused method, the encoded-traversal family.
+  CHECK(sh("curl -sS https://allowed.test/repo/x") == "hello-from-repo\n|exit=0");
+  const auto path = sh("curl -sS -w ' %{http_code}' https://allowed.test/admin");
+  CHECK_THAT(path, Catch::Contains("refused GET /admin on allowed.test: path /admin matches no path of rule "
+                                   "allowed.test methods [GET] paths [/repo/]") &&
+                       Catch::Contains(" 403"));
+  CHECK_THAT(sh("curl -sS -w ' %{http_code}' -X DELETE https://allowed.test/repo/x"),
+             Catch::Contains("method DELETE is not allowed") && Catch::Contains(" 403"));
+  CHECK_THAT(sh("curl -sS --path-as-is https://allowed.test/repo/..%2fadmin"), Catch::Contains("an encoded '/'"));
+  CHECK_THAT(sh("curl -sS --path-as-is https://allowed.test/repo/%2e%2e/admin"), Catch::Contains("an encoded '.'"));
+  // A second request on the same kept-alive connection is checked too.
+  CHECK_THAT(sh("curl -sS https://allowed.test/repo/x https://allowed.test/admin"),
+             Catch::Contains("hello-from-repo\nmaf-sandbox egress proxy: refused GET /admin"));
+
+  // Python's urllib: allowed, and the refusal readable from the HTTPError.
+  CHECK(sh("python3 -c 'import urllib.request as u; print(u.urlopen(\"https://allowed.test/repo/x\").read().decode(), end=\"\")'") ==
+        "hello-from-repo\n|exit=0");
+  CHECK_THAT(sh("python3 -c 'import urllib.request as u, urllib.error as e\n"
+                "try: u.urlopen(\"https://allowed.test/admin\")\n"
+                "except e.HTTPError as x: print(x.code, x.read().decode(), end=\"\")'"),
+             Catch::Contains("403 maf-sandbox egress proxy: refused GET /admin"));
+
+  // git over HTTPS (dumb protocol, GETs only): a clone under /repo/ works; one outside it, and
+  // a push (WebDAV PROPFIND/PUT), are refused.
+  CHECK_THAT(sh("cd /tmp && git clone -q https://allowed.test/repo/proj.git && cat proj/README"),
+             Catch::EndsWith("hi\n|exit=0"));
+  const auto outside = sh("cd /tmp && git clone -q https://allowed.test/other.git");
+  CHECK_THAT(outside, Catch::Contains("403") && !Catch::EndsWith("|exit=0"));
+  CHECK_THAT(sh("cd /tmp/proj && git -c user.email=t@t -c user.name=t commit -q --allow-empty -m two && git push -q "
+                "origin HEAD 2>&1"),
+             !Catch::EndsWith("|exit=0"));
+  CHECK(up.log().find("/other.git") == std::string::npos);  // nothing refused reached the upstream
+  CHECK(up.log().find("/admin") == std::string::npos);
+
+  // A host allowed whole stays an opaque tunnel: the upstream's own certificate (the test CA).
+  std::ifstream ca_file(up.dir + "/testca.pem");
+  const std::string test_ca((std::istreambuf_iterator<char>(ca_file)), std::istreambuf_iterator<char>());
+  scope.run([&] { return sandbox->write_file("/tmp/testca.pem", test_ca); });
+  CHECK(sh("curl -sS --cacert /tmp/testca.pem https://other.test/open") == "anything\n|exit=0");
+
+  // The CA: its certificate is in the guest and named by the variables; its key is nowhere a
+  // guest, an inspect or a log can read (test by looking).
+  CHECK_THAT(sh("head -1 /etc/maf-sandbox/egress-ca.pem; echo $SSL_CERT_FILE $REQUESTS_CA_BUNDLE $CURL_CA_BUNDLE "
+                "$GIT_SSL_CAINFO $NODE_EXTRA_CA_CERTS"),
+             Catch::StartsWith("-----BEGIN CERTIFICATE-----\n/etc/maf-sandbox/egress-ca-bundle.pem "
+                               "/etc/maf-sandbox/egress-ca-bundle.pem /etc/maf-sandbox/egress-ca-bundle.pem "
+                               "/etc/maf-sandbox/egress-ca-bundle.pem /etc/maf-sandbox/egress-ca.pem"));
+  CHECK(sh("grep -rl 'PRIVATE KEY' /etc /tmp /root /home /run /srv /opt 2>/dev/null; env | grep -c 'PRIVATE KEY'; "
+           "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c 'PRIVATE KEY'") == "0\n0\n|exit=1");
+  support::NameQualifiers q;
+  for (const auto& e : rule_spec().egress_allow()) q.egress_allow.push_back(docker::detail::entry_identity(e));
+  const std::string name = support::sandbox_name(docker::kContainerPrefix, scope.key(), "l7", q);
+  const std::string proxy = name + "-proxy";
+  for (const auto& what : {docker_cli({"inspect", name}), docker_cli({"inspect", proxy}), docker_cli({"logs", proxy})})
+    CHECK(what.find("PRIVATE KEY") == std::string::npos);
+  // The guest cannot reach the proxy's container other than through port 3128: the key lives
+  // in that process's memory only (nothing on its filesystem: FROM scratch, the binary and a
+  // CA bundle). The decision log names method, canonical path and rule, never a body.
+  const auto log = docker_cli({"logs", proxy});
+  CHECK_THAT(log, Catch::Contains(R"("method":"DELETE","host":"allowed.test")") &&
+                      Catch::Contains(R"("path":"/admin","rule":"allowed.test methods [GET] paths [/repo/]")"));
+}
+
+TEST_CASE("C-10 issue-45 [once]: a proxy image without the termination feature is refused by name for a spec with rules") {
+  Upstream up;
+  auto config = up.config();
+  config.egress_proxy_image = kImage;  // a busybox image: no features label
+  Scope scope(config);
+  CHECK_FALSE(scope.backend->declarations().capabilities.contains(Capability::EgressPaths));
+  CHECK_THROWS_AS(scope.acquire(rule_spec()), SandboxEgressNotEnforced);
+}
