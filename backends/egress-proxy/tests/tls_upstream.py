@@ -1,6 +1,6 @@
 # A test upstream for test_proxy_tls.sh: HTTPS with the test's own CA, HTTP/1.1 kept alive,
 # serving files under ROOT for GET and echoing the byte count of a POST (Content-Length or
-# chunked). Usage: tls_upstream.py PORT ROOT CERT KEY
+# chunked). Usage: tls_upstream.py PORT ROOT CERT KEY [ADDRESS] (default 127.0.0.1)
 import http.server, ssl, sys, os
 
 cert, key = os.path.abspath(sys.argv[3]), os.path.abspath(sys.argv[4])
@@ -34,7 +34,8 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         sys.stderr.flush()
 
 
-server = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+address = sys.argv[5] if len(sys.argv) > 5 else "127.0.0.1"
+server = http.server.ThreadingHTTPServer((address, int(sys.argv[1])), Handler)
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 ctx.load_cert_chain(cert, key)
 server.socket = ctx.wrap_socket(server.socket, server_side=True)
