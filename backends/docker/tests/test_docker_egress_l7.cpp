@@ -116,7 +116,10 @@ SandboxSpec rule_spec() {
 TEST_CASE("C-9 C-10 D-31 issue-45: a host with a method/path rule is terminated; curl, Python and git in the guest reach "
           "what the rule allows and read a 403 for the rest") {
   Upstream up;
-  Scope scope(up.config());
+  auto config = up.config();
+  std::vector<docker::EgressEvent> events;  // outlives the scope, whose teardown may publish
+  config.egress_observer = [&events](const docker::EgressEvent& e) { events.push_back(e); };
+  Scope scope(config);
   const auto caps = scope.backend->declarations().capabilities;
   REQUIRE(caps.contains(Capability::EgressMethods));  // create() read the image's features label
   REQUIRE(caps.contains(Capability::EgressPaths));
@@ -188,6 +191,19 @@ TEST_CASE("C-9 C-10 D-31 issue-45: a host with a method/path rule is terminated;
   const auto log = docker_cli({"logs", proxy});
   CHECK_THAT(log, Catch::Contains(R"("method":"DELETE","host":"allowed.test")") &&
                       Catch::Contains(R"("path":"/admin","rule":"allowed.test methods [GET] paths [/repo/]")"));
+
+  // OBS-7: the teardown's drain turns those lines into decisions with method, path and rule.
+  scope.run([&] { return scope.backend->dispose_scope(scope.scope, scope.thread); });
+  bool refused_delete = false, allowed_get = false;
+  for (const auto& e : events)
+    for (const auto& d : e.decisions) {
+      refused_delete |= d.decision == "DENY" && d.method == "DELETE" && d.path == "/repo/x" &&
+                        d.rule == "allowed.test methods [GET] paths [/repo/]" &&
+                        d.reason.find("method DELETE is not allowed") != std::string::npos;
+      allowed_get |= d.decision == "ALLOW" && d.method == "GET" && d.path == "/repo/x";
+    }
+  CHECK(refused_delete);
+  CHECK(allowed_get);
 }
 
 TEST_CASE("C-10 issue-45 [once]: a proxy image without the termination feature declares no method/path rules, and "
