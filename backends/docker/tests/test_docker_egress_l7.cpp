@@ -8,6 +8,7 @@
 // clients image (scripts/docker-test-images); a missing image fails, it never skips.
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,12 @@
 
 #include "egress_topology.hpp"
 #include "engine_fixture.hpp"
+#include "forwarding_transport.hpp"
+#include "maf/sandbox/conformance/posix_guest_subject.hpp"
+#include "maf/sandbox/conformance/suites.hpp"
+#include "maf/sandbox/docker/api_transport.hpp"
+#include "maf/sandbox/docker/cli_transport.hpp"
+#include "maf/sandbox/support/tar.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/labels.hpp"
 
@@ -44,8 +51,9 @@ struct Upstream {
   std::string suffix = random_hex(4);
   std::string network = "maf-l7-test-" + suffix;
   std::string container = "maf-l7-test-up-" + suffix;
+  std::string untrusted = "maf-l7-test-untrusted-" + suffix;  // a certificate from a CA nobody trusts
   std::string dir;
-  std::string ip;
+  std::string ip, untrusted_ip;
 
   Upstream() {
     char tmpl[] = "/tmp/maf-l7-XXXXXX";
@@ -61,7 +69,14 @@ struct Upstream {
             " && printf \"subjectAltName=DNS:allowed.test,DNS:other.test\\nextendedKeyUsage=serverAuth\\n\" >ext"
             " && openssl x509 -req -in up.csr -CA testca.pem -CAkey testca.key -CAcreateserial -out up.pem -days 2"
             " -extfile ext && chmod 0644 up.key"
-            " && mkdir -p www/repo && echo hello-from-repo >www/repo/x && echo secret >www/admin"
+            " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout badca.key"
+            " -out badca.pem -days 2 -subj /CN=maf-l7-untrusted-CA -addext basicConstraints=critical,CA:TRUE"
+            " -addext keyUsage=critical,keyCertSign"
+            " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout bad.key -out bad.csr"
+            " -subj /CN=untrusted.test && printf \"subjectAltName=DNS:untrusted.test\\n\" >badext"
+            " && openssl x509 -req -in bad.csr -CA badca.pem -CAkey badca.key -CAcreateserial -out bad.pem -days 2"
+            " -extfile badext && chmod 0644 bad.key"
+            " && mkdir -p www/repo www/REPO && echo hello-from-repo >www/repo/x && echo upper >www/REPO/x && echo secret >www/admin"
             " && echo anything >www/open"
             " && git init -q src && echo hi >src/README"
             " && git -C src -c user.email=t@t -c user.name=t add README"
@@ -75,15 +90,25 @@ struct Upstream {
                 "python3", "/srv/tls_upstream.py", "443", "/srv/www", "/srv/up.pem", "/srv/up.key", "0.0.0.0"},
                &code);
     REQUIRE(code == 0);
-    for (int i = 0; i < 100 && docker_cli({"logs", container}).find("ready") == std::string::npos; ++i)
-      ::usleep(100'000);
-    INFO(docker_cli({"logs", container}));
-    REQUIRE(docker_cli({"logs", container}).find("ready") != std::string::npos);
-    ip = docker_cli({"inspect", "-f", "{{(index .NetworkSettings.Networks \"" + network + "\").IPAddress}}", container});
-    REQUIRE_FALSE(ip.empty());
+    docker_cli({"run", "-d", "--name", untrusted, "--network", network, "-v", dir + ":/srv:ro", kClientsImage,
+                "python3", "/srv/tls_upstream.py", "443", "/srv/www", "/srv/bad.pem", "/srv/bad.key", "0.0.0.0"},
+               &code);
+    REQUIRE(code == 0);
+    for (const auto& c : {container, untrusted}) {
+      for (int i = 0; i < 100 && docker_cli({"logs", c}).find("ready") == std::string::npos; ++i) ::usleep(100'000);
+      INFO(docker_cli({"logs", c}));
+      REQUIRE(docker_cli({"logs", c}).find("ready") != std::string::npos);
+    }
+    ip = ip_of(container);
+    untrusted_ip = ip_of(untrusted);
+  }
+  std::string ip_of(const std::string& c) const {
+    auto found = docker_cli({"inspect", "-f", "{{(index .NetworkSettings.Networks \"" + network + "\").IPAddress}}", c});
+    REQUIRE_FALSE(found.empty());
+    return found;
   }
   ~Upstream() {
-    docker_cli({"rm", "-f", container});
+    docker_cli({"rm", "-f", container, untrusted});
     docker_cli({"network", "rm", network});
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
@@ -93,7 +118,8 @@ struct Upstream {
     auto c = test_config();
     c.egress_proxy_image = proxy_image();
     c.outbound_network = network;
-    c.egress_proxy_args = {"--resolve", "allowed.test=" + ip, "--resolve", "other.test=" + ip};
+    c.egress_proxy_args = {"--resolve", "allowed.test=" + ip, "--resolve", "other.test=" + ip, "--resolve",
+                           "untrusted.test=" + untrusted_ip};
     c.egress_inhibit_ipv4_fallback = true;  // D-32: this engine may predate 28
     c.egress_upstream_ca_file = dir + "/testca.pem";
     return c;
@@ -108,7 +134,71 @@ SandboxSpec rule_spec() {
   f.egress = Egress::Allowlist;
   f.egress_allow.emplace_back(EgressRule("allowed.test", Strings{"GET"}, Strings{"/repo/"}));
   f.egress_allow.emplace_back(std::string("other.test"));
+  f.egress_allow.emplace_back(EgressRule("untrusted.test", Strings{"GET"}));
   return SandboxSpec(std::move(f));
+}
+
+conformance::EgressL7Targets l7_targets() {
+  conformance::EgressL7Targets t;
+  t.allowed_url = "https://allowed.test/repo/x";
+  t.refused_path_url = "https://allowed.test/admin";
+  t.refused_method = "DELETE";
+  t.traversal_base = "https://allowed.test/repo/";
+  t.mixed_case_url = "https://allowed.test/REPO/x";
+  t.other_host = "other.test";
+  t.untrusted_url = "https://untrusted.test/repo/x";
+  t.exec_timeout = std::chrono::seconds(30);
+  return t;
+}
+
+/// The doubles that show each EGRESS_L7 probe able to fail (docs/conformance.md "EGRESS_L7").
+/// `pass_through`: the proxy terminates but checks nothing (--unsafe-pass-through), the CA's
+/// key is shipped into the guest beside its certificate, and curl is told `insecure` — what
+/// a naive interception would do. `withhold_ca`: the guest is never told of the CA.
+class L7Double : public ForwardingTransport {
+public:
+  L7Double(std::shared_ptr<docker::DockerTransport> real, bool pass_through, bool withhold_ca)
+      : ForwardingTransport(std::move(real)), pass_through_(pass_through), withhold_ca_(withhold_ca) {}
+  Aw<docker::CreateResult> create_and_start(docker::CreateRequest q) override {
+    const bool proxy = std::any_of(q.labels.begin(), q.labels.end(),
+                                   [](const auto& l) { return l.first == "maf-sandbox.role" && l.second == "proxy"; });
+    if (proxy && pass_through_) q.command.push_back("--unsafe-pass-through");
+    if (!proxy && withhold_ca_)
+      std::erase_if(q.env, [](const auto& kv) { return kv.first.find("CA") != std::string::npos || kv.first == "SSL_CERT_FILE"; });
+    co_return co_await real_->create_and_start(std::move(q));
+  }
+  A archive_put(std::string c, std::string d, std::string tar) override {
+    const bool ca = tar.find("egress-ca.pem") != std::string::npos;
+    co_await real_->archive_put(c, d, std::move(tar));
+    if (ca && pass_through_) {
+      support::TarWriter w;
+      w.add_file("etc/maf-sandbox/egress-ca.key", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+                 {.mode = 0644, .uid = 0, .gid = 0});
+      w.add_file("root/.curlrc", "insecure\n", {.mode = 0644, .uid = 0, .gid = 0});
+      co_await real_->archive_put(c, "/", std::move(w).finish());
+    }
+  }
+
+private:
+  bool pass_through_, withhold_ca_;
+};
+
+std::shared_ptr<docker::DockerTransport> real_transport(const docker::DockerConfig& config) {
+  return config.transport == docker::DockerTransportKind::Api ? docker::make_api_transport(config)
+                                                              : docker::make_cli_transport(config);
+}
+
+std::vector<std::string> failed_ids(const std::vector<conformance::ProbeResult>& results) {
+  std::vector<std::string> ids;
+  for (const auto& r : results)
+    if (r.failed()) ids.push_back(r.id);
+  return ids;
+}
+
+std::string describe(const std::vector<conformance::ProbeResult>& results) {
+  std::string out;
+  for (const auto& r : results) out += r.id + " " + std::string(to_string(r.outcome)) + ": " + r.message + "\n";
+  return out;
 }
 
 }  // namespace
@@ -225,4 +315,34 @@ TEST_CASE("C-10 issue-45 [once]: a proxy image without the termination feature d
     scope.run([&] { return deferred->dispose_scope(scope.scope, scope.thread); });
   } catch (...) {
   }
+}
+
+/// EGRESS_L7 from a fresh sandbox of `rule_spec()`, over `transport` (null: the real one).
+std::vector<conformance::ProbeResult> run_l7(const Upstream& up, std::shared_ptr<docker::DockerTransport> transport,
+                                             const std::string& agent) {
+  Scope scope(up.config(), std::move(transport));
+  auto sandbox = scope.acquire(rule_spec(), agent);
+  conformance::PosixGuestSubject subject(scope.run, sandbox, scope.backend->declarations().capabilities,
+                                         Egress::Allowlist);
+  return conformance::run_egress_l7(subject, l7_targets());
+}
+
+TEST_CASE("EL-1 EL-2 EL-3 EL-4 EL-5 EL-6 EL-7 EL-8 EL-9 C-9 C-10 issue-45: EGRESS_L7 passes on the real proxy, and each "
+          "probe fails against a double") {
+  Upstream up;
+  const auto config = up.config();
+  const auto real = run_l7(up, nullptr, "agent-1");
+  INFO(describe(real));
+  CHECK(failed_ids(real).empty());
+  CHECK(std::none_of(real.begin(), real.end(), [](const auto& r) { return r.outcome == conformance::Outcome::Skip; }));
+  // EL-2…EL-9 against a proxy that passes the host through (and ships its key, and a curl
+  // told to trust anything): each fails; EL-1, the positive control, still passes.
+  const auto through = run_l7(up, std::make_shared<L7Double>(real_transport(config), true, false), "agent-double");
+  INFO(describe(through));
+  CHECK(failed_ids(through) == std::vector<std::string>{"EL-2", "EL-3", "EL-4", "EL-5", "EL-6", "EL-7", "EL-8", "EL-9"});
+  // EL-1 against a backend that never tells the guest of its CA: nothing allowed is reached.
+  const auto no_ca = run_l7(up, std::make_shared<L7Double>(real_transport(config), false, true), "agent-no-ca");
+  INFO(describe(no_ca));
+  const auto failed = failed_ids(no_ca);
+  CHECK(std::find(failed.begin(), failed.end(), "EL-1") != failed.end());
 }

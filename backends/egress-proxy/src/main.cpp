@@ -84,6 +84,8 @@ int main(int argc, char** argv) {
     // memory, and only its certificate is printed (in the readiness line).
     std::unique_ptr<Terminator> terminator;
     if (!options.rules.empty()) terminator = std::make_unique<Terminator>(io, options, log);
+    if (options.pass_through)
+      std::cerr << "maf-sandbox-egress-proxy: --unsafe-pass-through: terminated hosts are NOT checked (a test double)\n";
     ProxyServer server(io, options, log, terminator.get());
     asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code&, int) {

@@ -41,6 +41,10 @@ ProxyOptions parse_options(const std::vector<std::string>& args, const GetEnv& e
       o.features = true;
       continue;
     }
+    if (flag == "--unsafe-pass-through") {
+      o.pass_through = true;
+      continue;
+    }
     if (flag == "--unsafe-allow-forwarding") {
       o.allow_forwarding = true;
       continue;

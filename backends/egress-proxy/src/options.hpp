@@ -51,6 +51,10 @@ struct ProxyOptions {
   /// `--unsafe-allow-forwarding`: serve even in a namespace that forwards packets. For the
   /// conformance double that must show EG-3 failing (issue 22); never set by a backend.
   bool allow_forwarding = false;
+  /// `--unsafe-pass-through`: terminate a rule's host but check nothing — no rule, no Host or
+  /// SNI match, no upstream verification. Only for the conformance double that must show
+  /// every EGRESS_L7 probe able to fail (issue 45); never set by a backend.
+  bool pass_through = false;
 };
 
 /// Reads a file's whole text (the hosts file); injected so tests need no files.

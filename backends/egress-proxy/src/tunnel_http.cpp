@@ -22,7 +22,8 @@ int hex_digit(char c) {
 
 }  // namespace
 
-TunnelParse parse_tunnel_request(std::string_view head, const Target& tunnel, std::size_t max_head_bytes) {
+TunnelParse parse_tunnel_request(std::string_view head, const Target& tunnel, std::size_t max_head_bytes,
+                                 bool check_host) {
   SplitResult split = split_request_head(head, max_head_bytes);
   if (!split.head) return refuse_in_tunnel(split.status, std::move(split.reason));
   const RequestHead& h = *split.head;
@@ -39,7 +40,7 @@ TunnelParse parse_tunnel_request(std::string_view head, const Target& tunnel, st
       ++hosts;
       const auto authority = parse_authority(f.value, /*port_required=*/false);
       if (!authority) return refuse_in_tunnel(400, "malformed Host header");
-      if (authority->first != tunnel.host || authority->second.value_or(443) != tunnel.port)
+      if (check_host && (authority->first != tunnel.host || authority->second.value_or(443) != tunnel.port))
         return refuse_in_tunnel(403, "Host header names " + std::string(f.value) + " but the tunnel was opened to " +
                                tunnel.host + ":" + std::to_string(tunnel.port));
     } else if (ascii_iequals(f.name, "content-length")) {

@@ -45,7 +45,9 @@ struct TunnelParse {
 };
 
 /// Parse one complete head (ending in "\r\n\r\n") read inside a tunnel to `tunnel`.
-TunnelParse parse_tunnel_request(std::string_view head, const Target& tunnel, std::size_t max_head_bytes);
+/// `check_host` false (the pass-through double only) skips the Host-against-tunnel check.
+TunnelParse parse_tunnel_request(std::string_view head, const Target& tunnel, std::size_t max_head_bytes,
+                                 bool check_host = true);
 
 /// The head sent upstream: `METHOD upstream_target VERSION`, the fields, a blank line.
 std::string tunnel_upstream_head(const TunnelRequest& request, std::string_view upstream_target);
