@@ -267,6 +267,10 @@ awaitable<void> ProxyServer::serve(tcp::socket client) {
   if (!ec && !early.empty())
     co_await asio::async_write(upstream, asio::buffer(early), asio::redirect_error(asio::use_awaitable, ec));
   d.decision = "allow";
+  // A relay forwards bytes as they come: no Nagle delay on either leg.
+  client.set_option(tcp::no_delay(true), ec);
+  upstream.set_option(tcp::no_delay(true), ec);
+  ec.clear();
   auto link = std::make_shared<Link>(std::move(client), std::move(upstream));
   if (!ec) {
     if (request.kind == RequestKind::Forward) link->bytes_up += early.size();

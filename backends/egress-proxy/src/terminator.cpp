@@ -108,6 +108,9 @@ Terminator::Terminator(asio::io_context& io, const ProxyOptions& options, Decisi
   upstream_.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
                         ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
   upstream_.set_verify_mode(ssl::verify_peer);
+  // Idle kept-alive connections give their record buffers back (issue 45: memory per open
+  // terminated connection).
+  SSL_CTX_set_mode(upstream_.native_handle(), SSL_MODE_RELEASE_BUFFERS);
   boost::system::error_code ec;
   if (options.upstream_ca_file) {
     upstream_.load_verify_file(*options.upstream_ca_file, ec);
@@ -134,6 +137,7 @@ std::shared_ptr<ssl::context> Terminator::server_context(const std::string& host
   if (SSL_CTX_use_certificate(native, leaf.certificate.get()) != 1 || SSL_CTX_use_PrivateKey(native, leaf.key) != 1)
     throw std::runtime_error("could not install the leaf certificate for " + host);
   SSL_CTX_set_alpn_select_cb(native, select_alpn, nullptr);
+  SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
   contexts_[host] = Cached{ctx, leaf.not_after};
   return ctx;
 }
@@ -157,6 +161,7 @@ awaitable<void> Terminator::serve(tcp::socket client_socket, Target target, cons
     log_.write(d);
     co_return;
   }
+  client_socket.set_option(tcp::no_delay(true), ec);  // records go out as written
   TlsStream client(std::move(client_socket), *server_ctx);
   auto idle = std::make_shared<Watchdog>(io_, [&client] {
     boost::system::error_code ignored;
@@ -277,6 +282,7 @@ awaitable<void> Terminator::serve(tcp::socket client_socket, Target target, cons
       std::string failure;
       if (ec || !socket.is_open()) failure = dial->expired() ? "dial timed out" : "dial failed: " + ec.message();
       if (failure.empty()) {
+        socket.set_option(tcp::no_delay(true), ec);
         up = std::make_shared<Upstream>(std::move(socket), upstream_);
         SSL* native = up->stream.native_handle();
         const bool literal = canonical_ip(target.host).has_value();
