@@ -32,7 +32,7 @@ using namespace docker_test;
 
 namespace {
 
-const std::string kClientsImage = "maf-sandbox-test/clients:1";
+const std::string kClientsImage = "maf-sandbox-test/clients:2";
 using Strings = std::vector<std::string>;
 
 std::string proxy_image() {
@@ -240,6 +240,13 @@ TEST_CASE("C-9 C-10 D-31 issue-45: a host with a method/path rule is terminated;
                 "try: u.urlopen(\"https://allowed.test/admin\")\n"
                 "except e.HTTPError as x: print(x.code, x.read().decode(), end=\"\")'"),
              Catch::Contains("403 maf-sandbox egress proxy: refused GET /admin"));
+
+  // Python's requests (REQUESTS_CA_BUNDLE, HTTPS_PROXY): allowed, and the 403 readable.
+  CHECK(sh("python3 -c 'import requests; r = requests.get(\"https://allowed.test/repo/x\"); print(r.status_code, "
+           "r.text, end=\"\")'") == "200 hello-from-repo\n|exit=0");
+  CHECK_THAT(sh("python3 -c 'import requests; r = requests.post(\"https://allowed.test/repo/x\", data=b\"body\"); "
+                "print(r.status_code, r.text, end=\"\")'"),
+             Catch::StartsWith("403 maf-sandbox egress proxy: refused POST /repo/x on allowed.test: method POST"));
 
   // git over HTTPS (dumb protocol, GETs only): a clone under /repo/ works; one outside it, and
   // a push (WebDAV PROPFIND/PUT), are refused.
