@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "maf/sandbox/egress_path.hpp"
 #include "maf/sandbox/enum.hpp"
 
 namespace maf::sandbox {
