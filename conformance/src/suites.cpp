@@ -31,13 +31,14 @@ Capability gate_capability(Suite suite) {
     case Suite::Limits: return Capability::Exec;
     case Suite::Stream: return Capability::ExecStream;
     case Suite::Background: return Capability::Background;
+    case Suite::EgressL7: return Capability::EgressPaths;  // and EgressMethods: require_gate
   }
   return Capability::Exec;
 }
 
 /// The egress mode a suite attacks, when it attacks one.
 std::optional<Egress> gate_egress(Suite suite) {
-  if (suite == Suite::Egress) return Egress::Allowlist;
+  if (suite == Suite::Egress || suite == Suite::EgressL7) return Egress::Allowlist;
   if (suite == Suite::EgressClosed) return Egress::Closed;
   return std::nullopt;
 }
@@ -90,6 +91,7 @@ void plant_for(Suite suite, ConformanceSubject& subject, const ConformancePaths&
     case Suite::HostTools:
     case Suite::Stream:
     case Suite::Background:
+    case Suite::EgressL7:
       // R10: nothing guarantees the working directory exists; a marker creates it.
       subject.plant_file(paths.in_work(".probe-cwd"), "");
       break;
@@ -113,6 +115,7 @@ std::span<const Probe> probes(Suite suite) {
     case Suite::Limits: return detail::limits_probes();
     case Suite::Stream: return detail::stream_probes();
     case Suite::Background: return detail::background_probes();
+    case Suite::EgressL7: return detail::egress_l7_probes();
   }
   return {};
 }
@@ -131,6 +134,10 @@ void require_gate(const ConformanceSubject& subject, Suite suite) {
                                     "backend's own declared capabilities (DISPOSE is NL-1, assert_nothing_left_behind)");
     return;
   }
+  if (suite == Suite::EgressL7 && !subject.capabilities().contains(Capability::EgressMethods))
+    throw SuiteRefused(suite, label + " refused: the subject declares no EGRESS_METHODS (declared: " +
+                                  subject.capabilities().to_string("none") +
+                                  "); method and path rules are attacked together");
   if (!subject.capabilities().contains(gate))
     throw SuiteRefused(suite, label + " refused: the subject declares no " + upper(to_string(gate)) + " (declared: " +
                                   subject.capabilities().to_string("none") +
@@ -153,10 +160,20 @@ std::vector<ProbeResult> run_suite(Suite suite, ConformanceSubject& subject, con
   require_gate(subject, suite);
   if (suite == Suite::Egress && !egress)
     throw ConformanceUsageError("EGRESS needs EgressTargets: an allowed and a denied URL");
+  if (suite == Suite::EgressL7) throw ConformanceUsageError("EGRESS_L7 needs EgressL7Targets: call run_egress_l7");
   const auto paths = ConformancePaths::from(subject.working_directory());
   plant_for(suite, subject, paths);  // R2: a planting error propagates raw
   ProbeContext ctx{subject, paths, egress};
   return run_probes(probes(suite), ctx, true);
+}
+
+std::vector<ProbeResult> run_egress_l7(ConformanceSubject& subject, const EgressL7Targets& targets) {
+  require_gate(subject, Suite::EgressL7);
+  if (targets.exec_timeout < std::chrono::seconds(1)) throw ConformanceUsageError("EGRESS_L7 exec_timeout must be at least 1 s");
+  const auto paths = ConformancePaths::from(subject.working_directory());
+  plant_for(Suite::EgressL7, subject, paths);
+  ProbeContext ctx{subject, paths, nullptr, &targets};
+  return run_probes(probes(Suite::EgressL7), ctx, true);
 }
 
 std::vector<ProbeResult> check_suite(Suite suite, ConformanceSubject& subject, const EgressTargets* egress) {

@@ -140,6 +140,12 @@ std::string event_to_json(const SandboxEvent& event) {
                    j["port"] = e.port;
                    j["proxy"] = e.proxy;
                    j["truncated"] = e.truncated;
+                   if (!e.rule.empty()) {  // a method/path rule decided (issue 45)
+                     j["method"] = e.method;
+                     j["path"] = e.path;
+                     j["rule"] = e.rule;
+                     if (!e.reason.empty()) j["reason"] = e.reason;
+                   }
                  },
                  [&](const CleanupEvent& e) {
                    j["rung"] = to_string(e.rung);

@@ -214,6 +214,12 @@ void SpanBuilder::add(const SandboxEvent& event, std::vector<json>& out) {
                    attributes.push_back(attr("server.port", std::int64_t{e.port}));
                    attributes.push_back(attr("maf_sandbox.proxy", e.proxy));
                    attributes.push_back(attr("maf_sandbox.truncated", e.truncated));
+                   if (!e.rule.empty()) {  // a method/path rule decided (issue 45)
+                     attributes.push_back(attr("http.request.method", e.method));
+                     attributes.push_back(attr("url.path", e.path));
+                     attributes.push_back(attr("maf_sandbox.egress_rule", e.rule));
+                     if (!e.reason.empty()) attributes.push_back(attr("maf_sandbox.reason", e.reason));
+                   }
                  },
                  [&](const CleanupEvent& e) {
                    name = "maf_sandbox.cleanup";

@@ -19,8 +19,12 @@ SandboxSpec::SandboxSpec(Fields fields) : f_(std::move(fields)) {
                      "'; hosts are only meaningful with egress 'allowlist'");
   }
   f_.egress_allow = canonicalize_egress_allow(std::move(f_.egress_allow));
+  // C-9/C-10: a method rule requires egress_methods, a path rule egress_paths.
   for (const auto& e : f_.egress_allow)
-    if (std::holds_alternative<EgressRule>(e)) f_.requires_capabilities.insert(Capability::EgressMethods);
+    if (const auto* rule = std::get_if<EgressRule>(&e)) {
+      if (rule->methods()) f_.requires_capabilities.insert(Capability::EgressMethods);
+      if (rule->paths()) f_.requires_capabilities.insert(Capability::EgressPaths);
+    }
   // HT-R5: the aggregate of a host-tool registry means the workload calls host tools, so it
   // requires HOST_TOOLS — added like EGRESS_METHODS (C-9): a requirement only strengthens.
   if (f_.host_tools) f_.requires_capabilities.insert(Capability::HostTools);

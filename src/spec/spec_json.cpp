@@ -108,8 +108,8 @@ TransferLimits read_limits(const json& value, const std::string& field) {
 
 EgressEntry read_egress_entry(const json& value, const std::string& field) {
   if (value.is_string()) return value.get<std::string>();
-  if (!value.is_object()) type_error(field, "a host string or an object {\"host\", \"methods\"}", value);
-  refuse_unknown_keys(value, field, {"host", "methods"});
+  if (!value.is_object()) type_error(field, "a host string or an object {\"host\", \"methods\", \"paths\"}", value);
+  refuse_unknown_keys(value, field, {"host", "methods", "paths"});
   if (!value.contains("host")) field_error(field + ".host", "is required");
   std::string host = read_string(value.at("host"), field + ".host");
   std::optional<std::vector<std::string>> methods;
@@ -119,8 +119,14 @@ EgressEntry read_egress_entry(const json& value, const std::string& field) {
     for (std::size_t i = 0; i < list.size(); ++i)
       methods->push_back(read_string(list[i], indexed(field + ".methods", i)));
   }
+  std::optional<std::vector<std::string>> paths;
+  if (value.contains("paths") && !value.at("paths").is_null()) {
+    paths.emplace();
+    const auto& list = read_array(value.at("paths"), field + ".paths");
+    for (std::size_t i = 0; i < list.size(); ++i) paths->push_back(read_string(list[i], indexed(field + ".paths", i)));
+  }
   try {
-    return EgressRule(std::move(host), std::move(methods));
+    return EgressRule(std::move(host), std::move(methods), std::move(paths));
   } catch (const ValueError& e) {
     field_error(field, e.what());
   }
@@ -247,6 +253,7 @@ json spec_to_json(const SandboxSpec& spec) {
       const auto& rule = std::get<EgressRule>(entry);
       json r = {{"host", rule.host()}};
       if (rule.methods()) r["methods"] = *rule.methods();
+      if (rule.paths()) r["paths"] = *rule.paths();
       allow.push_back(std::move(r));
     }
   }

@@ -5,6 +5,7 @@
 #include "maf/sandbox/caller_context.hpp"
 #include "maf/sandbox/disposal.hpp"
 #include "maf/sandbox/egress.hpp"
+#include "maf/sandbox/egress_path.hpp"
 #include "maf/sandbox/isolation.hpp"
 #include "maf/sandbox/key.hpp"
 #include "maf/sandbox/limits.hpp"
@@ -62,20 +63,34 @@ bool is_http_token(std::string_view text) noexcept {
   return true;
 }
 
-EgressRule::EgressRule(std::string host, std::optional<std::vector<std::string>> methods)
-    : host_(std::move(host)), methods_(std::move(methods)) {
-  if (!methods_) return;
-  if (methods_->empty())
-    throw ValueError("EgressRule for host '" + host_ +
-                     "': methods must not be empty (omit it to allow every method)");
-  for (std::size_t i = 0; i < methods_->size(); ++i) {
-    const std::string& m = (*methods_)[i];
-    if (!is_http_token(m))
-      throw ValueError("EgressRule for host '" + host_ + "': method '" + m +
-                       "' is not an RFC 9110 token");
-    for (std::size_t j = 0; j < i; ++j)
-      if ((*methods_)[j] == m)
-        throw ValueError("EgressRule for host '" + host_ + "': method '" + m + "' is listed twice");
+EgressRule::EgressRule(std::string host, std::optional<std::vector<std::string>> methods,
+                       std::optional<std::vector<std::string>> paths)
+    : host_(std::move(host)), methods_(std::move(methods)), paths_(std::move(paths)) {
+  if (methods_) {
+    if (methods_->empty())
+      throw ValueError("EgressRule for host '" + host_ +
+                       "': methods must not be empty (omit it to allow every method)");
+    for (std::size_t i = 0; i < methods_->size(); ++i) {
+      const std::string& m = (*methods_)[i];
+      if (!is_http_token(m))
+        throw ValueError("EgressRule for host '" + host_ + "': method '" + m + "' is not an RFC 9110 token");
+      for (std::size_t j = 0; j < i; ++j)
+        if ((*methods_)[j] == m)
+          throw ValueError("EgressRule for host '" + host_ + "': method '" + m + "' is listed twice");
+    }
+  }
+  if (paths_) {
+    if (paths_->empty())
+      throw ValueError("EgressRule for host '" + host_ + "': paths must not be empty (omit it to allow every path)");
+    for (std::size_t i = 0; i < paths_->size(); ++i) {
+      const std::string& p = (*paths_)[i];
+      if (auto problem = egress_path_pattern_problem(p))
+        throw ValueError("EgressRule for host '" + host_ + "': path '" + p +
+                         "' is not a path pattern (/exact, /prefix/ or /prefix*): " + *problem);
+      for (std::size_t j = 0; j < i; ++j)
+        if ((*paths_)[j] == p)
+          throw ValueError("EgressRule for host '" + host_ + "': path '" + p + "' is listed twice");
+    }
   }
 }
 
@@ -91,12 +106,18 @@ std::string ascii_lower(std::string_view s) {
                  [](unsigned char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c); });
   return out;
 }
-std::optional<std::vector<std::string>> method_set(const EgressEntry& e) {
-  const auto* rule = std::get_if<EgressRule>(&e);
-  if (!rule || !rule->methods()) return std::nullopt;
-  auto sorted = *rule->methods();
+std::optional<std::vector<std::string>> sorted_set(const std::optional<std::vector<std::string>>& list) {
+  if (!list) return std::nullopt;
+  auto sorted = *list;
   std::sort(sorted.begin(), sorted.end());
   return sorted;
+}
+/// What an entry allows of one host, as comparable sets: (methods, paths), absent = all.
+std::pair<std::optional<std::vector<std::string>>, std::optional<std::vector<std::string>>> rule_sets(
+    const EgressEntry& e) {
+  const auto* rule = std::get_if<EgressRule>(&e);
+  if (!rule) return {};
+  return {sorted_set(rule->methods()), sorted_set(rule->paths())};
 }
 }  // namespace
 
@@ -104,8 +125,8 @@ std::vector<EgressEntry> canonicalize_egress_allow(std::vector<EgressEntry> entr
   std::vector<EgressEntry> out;
   std::vector<std::string> keys;  // lowercased host of each kept entry
   for (auto& entry : entries) {
-    // An all-methods rule is the bare host.
-    if (auto* rule = std::get_if<EgressRule>(&entry); rule && !rule->methods())
+    // A rule narrowing nothing is the bare host.
+    if (auto* rule = std::get_if<EgressRule>(&entry); rule && !rule->narrows())
       entry = std::string(rule->host());
     const std::string key = ascii_lower(egress_entry_host(entry));
     auto it = std::find(keys.begin(), keys.end(), key);
@@ -115,17 +136,19 @@ std::vector<EgressEntry> canonicalize_egress_allow(std::vector<EgressEntry> entr
       continue;
     }
     const EgressEntry& kept = out[static_cast<std::size_t>(it - keys.begin())];
-    const auto a = method_set(kept);
-    const auto b = method_set(entry);
+    const auto a = rule_sets(kept);
+    const auto b = rule_sets(entry);
     if (a == b) continue;  // equivalent: first spelling wins
     const std::string named = "'" + egress_entry_host(kept) + "'" +
                               (egress_entry_host(kept) == egress_entry_host(entry)
                                    ? std::string()
                                    : " (also spelled '" + egress_entry_host(entry) + "')");
-    if (!a || !b)
+    const bool a_whole = !std::holds_alternative<EgressRule>(kept), b_whole = !std::holds_alternative<EgressRule>(entry);
+    if (a_whole || b_whole)
       throw ValueError("egress_allow lists host " + named +
-                       " both for every method and narrowed to some methods; choose one");
-    throw ValueError("egress_allow lists host " + named + " with two different method sets; merge them into one rule");
+                       " both for every method and narrowed to some methods or paths; choose one");
+    throw ValueError("egress_allow lists host " + named +
+                     " with two different method sets or path sets; merge them into one rule");
   }
   return out;
 }

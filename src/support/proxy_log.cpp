@@ -45,7 +45,19 @@ std::optional<ProxyDecision> decision_of(std::string_view line) {
       if (!j.is_object() || j.value("event", "") != "decision") return std::nullopt;
       auto name = decision_name(j.value("decision", ""));
       if (!name) return std::nullopt;
-      return ProxyDecision{*name, j.value("host", ""), port_of(j)};
+      ProxyDecision d{*name, j.value("host", ""), port_of(j)};
+      // Only where a rule decided: a host-only decision keeps its old shape (method CONNECT).
+      if (j.contains("rule")) {
+        const auto text = [&j](const char* key) {
+          const auto it = j.find(key);
+          return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+        };
+        d.method = text("method");
+        d.path = text("path");
+        d.rule = text("rule");
+        d.reason = text("reason");
+      }
+      return d;
     } catch (const nlohmann::json::exception&) {
       return std::nullopt;
     }
@@ -102,6 +114,10 @@ void notify_proxy_decisions(const ObserverHub& hub, std::string_view backend, co
     e.port = d.port;
     e.proxy = proxy;
     e.truncated = truncated;
+    e.method = d.method;
+    e.path = d.path;
+    e.rule = d.rule;
+    e.reason = d.reason;
     hub.notify(std::move(e));
   }
 }

@@ -91,3 +91,37 @@ TEST_CASE("OBS-7: each decision becomes one NetworkDecisionEvent, keyed and in l
   CHECK(seen[0].context.key == SandboxKey{});  // unattributed
   CHECK(seen[0].context.call_id.empty());
 }
+
+TEST_CASE("C-10 OBS-7 issue-45: a decision a method/path rule made carries method, canonical path, rule and reason into "
+          "the event and its JSON") {
+  const std::string log =
+      R"({"event":"decision","decision":"deny","method":"DELETE","host":"allowed.test","port":443,"status":403,)"
+      R"("bytes_up":0,"bytes_down":0,"path":"/repo/x","rule":"allowed.test methods [GET] paths [/repo/]",)"
+      R"("reason":"refused DELETE /repo/x on allowed.test: method DELETE is not allowed by rule allowed.test methods [GET] paths [/repo/]"})"
+      "\n"
+      R"({"event":"decision","decision":"allow","method":"CONNECT","host":"whole.test","port":443,"status":0})"
+      "\n";
+  const auto parsed = parse_proxy_decisions(log, false, 0);
+  REQUIRE(parsed.decisions.size() == 2);
+  const auto& d = parsed.decisions[0];
+  CHECK(d.decision == "DENY");
+  CHECK(d.method == "DELETE");
+  CHECK(d.path == "/repo/x");
+  CHECK(d.rule == "allowed.test methods [GET] paths [/repo/]");
+  CHECK_THAT(d.reason, Catch::Contains("method DELETE is not allowed"));
+  CHECK(parsed.decisions[1].method.empty());  // a host-only decision keeps its shape
+  CHECK(parsed.decisions[1].rule.empty());
+
+  std::vector<SandboxEvent> seen;
+  auto set = std::make_shared<const ObserverSet>(std::vector<std::shared_ptr<SandboxObserver>>{
+      make_observer([&](const SandboxEvent& e) { seen.push_back(e); })});
+  ObserverHub hub;
+  hub.attach(set);
+  notify_proxy_decisions(hub, "docker", std::nullopt, "p", parsed.decisions, false);
+  REQUIRE(seen.size() == 2);
+  const std::string json = event_to_json(seen[0]);
+  CHECK_THAT(json, Catch::Contains(R"("method":"DELETE")") && Catch::Contains(R"("path":"/repo/x")") &&
+                       Catch::Contains(R"("rule":"allowed.test methods [GET] paths [/repo/]")") &&
+                       Catch::Contains("method DELETE is not allowed"));
+  CHECK(event_to_json(seen[1]).find("\"rule\"") == std::string::npos);
+}

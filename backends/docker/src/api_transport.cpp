@@ -237,6 +237,20 @@ public:
     co_return r.status == 200;
   }
 
+  awaitable<std::optional<std::string>> image_labels(std::string image) override {
+    std::string target = "/images/" + url_escape(image, true) + "/json";
+    const std::string what = "image inspect " + image;
+    auto r = co_await call("GET", std::move(target), what);
+    if (r.status == 404) co_return std::nullopt;
+    if (r.status != 200) throw OSError(failure(what, r));
+    try {
+      const auto j = nlohmann::json::parse(r.body);
+      co_return j.value("Config", nlohmann::json::object()).value("Labels", nlohmann::json()).dump();
+    } catch (const nlohmann::json::exception& e) {
+      throw OSError(what + ": unreadable answer: " + e.what());
+    }
+  }
+
   awaitable<void> pull_image(std::string image) override {
     // The CLI pulls `name:latest` for a bare name; the API would pull every tag of it.
     std::string from = image;

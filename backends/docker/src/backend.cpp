@@ -69,6 +69,13 @@ DockerSandboxBackend::DockerSandboxBackend(DockerConfig config, std::shared_ptr<
   // D-5: ALLOWLIST iff a proxy image is configured — and the transport can build
   // the topology (both shipped transports can; a test double may not).
   if (config_.egress_proxy_image && transport_->has_egress_plane()) declarations_.egress_modes.insert(Egress::Allowlist);
+  // Issue 45: method/path rules only with a proxy image that terminates TLS. Without an
+  // engine call the configuration says so (checked on the image at every acquire); create()
+  // reads the image's features label instead.
+  if (config_.egress_proxy_terminates && declarations_.egress_modes.contains(Egress::Allowlist)) {
+    declarations_.capabilities.insert(Capability::EgressMethods);
+    declarations_.capabilities.insert(Capability::EgressPaths);
+  }
   // The proxy's decisions reach the router's observers too (docs/observability.md).
   config_.egress_observer = detail::with_core_observers(std::move(config_.egress_observer), observer_hub());
 }
@@ -92,6 +99,11 @@ awaitable<std::shared_ptr<DockerSandboxBackend>> DockerSandboxBackend::create(Do
   // windows declares nothing: every guest path here is POSIX (D-30).
   if (os == "linux") backend->declarations_.os_families = OsFamilySet{OsFamily::Posix};
   backend->os_checked_ = true;
+  if (backend->declarations_.egress_modes.contains(Egress::Allowlist) &&
+      co_await detail::proxy_image_terminates(*backend->transport_, backend->config_)) {
+    backend->declarations_.capabilities.insert(Capability::EgressMethods);
+    backend->declarations_.capabilities.insert(Capability::EgressPaths);
+  }
   co_return backend;
 }
 
@@ -129,7 +141,7 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
   // C-55: the allowlist is part of the identity, so a changed policy is another sandbox.
   support::NameQualifiers qualifiers;
   if (proxied)
-    for (const auto& entry : spec.egress_allow()) qualifiers.egress_allow.push_back(egress_entry_host(entry));
+    for (const auto& entry : spec.egress_allow()) qualifiers.egress_allow.push_back(detail::entry_identity(entry));
   // LIM-5: so are the resource bounds (a container's limits are fixed when it is created).
   if (!spec.resources().empty()) qualifiers.resources = spec.resources().to_string();
   const std::string container = support::sandbox_name(kContainerPrefix, key, spec.kind(), qualifiers);
@@ -156,7 +168,8 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
   const bool warm = state && state->running && !state->paused;
   if (!warm) co_await check_os_family(spec);  // 4. cold: create or restart
   // 5. Egress scaffolding, re-ensured on every acquire, warm reuse included.
-  if (proxied) co_await detail::ensure_egress_topology(*transport_, config_, container, key, spec, !state.has_value());
+  std::optional<std::string> egress_ca;  // the per-sandbox CA, when the spec has method/path rules
+  if (proxied) egress_ca = co_await detail::ensure_egress_topology(*transport_, config_, container, key, spec, !state.has_value());
   bool fresh = false;  // created by this acquire: nothing but the image has run in it
   if (warm) {
     logger()->info("backend 'docker': reusing running container {} for kind '{}'", container, spec.kind());
@@ -176,6 +189,7 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
                          "' is not running after start (status '" + (state ? state->status : "absent") + "')"));
   }
   memory_->remember(key, container);
+  if (egress_ca) co_await detail::install_egress_ca(*transport_, container, *egress_ca);  // a new CA per proxy
 
   // 7. Probes and the image user; the work directory follows, walked by the core (ACQ-4)
   // and prepared by the sandbox (do_prepare_storage_base), in that order.

@@ -145,6 +145,17 @@ public:
     co_return r.ok();
   }
 
+  awaitable<std::optional<std::string>> image_labels(std::string image) override {
+    std::vector<std::string> args{"image", "inspect", "--format", "{{json .Config.Labels}}", image};
+    auto r = co_await run(std::move(args));
+    if (!r.ok()) {
+      if (contains_ci(r.stderr_bytes, "no such image") || contains_ci(r.stderr_bytes, "no such object"))
+        co_return std::nullopt;
+      throw OSError(failure("image inspect " + image, r));
+    }
+    co_return trim(r.stdout_bytes);
+  }
+
   awaitable<void> pull_image(std::string image) override {
     std::vector<std::string> args{"image", "pull", image};
     RunOptions options{.timeout = config_.image_pull_timeout(), .verb = "image pull"};

@@ -56,7 +56,8 @@ DockerConfig parse_docker_config(const nlohmann::json& json) {
                      {"docker_path", "egress_proxy_image", "outbound_network", "command_timeout_seconds",
                       "image_pull_timeout_seconds", "pids_limit", "memory", "cpus", "cap_drop_all", "init",
                       "max_exec_output_bytes", "declare_os_family", "transport", "docker_host", "egress_proxy_args",
-                      "egress_inhibit_ipv4_fallback", "egress_event_log"},
+                      "egress_inhibit_ipv4_fallback", "egress_event_log", "egress_upstream_ca_file",
+                      "egress_proxy_terminates"},
                      "docker");
   DockerConfig c;
   if (json.is_null()) return c;
@@ -76,6 +77,12 @@ DockerConfig parse_docker_config(const nlohmann::json& json) {
   if (auto it = json.find("egress_inhibit_ipv4_fallback"); it != json.end()) {
     if (!it->is_boolean()) refuse("egress_inhibit_ipv4_fallback", "must be true or false, got " + it->dump());
     c.egress_inhibit_ipv4_fallback = it->get<bool>();
+  }
+  if (auto it = json.find("egress_upstream_ca_file"); it != json.end() && !it->is_null())
+    c.egress_upstream_ca_file = get_string(*it, "egress_upstream_ca_file");
+  if (auto it = json.find("egress_proxy_terminates"); it != json.end()) {
+    if (!it->is_boolean()) refuse("egress_proxy_terminates", "must be true or false, got " + it->dump());
+    c.egress_proxy_terminates = it->get<bool>();
   }
   if (auto it = json.find("egress_event_log"); it != json.end() && !it->is_null())
     c.egress_observer = egress_event_log(get_string(*it, "egress_event_log"));  // opens it now: refused by name

@@ -114,7 +114,7 @@ awaitable<bool> DockerSandboxBackend::create_container(const std::string& contai
   if (detail::behind_proxy(config_, *transport_, spec)) {
     // Only N, and the proxy variables; enforcement is the topology, not the variables.
     request.network = container + "-net";
-    request.env = detail::workload_proxy_env(container);
+    request.env = detail::workload_proxy_env(container, detail::spec_has_rules(spec));
   }
   // Issue 54: a create that loses the name race to another process adopts the winner's
   // container; one that finds the name freed again creates again. Bounded as one lifecycle call.

@@ -3,8 +3,11 @@
 
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <exception>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +23,7 @@
 #include "key_attribution.hpp"
 #include "proxy_drain.hpp"
 #include "said.hpp"
+#include "tar_plane.hpp"
 
 namespace maf::sandbox::docker::detail {
 
@@ -37,6 +41,25 @@ std::vector<std::string> allow_hosts(const SandboxSpec& spec) {
   std::vector<std::string> hosts;
   for (const auto& entry : spec.egress_allow()) hosts.push_back(egress_entry_host(entry));
   return hosts;
+}
+
+/// The hosts allowed whole (a rule's host reaches the proxy through MAF_SANDBOX_RULES).
+std::vector<std::string> whole_hosts(const SandboxSpec& spec) {
+  std::vector<std::string> hosts;
+  for (const auto& entry : spec.egress_allow())
+    if (const auto* host = std::get_if<std::string>(&entry)) hosts.push_back(*host);
+  return hosts;
+}
+
+/// The operator's upstream trust store for terminated hosts (egress_upstream_ca_file).
+std::string read_upstream_ca(const DockerConfig& config) {
+  std::ifstream in(*config.egress_upstream_ca_file, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || text.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+    throw OSError(said("egress_upstream_ca_file '" + *config.egress_upstream_ca_file +
+                       "' cannot be read or holds no PEM certificate"));
+  return text.str();
 }
 
 std::string join(const std::vector<std::string>& parts, const char* sep) {
@@ -93,9 +116,111 @@ bool behind_proxy(const DockerConfig& config, const DockerTransport& transport, 
          !spec.egress_allow().empty();
 }
 
-std::vector<std::pair<std::string, std::string>> workload_proxy_env(const std::string& container) {
+std::vector<std::pair<std::string, std::string>> workload_proxy_env(const std::string& container, bool terminating) {
   const std::string url = "http://" + container + "-proxy:" + std::to_string(kProxyPort);
-  return {{"HTTP_PROXY", url}, {"HTTPS_PROXY", url}, {"http_proxy", url}, {"https_proxy", url}};
+  std::vector<std::pair<std::string, std::string>> env{
+      {"HTTP_PROXY", url}, {"HTTPS_PROXY", url}, {"http_proxy", url}, {"https_proxy", url}};
+  if (terminating)
+    for (const char* name : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"})
+      env.emplace_back(name, kGuestCaBundle);
+  if (terminating) env.emplace_back("NODE_EXTRA_CA_CERTS", kGuestCaFile);
+  return env;
+}
+
+bool spec_has_rules(const SandboxSpec& spec) {
+  for (const auto& entry : spec.egress_allow())
+    if (std::holds_alternative<EgressRule>(entry)) return true;
+  return false;
+}
+
+std::string entry_identity(const EgressEntry& entry) {
+  const auto* rule = std::get_if<EgressRule>(&entry);
+  if (!rule) return std::get<std::string>(entry);
+  std::string out = rule->host();
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return join(v, ",");
+  };
+  if (rule->methods()) out += " methods=" + sorted(*rule->methods());
+  if (rule->paths()) out += " paths=" + sorted(*rule->paths());
+  return out;
+}
+
+std::string proxy_rules_json(const SandboxSpec& spec) {
+  nlohmann::json rules = nlohmann::json::array();
+  for (const auto& entry : spec.egress_allow())
+    if (const auto* rule = std::get_if<EgressRule>(&entry)) {
+      nlohmann::json r = {{"host", rule->host()}};
+      if (rule->methods()) r["methods"] = *rule->methods();
+      if (rule->paths()) r["paths"] = *rule->paths();
+      rules.push_back(std::move(r));
+    }
+  return rules.dump();
+}
+
+bool labels_say_terminating(const std::string& labels_json) {
+  try {
+    const auto j = nlohmann::json::parse(labels_json);
+    if (!j.is_object()) return false;
+    const std::string features = j.value(kProxyFeaturesLabel, "");
+    std::size_t start = 0;
+    while (start <= features.size()) {
+      const auto comma = std::min(features.find(',', start), features.size());
+      if (features.substr(start, comma - start) == kTerminationFeature) return true;
+      start = comma + 1;
+    }
+  } catch (const nlohmann::json::exception&) {
+  }
+  return false;
+}
+
+std::optional<std::string> ca_certificate_in_log(const std::string& output) {
+  std::size_t start = 0;
+  while (start < output.size()) {
+    const auto end = std::min(output.find('\n', start), output.size());
+    const auto line = output.substr(start, end - start);
+    start = end + 1;
+    if (line.find("\"listening\"") == std::string::npos) continue;
+    try {
+      const auto j = nlohmann::json::parse(line);
+      if (j.value("event", "") == "listening" && j.contains("ca_certificate") && j["ca_certificate"].is_string())
+        return j["ca_certificate"].get<std::string>();
+    } catch (const nlohmann::json::exception&) {
+    }
+  }
+  return std::nullopt;
+}
+
+awaitable<bool> proxy_image_terminates(DockerTransport& transport, const DockerConfig& config) {
+  if (!config.egress_proxy_image || !transport.has_egress_plane()) co_return false;
+  const auto labels = co_await transport.image_labels(*config.egress_proxy_image);
+  co_return labels && labels_say_terminating(*labels);
+}
+
+awaitable<void> install_egress_ca(DockerTransport& transport, const std::string& container, const std::string& ca_pem) {
+  std::string bundle;
+  // The guest's own bundle first, so hosts allowed whole still verify for clients that read
+  // SSL_CERT_FILE; a guest without one gets the CA alone (terminated hosts only).
+  const std::array<std::string, 3> bundles{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
+                                           "/etc/ssl/cert.pem"};
+  for (const auto& path : bundles) {
+    const auto got = co_await transport.archive_get(container, path, 8 << 20);
+    if (got.status != ArchiveStatus::Ok || got.cut) continue;
+    const auto first = parse_first_entry(got.bytes, got.cut, /*want_body=*/true, path);
+    if (first.need_more || first.entry.type != support::TarEntryType::file) continue;
+    bundle = first.body;
+    if (!bundle.empty() && bundle.back() != '\n') bundle += '\n';
+    break;
+  }
+  bundle += ca_pem;
+  support::TarWriter tar;
+  const support::TarEntryMeta dir{.mode = 0755, .uid = 0, .gid = 0};
+  const support::TarEntryMeta file{.mode = 0644, .uid = 0, .gid = 0};
+  tar.add_directory("etc", dir);
+  tar.add_directory("etc/maf-sandbox", dir);
+  tar.add_file(std::string(kGuestCaFile).substr(1), ca_pem, file);
+  tar.add_file(std::string(kGuestCaBundle).substr(1), bundle, file);
+  co_await transport.archive_put(container, "/", std::move(tar).finish());
 }
 
 std::optional<int> engine_major(const std::string& version) {
@@ -126,12 +251,18 @@ std::vector<std::string> addresses_in_ip_json(const std::string& json_text) {
   return out;
 }
 
-awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerConfig& config,
-                                       const std::string& container, const SandboxKey& key, const SandboxSpec& spec,
-                                       bool fresh) {
-  for (const auto& entry : spec.egress_allow())
-    if (!std::holds_alternative<std::string>(entry))
-      not_enforced(container, spec, "method and path rules need a TLS-intercepting proxy; this one filters hosts only");
+awaitable<std::optional<std::string>> ensure_egress_topology(DockerTransport& transport, const DockerConfig& config,
+                                                             const std::string& container, const SandboxKey& key,
+                                                             const SandboxSpec& spec, bool fresh) {
+  // Method/path rules need the proxy to terminate TLS: checked on the image itself at every
+  // acquire, whatever was declared (a deferred backend declared from configuration).
+  const bool terminating = spec_has_rules(spec);
+  if (terminating && !co_await proxy_image_terminates(transport, config))
+    not_enforced(container, spec,
+                 "method and path rules need a proxy image that terminates TLS (label " +
+                     std::string(kProxyFeaturesLabel) + " naming " + kTerminationFeature + "); '" +
+                     config.egress_proxy_image.value_or("") + "' does not say so (rebuild it with scripts/egress-proxy-image)");
+  std::optional<std::string> ca_certificate;
   const std::string network = container + "-net";
   const std::string proxy = container + "-proxy";
   const std::string endpoint = co_await transport.endpoint();
@@ -233,7 +364,7 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
         return (why = "not a proxy", false);
       if (p.value("/Config/Image"_json_pointer, std::string()) != *config.egress_proxy_image)
         return (why = "another image", false);
-      std::vector<std::string> hosts = allow_hosts(spec), theirs;
+      std::vector<std::string> hosts = whole_hosts(spec), theirs;
       std::sort(hosts.begin(), hosts.end());
       for (const auto& e : p.value("/Config/Env"_json_pointer, nlohmann::json::array()))
         if (e.is_string() && e.get<std::string>().rfind("MAF_SANDBOX_ALLOW=", 0) == 0) {
@@ -246,6 +377,13 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
         }
       std::sort(theirs.begin(), theirs.end());
       if (theirs != hosts) return (why = "another allowlist", false);
+      // Method/path rules (issue 45): the proxy serving them must hold exactly this spec's.
+      std::string their_rules;
+      for (const auto& e : p.value("/Config/Env"_json_pointer, nlohmann::json::array()))
+        if (e.is_string() && e.get<std::string>().rfind("MAF_SANDBOX_RULES=", 0) == 0)
+          their_rules = e.get<std::string>().substr(std::string("MAF_SANDBOX_RULES=").size());
+      if (their_rules != (terminating ? proxy_rules_json(spec) : std::string()))
+        return (why = "other method/path rules", false);
       if (p.value("/Config/Cmd"_json_pointer, nlohmann::json::array()) != nlohmann::json(config.egress_proxy_args) &&
           !(config.egress_proxy_args.empty() && p.value("/Config/Cmd"_json_pointer, nlohmann::json()).is_null()))
         return (why = "other proxy arguments", false);
@@ -286,7 +424,12 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
       run.name = proxy;
       run.image = *config.egress_proxy_image;
       run.network = network;
-      run.env = {{"MAF_SANDBOX_ALLOW", join(allow_hosts(spec), ",")}};
+      run.env = {{"MAF_SANDBOX_ALLOW", join(whole_hosts(spec), ",")}};
+      if (terminating) {
+        run.env.emplace_back("MAF_SANDBOX_RULES", proxy_rules_json(spec));
+        if (config.egress_upstream_ca_file)
+          run.env.emplace_back("MAF_SANDBOX_UPSTREAM_CA_PEM", read_upstream_ca(config));
+      }
       run.labels = request.labels;
       run.labels.emplace_back(std::string(support::kLabelRole), "proxy");
       run.labels.emplace_back(std::string(kLabelKeyV1), encode_key_v1(key));  // D-8: lossless attribution
@@ -352,6 +495,14 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
         throw OSError(said("proxy " + proxy + " never reported `listening`; its output: " +
                            proxy_output(output)));
     }
+    if (terminating) {
+      // The CA is the proxy's own (made in memory when it started): read from its readiness
+      // line, whether this acquire made the proxy or a replica's is kept (issue 45, 54).
+      const std::string log = co_await transport.container_logs(proxy, 64 * 1024);
+      ca_certificate = ca_certificate_in_log(log);
+      if (!ca_certificate)
+        throw OSError(said("proxy " + proxy + " terminates TLS but printed no CA certificate in its readiness line"));
+    }
     co_await verify_bridge();  // again, now that endpoints are attached and the bridge is up
   } catch (const Cancelled&) {
     throw;
@@ -369,7 +520,9 @@ awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerC
     }
     std::rethrow_exception(failure);
   }
-  logger()->info("backend 'docker': egress proxy {} ready on {} for {}", proxy, network, join(allow_hosts(spec), ","));
+  logger()->info("backend 'docker': egress proxy {} ready on {} for {}{}", proxy, network, join(allow_hosts(spec), ","),
+                 terminating ? " (method/path rules: TLS terminated)" : "");
+  co_return ca_certificate;
 }
 
 }  // namespace maf::sandbox::docker::detail

@@ -30,9 +30,46 @@ std::vector<std::string> workload_cap_drop();
 /// workload gets `--network none` (D-4).
 bool behind_proxy(const DockerConfig& config, const DockerTransport& transport, const SandboxSpec& spec);
 
+/// The image label scripts/egress-proxy-image writes from the proxy's `--features`, and the
+/// feature a method/path rule needs (issue 45).
+inline constexpr const char* kProxyFeaturesLabel = "org.maf-sandbox.egress-proxy.features";
+inline constexpr const char* kTerminationFeature = "tls-termination";
+/// Where the per-sandbox CA lands in the guest: the CA alone, and the guest's own bundle
+/// with the CA appended (issue 45 item 2).
+inline constexpr const char* kGuestCaFile = "/etc/maf-sandbox/egress-ca.pem";
+inline constexpr const char* kGuestCaBundle = "/etc/maf-sandbox/egress-ca-bundle.pem";
+
+/// True when the spec holds a method or path rule (EgressRule, C-9/C-10).
+bool spec_has_rules(const SandboxSpec& spec);
+
+/// An entry as the sandbox's name folds it (C-55): the host, and a rule's methods and paths,
+/// so a changed rule is another sandbox.
+std::string entry_identity(const EgressEntry& entry);
+
+/// The proxy's MAF_SANDBOX_RULES: the spec's rules as `[{"host","methods","paths"}]`.
+std::string proxy_rules_json(const SandboxSpec& spec);
+
+/// Whether an image's labels (JSON text of `Config.Labels`) say the proxy terminates TLS.
+bool labels_say_terminating(const std::string& labels_json);
+
+/// The CA certificate (PEM) from the proxy's readiness line, or nullopt.
+std::optional<std::string> ca_certificate_in_log(const std::string& output);
+
 /// The workload's `-e` pairs: HTTP_PROXY, HTTPS_PROXY and their lowercase twins, all
-/// `http://<container>-proxy:3128` (curl reads only the lowercase http_proxy).
-std::vector<std::pair<std::string, std::string>> workload_proxy_env(const std::string& container);
+/// `http://<container>-proxy:3128` (curl reads only the lowercase http_proxy); with
+/// `terminating`, also SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE and GIT_SSL_CAINFO
+/// (the guest's bundle plus the sandbox CA) and NODE_EXTRA_CA_CERTS (the CA alone).
+std::vector<std::pair<std::string, std::string>> workload_proxy_env(const std::string& container,
+                                                                    bool terminating = false);
+
+/// Whether the configured proxy image terminates TLS (its features label).
+boost::asio::awaitable<bool> proxy_image_terminates(DockerTransport& transport, const DockerConfig& config);
+
+/// Put the sandbox CA in the guest: kGuestCaFile, and kGuestCaBundle = the guest's own
+/// bundle (the first regular file of Debian's, Fedora's and Alpine's paths), then the CA.
+/// Root-owned, mode 0644. Runs at every acquire: each acquire's proxy has a new CA.
+boost::asio::awaitable<void> install_egress_ca(DockerTransport& transport, const std::string& container,
+                                               const std::string& ca_pem);
 
 /// The engine major version from `Server.Version` ("20.10.24+dfsg1" -> 20); nullopt when
 /// unreadable (then the gate refuses, as for an old engine).
@@ -45,9 +82,10 @@ std::vector<std::string> addresses_in_ip_json(const std::string& json_text);
 
 /// Ensure N (gated, created or adopted, then verified) and replace P (run, outbound leg,
 /// readiness). `fresh`: no workload exists yet, so a failure also removes N. Throws
-/// SandboxEgressNotEnforced when the isolation cannot be had or verified, OSError when an
-/// engine step fails.
-boost::asio::awaitable<void> ensure_egress_topology(DockerTransport& transport, const DockerConfig& config,
+/// SandboxEgressNotEnforced when the isolation cannot be had or verified (or the spec has
+/// method/path rules and the proxy image does not terminate TLS), OSError when an engine
+/// step fails. Answers the per-sandbox CA certificate when the spec has rules.
+boost::asio::awaitable<std::optional<std::string>> ensure_egress_topology(DockerTransport& transport, const DockerConfig& config,
                                                     const std::string& container, const SandboxKey& key,
                                                     const SandboxSpec& spec, bool fresh);
 

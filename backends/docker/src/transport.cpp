@@ -59,5 +59,6 @@ boost::asio::awaitable<std::string> DockerTransport::container_logs(std::string,
 boost::asio::awaitable<void> DockerTransport::stop_container(std::string, std::chrono::seconds) {
   no_egress_plane("stop");
 }
+boost::asio::awaitable<std::optional<std::string>> DockerTransport::image_labels(std::string) { co_return std::nullopt; }
 
 }  // namespace maf::sandbox::docker

@@ -55,6 +55,25 @@ TEST_CASE("D-5: an empty egress_proxy_image is unset; a named one enables ALLOWL
   CHECK_THROWS_WITH(parse_docker_config({{"egress_proxy_args", "--resolve"}}), Catch::Contains("egress_proxy_args"));
 }
 
+TEST_CASE("C-10 issue-45: method/path rules are declared from the configuration only with a proxy image that "
+          "says it terminates; the new keys parse and refuse by name") {
+  auto c = parse_docker_config({{"egress_proxy_image", "p:1"},
+                                {"egress_proxy_terminates", true},
+                                {"egress_upstream_ca_file", "/etc/ca.pem"}});
+  CHECK(c.egress_proxy_terminates);
+  CHECK(c.egress_upstream_ca_file == std::optional<std::string>("/etc/ca.pem"));
+  const auto caps = DockerSandboxBackend(c).declarations().capabilities;
+  CHECK(caps.contains(Capability::EgressMethods));
+  CHECK(caps.contains(Capability::EgressPaths));
+  // No proxy image: no ALLOWLIST, so no rules either, whatever the flag says.
+  const auto bare = DockerSandboxBackend(parse_docker_config({{"egress_proxy_terminates", true}})).declarations();
+  CHECK_FALSE(bare.capabilities.contains(Capability::EgressPaths));
+  CHECK_FALSE(DockerSandboxBackend(parse_docker_config({{"egress_proxy_image", "p:1"}}))
+                  .declarations()
+                  .capabilities.contains(Capability::EgressMethods));
+  CHECK_THROWS_WITH(parse_docker_config({{"egress_proxy_terminates", "yes"}}), Catch::Contains("egress_proxy_terminates"));
+}
+
 TEST_CASE("D-5 §10: the plain constructor declares constants and no os family, with no engine call") {
   DockerConfig c;
   c.docker_path = "/nonexistent/docker";  // never run: the constructor makes no call

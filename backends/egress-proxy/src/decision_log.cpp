@@ -15,6 +15,8 @@ std::string decision_json(const Decision& d) {
   j["status"] = d.status;
   j["bytes_up"] = d.bytes_up;
   j["bytes_down"] = d.bytes_down;
+  if (!d.path.empty()) j["path"] = d.path;
+  if (!d.rule.empty()) j["rule"] = d.rule;
   if (!d.reason.empty()) j["reason"] = d.reason;
   // Client-controlled text can hold any byte: replace invalid UTF-8 rather than throw.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

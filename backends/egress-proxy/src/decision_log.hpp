@@ -6,8 +6,11 @@
 /// Fields: `event` ("decision"), `decision` (allow | deny | deny-nonglobal | unreachable |
 /// bad-request | busy), `method`, `host`, `port`, `status` (the status answered, 0 when a
 /// tunnel or forward ran), `bytes_up` / `bytes_down` (client→upstream / upstream→client, for
-/// an allowed connection when it closed), `reason` (why, for refusals). The readiness line
-/// is `{"event":"listening",...}`; the Docker backend polls for the word `listening`.
+/// an allowed connection when it closed), `reason` (why, for refusals). Inside a terminated
+/// tunnel each request is a decision of its own and adds `path` (canonical, never the query)
+/// and `rule` (the rule that decided); nothing of a request's body or headers is logged. The
+/// readiness line is `{"event":"listening",...}` (with `ca_certificate`, the per-sandbox
+/// CA's certificate in PEM, when rules are set); the Docker backend polls for `listening`.
 
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +28,8 @@ struct Decision {
   std::uint64_t bytes_up = 0;
   std::uint64_t bytes_down = 0;
   std::string reason;
+  std::string path;  ///< terminated or plain-HTTP rule checks: the canonical path
+  std::string rule;  ///< the rule that decided (L7Rule::describe)
 };
 
 /// The JSON line (without the newline) for one decision.

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 
@@ -48,6 +49,10 @@ int main(int argc, char** argv) {
     std::cout << usage();
     return 0;
   }
+  if (options.features) {
+    std::cout << kFeatures << "\n";
+    return 0;
+  }
   if (!options.allow_forwarding) {
     const auto problem = forwarding_problem([](const std::string& path) -> std::optional<std::string> {
       std::ifstream in(path);
@@ -75,7 +80,13 @@ int main(int argc, char** argv) {
     asio::io_context io(1);
     const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(options.listen_address), options.listen_port);
     asio::ip::tcp::acceptor acceptor(io, endpoint);  // SO_REUSEADDR by default
-    ProxyServer server(io, options, log);
+    // Hosts with method/path rules are terminated: the per-sandbox CA is made here, in
+    // memory, and only its certificate is printed (in the readiness line).
+    std::unique_ptr<Terminator> terminator;
+    if (!options.rules.empty()) terminator = std::make_unique<Terminator>(io, options, log);
+    if (options.pass_through)
+      std::cerr << "maf-sandbox-egress-proxy: --unsafe-pass-through: terminated hosts are NOT checked (a test double)\n";
+    ProxyServer server(io, options, log, terminator.get());
     asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code&, int) {
       boost::system::error_code ec;
@@ -87,6 +98,12 @@ int main(int argc, char** argv) {
     ready["address"] = options.listen_address;
     ready["port"] = options.listen_port;
     ready["allowing"] = options.allow.describe();
+    if (terminator) {
+      std::string rules;
+      for (const auto& r : options.rules.rules()) rules += (rules.empty() ? "" : "; ") + r.describe();
+      ready["rules"] = rules;
+      ready["ca_certificate"] = terminator->ca_certificate_pem();
+    }
     log.line(ready.dump());
     asio::co_spawn(io, server.run(std::move(acceptor)), asio::detached);
     io.run();

@@ -29,10 +29,20 @@ ProxyOptions parse_options(const std::vector<std::string>& args, const GetEnv& e
     o.listen_port = static_cast<std::uint16_t>(parse_count("MAF_SANDBOX_PROXY_PORT", *port, 1, 65535));
   for (const char* var : {"MAF_EGRESS_ALLOW", "MAF_SANDBOX_ALLOW"})
     if (auto list = env(var)) o.allow.add(Allowlist::parse(*list));
+  if (auto rules = env("MAF_SANDBOX_RULES")) o.rules.add(L7Rules::parse_json(*rules));
+  o.upstream_ca_pem = env("MAF_SANDBOX_UPSTREAM_CA_PEM");
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
     if (flag == "-h" || flag == "--help") {
       o.help = true;
+      continue;
+    }
+    if (flag == "--features") {
+      o.features = true;
+      continue;
+    }
+    if (flag == "--unsafe-pass-through") {
+      o.pass_through = true;
       continue;
     }
     if (flag == "--unsafe-allow-forwarding") {
@@ -43,6 +53,10 @@ ProxyOptions parse_options(const std::vector<std::string>& args, const GetEnv& e
     const std::string& value = args[++i];
     if (flag == "--allow") {
       o.allow.add(Allowlist::parse(value));
+    } else if (flag == "--rules") {
+      o.rules.add(L7Rules::parse_json(value));
+    } else if (flag == "--upstream-ca") {
+      o.upstream_ca_file = value;
     } else if (flag == "--resolve") {
       o.pins.add_pin(value);
     } else if (flag == "--hosts-file") {
@@ -79,12 +93,16 @@ ProxyOptions parse_options(const std::vector<std::string>& args, const GetEnv& e
 }
 
 std::string usage() {
-  return "usage: maf-sandbox-egress-proxy [--allow host[:port],...]... [--resolve host=ip]... [--hosts-file PATH]\n"
+  return "usage: maf-sandbox-egress-proxy [--allow host[:port],...]... [--rules JSON]... [--upstream-ca FILE]\n"
+         "         [--resolve host=ip]... [--hosts-file PATH] [--features]\n"
          "         [--listen [ADDR:]PORT] [--log PATH] [--max-connections N] [--max-head-bytes N]\n"
          "         [--head-timeout S] [--connect-timeout S] [--idle-timeout S] [--unsafe-allow-forwarding]\n"
          "environment: MAF_EGRESS_ALLOW, MAF_SANDBOX_ALLOW (allowlists, unioned with --allow),\n"
+         "             MAF_SANDBOX_RULES (method/path rules, JSON, unioned with --rules),\n"
+         "             MAF_SANDBOX_UPSTREAM_CA_PEM (upstream trust store as PEM text),\n"
          "             MAF_SANDBOX_PROXY_PORT (listen port, default 3128)\n"
          "A bare host allows CONNECT to 443 and plain HTTP to 80; host:port allows that port only.\n"
+         "A host with a method/path rule is TLS-terminated with a per-run CA and each request checked.\n"
          "It refuses to start where its network namespace forwards packets (tests only: --unsafe-allow-forwarding).\n";
 }
 

@@ -14,48 +14,13 @@
 #include <memory>
 
 #include "request.hpp"
+#include "watchdog.hpp"
 
 namespace maf::sandbox::egress_proxy {
 
 namespace asio = boost::asio;
 using asio::awaitable;
 using asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
-
-namespace {
-
-/// Fires `on_expire` once the deadline passes. Extending the deadline touches no timer:
-/// the handler re-arms itself when it wakes early, so a busy tunnel costs no cancellations.
-class Watchdog : public std::enable_shared_from_this<Watchdog> {
-public:
-  Watchdog(asio::io_context& io, std::function<void()> on_expire) : timer_(io), on_expire_(std::move(on_expire)) {}
-  void start(std::chrono::milliseconds after) {
-    deadline_ = Clock::now() + after;
-    arm();
-  }
-  void extend(std::chrono::milliseconds after) { deadline_ = Clock::now() + after; }
-  void stop() {
-    stopped_ = true;
-    timer_.cancel();
-  }
-  bool expired() const noexcept { return expired_; }
-
-private:
-  void arm() {
-    timer_.expires_at(deadline_);
-    timer_.async_wait([self = shared_from_this()](const boost::system::error_code&) {
-      if (self->stopped_) return;
-      if (Clock::now() < self->deadline_) return self->arm();
-      self->expired_ = true;
-      self->on_expire_();
-    });
-  }
-  asio::steady_timer timer_;
-  std::function<void()> on_expire_;
-  Clock::time_point deadline_{};
-  bool stopped_ = false;
-  bool expired_ = false;
-};
 
 const char* status_text(int status) {
   switch (status) {
@@ -68,9 +33,12 @@ const char* status_text(int status) {
   }
 }
 
-awaitable<void> answer(tcp::socket& socket, int status) {
+namespace {
+
+awaitable<void> answer(tcp::socket& socket, int status, const std::string& body = {}) {
   const std::string response = "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) +
-                               "\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+                               (body.empty() ? "" : "\r\ncontent-type: text/plain; charset=utf-8") +
+                               "\r\ncontent-length: " + std::to_string(body.size()) + "\r\nconnection: close\r\n\r\n" + body;
   boost::system::error_code ec;
   co_await asio::async_write(socket, asio::buffer(response), asio::redirect_error(asio::use_awaitable, ec));
   socket.shutdown(tcp::socket::shutdown_both, ec);
@@ -185,11 +153,32 @@ awaitable<void> ProxyServer::serve(tcp::socket client) {
     co_await answer(client, d.status);
     co_return;
   }
-  const ProxyRequest& request = *parsed.request;
+  ProxyRequest& request = *parsed.request;
   d.method = request.method;
   d.host = request.target.host;
   d.port = request.target.port;
-  if (!options_.allow.allows(request.kind, request.target)) {
+  // A host with a method/path rule (l7_rules.hpp) is allowed as far as its rule allows.
+  const L7Rule* rule = options_.rules.find(request.kind == RequestKind::Connect, request.target.host, request.target.port);
+  if (rule && request.kind == RequestKind::Connect && !terminator_) rule = nullptr;  // unreachable: main makes one
+  if (rule) {
+    d.rule = rule->describe();
+    if (request.kind == RequestKind::Forward) {
+      // Plain http:// is checked against the same rule, and sent in canonical form.
+      const L7Verdict verdict = check_request(*rule, request.method, request.origin_target, request.target.host);
+      d.path = verdict.canonical_path;
+      if (!verdict.allowed) {
+        d.decision = "deny";
+        d.status = verdict.status;
+        d.reason = verdict.reason;
+        log_.write(d);
+        co_await answer(client, verdict.status, refusal_body(verdict.reason));
+        co_return;
+      }
+      const auto line_end = request.upstream_head.find(' ', request.method.size() + 1);
+      request.upstream_head.replace(request.method.size() + 1, line_end - request.method.size() - 1,
+                                    verdict.upstream_target);
+    }
+  } else if (!options_.allow.allows(request.kind, request.target)) {
     d.decision = "deny";
     d.status = 403;
     d.reason = "not on the allowlist";
@@ -240,6 +229,12 @@ awaitable<void> ProxyServer::serve(tcp::socket client) {
     }
   }
 
+  // A terminated tunnel dials when its first request is allowed (terminator.hpp).
+  if (rule && request.kind == RequestKind::Connect) {
+    co_await terminator_->serve(std::move(client), request.target, *rule, std::move(endpoints), std::move(d));
+    co_return;
+  }
+
   // 4. Dial the checked addresses, bounded.
   tcp::socket upstream(io_);
   {
@@ -272,6 +267,10 @@ awaitable<void> ProxyServer::serve(tcp::socket client) {
   if (!ec && !early.empty())
     co_await asio::async_write(upstream, asio::buffer(early), asio::redirect_error(asio::use_awaitable, ec));
   d.decision = "allow";
+  // A relay forwards bytes as they come: no Nagle delay on either leg.
+  client.set_option(tcp::no_delay(true), ec);
+  upstream.set_option(tcp::no_delay(true), ec);
+  ec.clear();
   auto link = std::make_shared<Link>(std::move(client), std::move(upstream));
   if (!ec) {
     if (request.kind == RequestKind::Forward) link->bytes_up += early.size();

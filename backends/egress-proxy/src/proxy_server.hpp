@@ -13,13 +13,15 @@
 
 #include "decision_log.hpp"
 #include "options.hpp"
+#include "terminator.hpp"
 
 namespace maf::sandbox::egress_proxy {
 
 class ProxyServer {
 public:
-  ProxyServer(boost::asio::io_context& io, const ProxyOptions& options, DecisionLog& log)
-      : io_(io), options_(options), log_(log) {}
+  /// `terminator`: serves CONNECTs to hosts with method/path rules; null when there are none.
+  ProxyServer(boost::asio::io_context& io, const ProxyOptions& options, DecisionLog& log, Terminator* terminator)
+      : io_(io), options_(options), log_(log), terminator_(terminator) {}
 
   /// Accepts until the acceptor is closed.
   boost::asio::awaitable<void> run(boost::asio::ip::tcp::acceptor acceptor);
@@ -30,6 +32,7 @@ private:
   boost::asio::io_context& io_;
   const ProxyOptions& options_;
   DecisionLog& log_;
+  Terminator* terminator_;
   std::size_t active_ = 0;
 };
 

@@ -132,17 +132,23 @@ std::optional<std::pair<std::string, std::optional<std::uint16_t>>> parse_author
   return std::pair{std::move(*normalized), port};
 }
 
-ParseResult parse_request_head(std::string_view head, std::size_t max_head_bytes) {
-  if (head.size() > max_head_bytes) return refuse(431, "request head larger than " + std::to_string(max_head_bytes) + " bytes");
+SplitResult split_request_head(std::string_view head, std::size_t max_head_bytes) {
+  SplitResult out;
+  auto fail = [&out](int status, std::string reason) {
+    out.status = status;
+    out.reason = std::move(reason);
+    return std::move(out);
+  };
+  if (head.size() > max_head_bytes)
+    return fail(431, "request head larger than " + std::to_string(max_head_bytes) + " bytes");
   if (head.size() < 4 || head.substr(head.size() - 4) != "\r\n\r\n" || find_head_end(head) != head.size())
-    return refuse(400, "request head does not end with one blank line");
+    return fail(400, "request head does not end with one blank line");
   // Every CR must start a CRLF and every LF end one; no other control byte but HT.
   for (std::size_t i = 0; i < head.size(); ++i) {
     const auto c = static_cast<unsigned char>(head[i]);
-    if (c == '\r' && (i + 1 >= head.size() || head[i + 1] != '\n')) return refuse(400, "bare CR in request head");
-    if (c == '\n' && (i == 0 || head[i - 1] != '\r')) return refuse(400, "bare LF in request head");
-    if ((c < 0x20 && c != '\r' && c != '\n' && c != '\t') || c == 0x7f)
-      return refuse(400, "control byte in request head");
+    if (c == '\r' && (i + 1 >= head.size() || head[i + 1] != '\n')) return fail(400, "bare CR in request head");
+    if (c == '\n' && (i == 0 || head[i - 1] != '\r')) return fail(400, "bare LF in request head");
+    if ((c < 0x20 && c != '\r' && c != '\n' && c != '\t') || c == 0x7f) return fail(400, "control byte in request head");
   }
 
   std::vector<std::string_view> lines;
@@ -151,36 +157,30 @@ ParseResult parse_request_head(std::string_view head, std::size_t max_head_bytes
     lines.push_back(head.substr(pos, end - pos));
     pos = end + 2;
   }
-  if (lines.empty() || lines.size() - 1 > kMaxHeaderLines) return refuse(400, "too many header lines");
+  if (lines.empty() || lines.size() - 1 > kMaxHeaderLines) return fail(400, "too many header lines");
 
   // Request line: exactly three fields separated by single spaces.
+  RequestHead h;
   const std::string_view line = lines.front();
   const auto sp1 = line.find(' ');
   const auto sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
   if (sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos)
-    return refuse(400, "malformed request line");
-  const std::string_view method = line.substr(0, sp1);
-  const std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  const std::string_view version = line.substr(sp2 + 1);
-  if (!is_token(method)) return refuse(400, "malformed method");
-  if (version != "HTTP/1.1" && version != "HTTP/1.0") return refuse(400, "unsupported HTTP version");
-  if (target.empty()) return refuse(400, "empty request target");
-  for (char c : target)
-    if (c == ' ' || c == '\t' || static_cast<unsigned char>(c) >= 0x80) return refuse(400, "malformed request target");
+    return fail(400, "malformed request line");
+  h.method = line.substr(0, sp1);
+  h.target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+  h.version = line.substr(sp2 + 1);
+  if (!is_token(h.method)) return fail(400, "malformed method");
+  if (h.version != "HTTP/1.1" && h.version != "HTTP/1.0") return fail(400, "unsupported HTTP version");
+  if (h.target.empty()) return fail(400, "empty request target");
+  for (char c : h.target)
+    if (c == ' ' || c == '\t' || static_cast<unsigned char>(c) >= 0x80) return fail(400, "malformed request target");
 
   // Header fields: `name: value`; no continuation lines (obs-fold).
-  struct Field {
-    std::string_view name, value;
-  };
-  std::vector<Field> fields;
-  std::vector<std::string> connection_tokens;
-  bool has_content_length = false, has_transfer_encoding = false;
   for (std::size_t i = 1; i < lines.size(); ++i) {
     const std::string_view l = lines[i];
     const auto colon = l.find(':');
-    if (colon == std::string_view::npos || !is_token(l.substr(0, colon)))
-      return refuse(400, "malformed header line");
-    Field f{l.substr(0, colon), trim_ows(l.substr(colon + 1))};
+    if (colon == std::string_view::npos || !is_token(l.substr(0, colon))) return fail(400, "malformed header line");
+    HeadField f{l.substr(0, colon), trim_ows(l.substr(colon + 1))};
     if (iequals(f.name, "connection")) {
       std::size_t p = 0;
       const std::string_view v = f.value;
@@ -188,17 +188,31 @@ ParseResult parse_request_head(std::string_view head, std::size_t max_head_bytes
         auto comma = v.find(',', p);
         if (comma == std::string_view::npos) comma = v.size();
         const auto tok = trim_ows(v.substr(p, comma - p));
-        if (!tok.empty()) connection_tokens.push_back(to_lower(tok));
+        if (!tok.empty()) h.connection_tokens.push_back(to_lower(tok));
         p = comma + 1;
       }
     }
-    if (iequals(f.name, "content-length")) has_content_length = true;
-    if (iequals(f.name, "transfer-encoding")) has_transfer_encoding = true;
-    fields.push_back(f);
+    if (iequals(f.name, "content-length")) h.has_content_length = true;
+    if (iequals(f.name, "transfer-encoding")) h.has_transfer_encoding = true;
+    h.fields.push_back(f);
   }
   // Both framings at once is the classic smuggling shape; refuse instead of choosing one.
-  if (has_content_length && has_transfer_encoding)
-    return refuse(400, "both Content-Length and Transfer-Encoding");
+  if (h.has_content_length && h.has_transfer_encoding) return fail(400, "both Content-Length and Transfer-Encoding");
+  out.head = std::move(h);
+  return out;
+}
+
+bool ascii_iequals(std::string_view a, std::string_view b) { return iequals(a, b); }
+std::string ascii_lower(std::string_view s) { return to_lower(s); }
+
+ParseResult parse_request_head(std::string_view head_text, std::size_t max_head_bytes) {
+  SplitResult split = split_request_head(head_text, max_head_bytes);
+  if (!split.head) return refuse(split.status, std::move(split.reason));
+  const RequestHead& h = *split.head;
+  const std::string_view method = h.method, target = h.target, version = h.version;
+  const auto& fields = h.fields;
+  const auto& connection_tokens = h.connection_tokens;
+  const std::string_view head = head_text;
 
   ProxyRequest request;
   request.method = std::string(method);
@@ -243,6 +257,7 @@ ParseResult parse_request_head(std::string_view head, std::size_t max_head_bytes
   }
   out.append("Connection: close\r\n\r\n");
   request.upstream_head = std::move(out);
+  request.origin_target = std::move(origin_path);
   ParseResult ok;
   ok.request = std::move(request);
   return ok;

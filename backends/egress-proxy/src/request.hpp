@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace maf::sandbox::egress_proxy {
 
@@ -44,6 +45,8 @@ struct ProxyRequest {
   /// the target's authority, hop-by-hop and proxy headers dropped, `Connection: close`
   /// added so one client connection carries requests to one upstream only.
   std::string upstream_head;
+  /// Forward only: the origin-form target (`/path?query`) that `upstream_head` starts with.
+  std::string origin_target;
 };
 
 /// A parse either yields a request or the status and reason the proxy answers with.
@@ -52,6 +55,35 @@ struct ParseResult {
   int status = 0;  ///< 400 or 431 when `request` is absent
   std::string reason;
 };
+
+/// One header field of a head, as written (the value without surrounding whitespace).
+struct HeadField {
+  std::string_view name, value;
+};
+
+/// A head split into its request line and fields, views into the parsed text.
+struct RequestHead {
+  std::string_view method, target, version;
+  std::vector<HeadField> fields;
+  std::vector<std::string> connection_tokens;  ///< the Connection header's tokens, lowercased
+  bool has_content_length = false;
+  bool has_transfer_encoding = false;
+};
+
+/// The checks every head gets, for the proxy-form head and for a request inside a terminated
+/// tunnel alike: size, CRLF-only line ends, no control bytes, three-field request line, a
+/// token method, HTTP/1.0 or 1.1, fields `name: value` without obs-fold, not both framings.
+/// On refusal `head` is absent and `status`/`reason` say why.
+struct SplitResult {
+  std::optional<RequestHead> head;
+  int status = 0;
+  std::string reason;
+};
+SplitResult split_request_head(std::string_view head, std::size_t max_head_bytes);
+
+/// Case-insensitive ASCII comparison; lowercase copy.
+bool ascii_iequals(std::string_view a, std::string_view b);
+std::string ascii_lower(std::string_view s);
 
 /// Offset just past the first "\r\n\r\n" in `buffer`, or npos.
 std::size_t find_head_end(std::string_view buffer) noexcept;

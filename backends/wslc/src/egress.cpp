@@ -37,8 +37,8 @@ std::vector<std::string> allow_hosts(const SandboxSpec& spec) {
     if (!std::holds_alternative<std::string>(entry))
       throw SandboxEgressNotEnforced("backend 'wslc' cannot enforce the allowlist of workload kind '" + spec.kind() +
                                      "': the rule for host '" + egress_entry_host(entry) +
-                                     "' names methods or paths, and its proxy filters hosts only (no TLS "
-                                     "interception)");
+                                     "' names methods or paths, which this backend does not wire to the proxy's TLS "
+                                     "termination yet (issue 45; Docker does)");
     hosts.push_back(egress_entry_host(entry));
   }
   return hosts;

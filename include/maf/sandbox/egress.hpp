@@ -1,6 +1,6 @@
 #pragma once
 /// @file egress.hpp
-/// Egress modes and allowlist rules (C-5…C-9).
+/// Egress modes and allowlist rules (C-5…C-10).
 ///
 /// Modes are matched by set membership only (C-5): there is no order between them, so no
 /// code path can "upgrade" or "downgrade" a workload's network posture.
@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "maf/sandbox/egress_path.hpp"
 #include "maf/sandbox/enum.hpp"
 
 namespace maf::sandbox {
@@ -40,25 +41,33 @@ inline Egress parse_egress(std::string_view text) { return parse_enum<Egress>(te
 
 using EgressSet = EnumSet<Egress>;
 
-/// One allowlist entry narrowed to HTTP methods (C-7). `methods` absent = every method.
+/// One allowlist entry narrowed to HTTP methods (C-7) and/or request paths (C-10).
+/// `methods` absent = every method; `paths` absent = every path.
 ///
-/// The constructor validates methods only: each must be an RFC 9110 token, spelled exactly
-/// as given (case-sensitive), no duplicates, and an explicit list must not be empty.
+/// The constructor validates methods and paths: each method an RFC 9110 token, spelled
+/// exactly as given (case-sensitive); each path a pattern of egress_path.hpp (`/exact`,
+/// `/prefix/`, `/prefix*`, in canonical form); no duplicates in either list, and an explicit
+/// list must not be empty. Each refusal is a ValueError naming the host and the entry.
 /// The host is validated by SandboxSpec (egress_host_problem), not here.
 class EgressRule {
 public:
-  explicit EgressRule(std::string host, std::optional<std::vector<std::string>> methods = std::nullopt);
+  explicit EgressRule(std::string host, std::optional<std::vector<std::string>> methods = std::nullopt,
+                      std::optional<std::vector<std::string>> paths = std::nullopt);
 
   const std::string& host() const noexcept { return host_; }
   const std::optional<std::vector<std::string>>& methods() const noexcept { return methods_; }
+  const std::optional<std::vector<std::string>>& paths() const noexcept { return paths_; }
+  /// Neither methods nor paths: the rule is the bare host (C-8).
+  bool narrows() const noexcept { return methods_ || paths_; }
   friend bool operator==(const EgressRule&, const EgressRule&) = default;
 
 private:
   std::string host_;
   std::optional<std::vector<std::string>> methods_;
+  std::optional<std::vector<std::string>> paths_;
 };
 
-/// An `egress_allow` entry: a bare host (all methods) or a method-scoped rule.
+/// An `egress_allow` entry: a bare host (all methods, all paths) or a narrowing rule.
 using EgressEntry = std::variant<std::string, EgressRule>;
 
 /// The host an entry names.
@@ -79,9 +88,10 @@ std::optional<std::string> egress_host_problem(std::string_view host);
 /// True for an RFC 9110 `token` (1*tchar).
 bool is_http_token(std::string_view text) noexcept;
 
-/// C-8 canonicalisation: all-methods rules become bare hosts, hosts compare
-/// case-insensitively, equivalent entries collapse (first spelling and order kept), and
-/// conflicting entries for one host throw ValueError naming the host.
+/// C-8 canonicalisation: rules narrowing nothing become bare hosts, hosts compare
+/// case-insensitively, equivalent entries (equal method sets and equal path sets) collapse
+/// (first spelling and order kept), and conflicting entries for one host throw ValueError
+/// naming the host.
 std::vector<EgressEntry> canonicalize_egress_allow(std::vector<EgressEntry> entries);
 
 }  // namespace maf::sandbox

@@ -122,6 +122,12 @@ struct NetworkDecisionEvent {
   int port = 0;
   std::string proxy{};     ///< the proxy that decided
   bool truncated = false;  ///< the proxy's log lost earlier decisions
+  /// Set when a method/path rule decided (issue 45): the request's method, canonical path
+  /// (no query), the rule, and for a refusal why. Never a header, a query or a body.
+  std::string method{};
+  std::string path{};
+  std::string rule{};
+  std::string reason{};
 };
 
 /// How one cleanup rung ended.

@@ -28,6 +28,13 @@ struct ProxyDecision {
   std::string decision;
   std::string host;
   int port = 0;
+  /// A request inside a terminated tunnel, or a plain-HTTP one, checked against a method/path
+  /// rule (issue 45): its method, canonical path (no query) and the rule; `reason` for a
+  /// refusal. Empty for a decision on a host alone. Never a header, a query or a body.
+  std::string method{};
+  std::string path{};
+  std::string rule{};
+  std::string reason{};
 
   friend bool operator==(const ProxyDecision&, const ProxyDecision&) = default;
 };

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <exception>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,11 +29,25 @@ struct EgressTargets {
   std::chrono::milliseconds exec_timeout{std::chrono::seconds(30)};
 };
 
+/// EGRESS_L7 inputs (EL-1…EL-9; issue 45): URLs on a host the sandbox's spec narrows with a
+/// method/path rule (C-9, C-10). Every URL but the refused ones answers 2xx when reached.
+struct EgressL7Targets {
+  std::string allowed_url;       ///< a GET the rule allows (EL-1, EL-5, EL-7, EL-8)
+  std::string refused_path_url;  ///< the same host, a path no pattern covers (EL-3, EL-5)
+  std::string refused_method;    ///< a method the rule does not list, sent to allowed_url (EL-2)
+  std::string traversal_base;    ///< `https://host/prefix/`: the encoded-traversal family is appended (EL-4)
+  std::string mixed_case_url;    ///< allowed_url with its case changed where the path is compared (EL-4)
+  std::string other_host;        ///< a Host header naming another host (EL-8)
+  std::optional<std::string> untrusted_url;  ///< a rule host whose upstream the proxy does not trust (EL-9)
+  std::chrono::milliseconds exec_timeout{std::chrono::seconds(30)};
+};
+
 /// What a running probe sees.
 struct ProbeContext {
   ConformanceSubject& subject;
   const ConformancePaths& paths;
   const EgressTargets* egress = nullptr;  ///< set for EGRESS only
+  const EgressL7Targets* egress_l7 = nullptr;  ///< set for EGRESS_L7 only
 };
 
 struct Probe {

@@ -32,6 +32,7 @@ enum class Suite {
   Limits,         ///< LIMITS, probes LM-1…LM-4: declared resource bounds hold (docs/limits.md); run_limits
   Stream,         ///< STREAM, probes ST-1…: exec_stream hands output over as it arrives (docs/streaming.md)
   Background,     ///< BACKGROUND, probes BG-1…: background processes (docs/background.md)
+  EgressL7,       ///< EGRESS_L7, probes EL-1…EL-9: method/path rules (issue 45); run_egress_l7, not in kAllSuites
 };
 
 /// Every suite, in the order a runner should run them: EXEC last because its timeout probe

@@ -61,6 +61,9 @@ inline std::vector<ProbeResult> run_egress(ConformanceSubject& s, const EgressTa
 inline std::vector<ProbeResult> check_egress(ConformanceSubject& s, const EgressTargets& t) {
   return check_suite(Suite::Egress, s, &t);
 }
+/// EGRESS_L7 (issue 45): gated on EGRESS_PATHS and EGRESS_METHODS and an ALLOWLIST sandbox
+/// whose spec narrows the targets' host with a method/path rule (docs/conformance.md).
+std::vector<ProbeResult> run_egress_l7(ConformanceSubject& subject, const EgressL7Targets& targets);
 inline std::vector<ProbeResult> run_egress_closed(ConformanceSubject& s) { return run_suite(Suite::EgressClosed, s); }
 inline std::vector<ProbeResult> check_egress_closed(ConformanceSubject& s) {
   return check_suite(Suite::EgressClosed, s);

@@ -43,6 +43,14 @@ struct DockerConfig {
   /// true; then N is `--internal --ipv6=false -o com.docker.network.bridge.inhibit_ipv4=true`
   /// and the host-side bridge must be verified address-less (D-32, "Egress").
   bool egress_inhibit_ipv4_fallback = false;
+  /// The trust store (PEM file on this host) the proxy verifies upstreams of terminated hosts
+  /// against (method/path rules, issue 45); unset: the image's Debian bundle.
+  std::optional<std::string> egress_upstream_ca_file;
+  /// A backend built without an engine call (the plugin: deferred) declares egress_methods
+  /// and egress_paths only when this says the proxy image terminates TLS; every acquire of a
+  /// spec with rules then checks the image's features label all the same. DockerSandboxBackend::create
+  /// reads the label itself and ignores this.
+  bool egress_proxy_terminates = false;
   /// The proxy's way out; the EG stage points it at a local `--internal` server network.
   std::string outbound_network = "bridge";
   /// Bound on every lifecycle and file-plane client call, not on exec.

@@ -284,6 +284,10 @@ public:
   /// `docker stop -t <grace>`: an absent or already stopped container is no error; any other
   /// failure throws with the engine's text (the proxy drain, D-27).
   virtual boost::asio::awaitable<void> stop_container(std::string id_or_name, std::chrono::seconds grace);
+  /// An image's `Config.Labels` as JSON text (an object, or `null`); absent when the image is
+  /// not there. The egress proxy image's features label (issue 45). The default (a transport
+  /// without the egress plane) answers absent.
+  virtual boost::asio::awaitable<std::optional<std::string>> image_labels(std::string image);
 };
 
 }  // namespace maf::sandbox::docker

@@ -1,0 +1,355 @@
+// Method and path rules on a real engine, on both transports (issue 45; C-9, C-10, D-31):
+// the proxy terminates TLS for a host with a rule, with a per-sandbox CA the backend puts in
+// the guest; real clients in the guest (curl, Python's urllib, git over HTTPS) reach what the
+// rule allows and read a 403 for the rest. The upstream is an HTTPS server the test starts on
+// an `--internal` network (the proxy's outbound network) with the test's own CA, which the
+// proxy trusts through egress_upstream_ca_file and nothing else does. Needs the proxy image
+// (scripts/egress-proxy-image; MAF_SANDBOX_EGRESS_PROXY_IMAGE overrides the tag) and the
+// clients image (scripts/docker-test-images); a missing image fails, it never skips.
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "egress_topology.hpp"
+#include "engine_fixture.hpp"
+#include "forwarding_transport.hpp"
+#include "maf/sandbox/conformance/posix_guest_subject.hpp"
+#include "maf/sandbox/conformance/suites.hpp"
+#include "maf/sandbox/docker/api_transport.hpp"
+#include "maf/sandbox/docker/cli_transport.hpp"
+#include "maf/sandbox/support/tar.hpp"
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/support/labels.hpp"
+
+using namespace maf::sandbox;
+using namespace docker_test;
+
+namespace {
+
+const std::string kClientsImage = "maf-sandbox-test/clients:2";
+using Strings = std::vector<std::string>;
+
+std::string proxy_image() {
+  const char* env = std::getenv("MAF_SANDBOX_EGRESS_PROXY_IMAGE");
+  return env && *env ? env : "maf-sandbox-egress-proxy:local";
+}
+
+void host_sh(const std::string& script) {
+  INFO(script);
+  REQUIRE(std::system(("bash -ec '" + script + "' >/dev/null 2>&1").c_str()) == 0);
+}
+
+/// The test's CA, an upstream certificate signed by it, a document tree with two bare git
+/// repositories (one under /repo/, one outside it), and the upstream container serving them.
+struct Upstream {
+  std::string suffix = random_hex(4);
+  std::string network = "maf-l7-test-" + suffix;
+  std::string container = "maf-l7-test-up-" + suffix;
+  std::string untrusted = "maf-l7-test-untrusted-" + suffix;  // a certificate from a CA nobody trusts
+  std::string dir;
+  std::string ip, untrusted_ip;
+
+  Upstream() {
+    char tmpl[] = "/tmp/maf-l7-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    std::filesystem::copy_file(MAF_TLS_UPSTREAM_PY, dir + "/tls_upstream.py");
+    host_sh("cd " + dir +
+            " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout testca.key"
+            " -out testca.pem -days 2 -subj /CN=maf-l7-test-CA -addext basicConstraints=critical,CA:TRUE"
+            " -addext keyUsage=critical,keyCertSign"
+            " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout up.key -out up.csr"
+            " -subj /CN=allowed.test"
+            " && printf \"subjectAltName=DNS:allowed.test,DNS:other.test\\nextendedKeyUsage=serverAuth\\n\" >ext"
+            " && openssl x509 -req -in up.csr -CA testca.pem -CAkey testca.key -CAcreateserial -out up.pem -days 2"
+            " -extfile ext && chmod 0644 up.key"
+            " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout badca.key"
+            " -out badca.pem -days 2 -subj /CN=maf-l7-untrusted-CA -addext basicConstraints=critical,CA:TRUE"
+            " -addext keyUsage=critical,keyCertSign"
+            " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout bad.key -out bad.csr"
+            " -subj /CN=untrusted.test && printf \"subjectAltName=DNS:untrusted.test\\n\" >badext"
+            " && openssl x509 -req -in bad.csr -CA badca.pem -CAkey badca.key -CAcreateserial -out bad.pem -days 2"
+            " -extfile badext && chmod 0644 bad.key"
+            " && mkdir -p www/repo www/REPO && echo hello-from-repo >www/repo/x && echo upper >www/REPO/x && echo secret >www/admin"
+            " && echo anything >www/open"
+            " && git init -q src && echo hi >src/README"
+            " && git -C src -c user.email=t@t -c user.name=t add README"
+            " && git -C src -c user.email=t@t -c user.name=t commit -qm one"
+            " && git clone -q --bare src www/repo/proj.git && git -C www/repo/proj.git update-server-info"
+            " && git clone -q --bare src www/other.git && git -C www/other.git update-server-info");
+    int code = -1;
+    docker_cli({"network", "create", "--internal", network}, &code);
+    REQUIRE(code == 0);
+    docker_cli({"run", "-d", "--name", container, "--network", network, "-v", dir + ":/srv:ro", kClientsImage,
+                "python3", "/srv/tls_upstream.py", "443", "/srv/www", "/srv/up.pem", "/srv/up.key", "0.0.0.0"},
+               &code);
+    REQUIRE(code == 0);
+    docker_cli({"run", "-d", "--name", untrusted, "--network", network, "-v", dir + ":/srv:ro", kClientsImage,
+                "python3", "/srv/tls_upstream.py", "443", "/srv/www", "/srv/bad.pem", "/srv/bad.key", "0.0.0.0"},
+               &code);
+    REQUIRE(code == 0);
+    for (const auto& c : {container, untrusted}) {
+      for (int i = 0; i < 100 && docker_cli({"logs", c}).find("ready") == std::string::npos; ++i) ::usleep(100'000);
+      INFO(docker_cli({"logs", c}));
+      REQUIRE(docker_cli({"logs", c}).find("ready") != std::string::npos);
+    }
+    ip = ip_of(container);
+    untrusted_ip = ip_of(untrusted);
+  }
+  std::string ip_of(const std::string& c) const {
+    auto found = docker_cli({"inspect", "-f", "{{(index .NetworkSettings.Networks \"" + network + "\").IPAddress}}", c});
+    REQUIRE_FALSE(found.empty());
+    return found;
+  }
+  ~Upstream() {
+    docker_cli({"rm", "-f", container, untrusted});
+    docker_cli({"network", "rm", network});
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::string log() const { return docker_cli({"logs", container}); }
+  docker::DockerConfig config() const {
+    auto c = test_config();
+    c.egress_proxy_image = proxy_image();
+    c.outbound_network = network;
+    c.egress_proxy_args = {"--resolve", "allowed.test=" + ip, "--resolve", "other.test=" + ip, "--resolve",
+                           "untrusted.test=" + untrusted_ip};
+    c.egress_inhibit_ipv4_fallback = true;  // D-32: this engine may predate 28
+    c.egress_upstream_ca_file = dir + "/testca.pem";
+    return c;
+  }
+};
+
+SandboxSpec rule_spec() {
+  SandboxSpec::Fields f;
+  f.kind = "l7";
+  f.image = kClientsImage;
+  f.requires_capabilities = CapabilitySet{Capability::Exec, Capability::FilesIn};
+  f.egress = Egress::Allowlist;
+  f.egress_allow.emplace_back(EgressRule("allowed.test", Strings{"GET"}, Strings{"/repo/"}));
+  f.egress_allow.emplace_back(std::string("other.test"));
+  f.egress_allow.emplace_back(EgressRule("untrusted.test", Strings{"GET"}));
+  return SandboxSpec(std::move(f));
+}
+
+conformance::EgressL7Targets l7_targets() {
+  conformance::EgressL7Targets t;
+  t.allowed_url = "https://allowed.test/repo/x";
+  t.refused_path_url = "https://allowed.test/admin";
+  t.refused_method = "DELETE";
+  t.traversal_base = "https://allowed.test/repo/";
+  t.mixed_case_url = "https://allowed.test/REPO/x";
+  t.other_host = "other.test";
+  t.untrusted_url = "https://untrusted.test/repo/x";
+  t.exec_timeout = std::chrono::seconds(30);
+  return t;
+}
+
+/// The doubles that show each EGRESS_L7 probe able to fail (docs/conformance.md "EGRESS_L7").
+/// `pass_through`: the proxy terminates but checks nothing (--unsafe-pass-through), the CA's
+/// key is shipped into the guest beside its certificate, and curl is told `insecure` — what
+/// a naive interception would do. `withhold_ca`: the guest is never told of the CA.
+class L7Double : public ForwardingTransport {
+public:
+  L7Double(std::shared_ptr<docker::DockerTransport> real, bool pass_through, bool withhold_ca)
+      : ForwardingTransport(std::move(real)), pass_through_(pass_through), withhold_ca_(withhold_ca) {}
+  Aw<docker::CreateResult> create_and_start(docker::CreateRequest q) override {
+    const bool proxy = std::any_of(q.labels.begin(), q.labels.end(),
+                                   [](const auto& l) { return l.first == "maf-sandbox.role" && l.second == "proxy"; });
+    if (proxy && pass_through_) q.command.push_back("--unsafe-pass-through");
+    if (!proxy && withhold_ca_)
+      std::erase_if(q.env, [](const auto& kv) { return kv.first.find("CA") != std::string::npos || kv.first == "SSL_CERT_FILE"; });
+    co_return co_await real_->create_and_start(std::move(q));
+  }
+  A archive_put(std::string c, std::string d, std::string tar) override {
+    const bool ca = tar.find("egress-ca.pem") != std::string::npos;
+    co_await real_->archive_put(c, d, std::move(tar));
+    if (ca && pass_through_) {
+      support::TarWriter w;
+      w.add_file("etc/maf-sandbox/egress-ca.key", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+                 {.mode = 0644, .uid = 0, .gid = 0});
+      w.add_file("root/.curlrc", "insecure\n", {.mode = 0644, .uid = 0, .gid = 0});
+      co_await real_->archive_put(c, "/", std::move(w).finish());
+    }
+  }
+
+private:
+  bool pass_through_, withhold_ca_;
+};
+
+std::shared_ptr<docker::DockerTransport> real_transport(const docker::DockerConfig& config) {
+  return config.transport == docker::DockerTransportKind::Api ? docker::make_api_transport(config)
+                                                              : docker::make_cli_transport(config);
+}
+
+std::vector<std::string> failed_ids(const std::vector<conformance::ProbeResult>& results) {
+  std::vector<std::string> ids;
+  for (const auto& r : results)
+    if (r.failed()) ids.push_back(r.id);
+  return ids;
+}
+
+std::string describe(const std::vector<conformance::ProbeResult>& results) {
+  std::string out;
+  for (const auto& r : results) out += r.id + " " + std::string(to_string(r.outcome)) + ": " + r.message + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("C-9 C-10 D-31 issue-45: a host with a method/path rule is terminated; curl, Python and git in the guest reach "
+          "what the rule allows and read a 403 for the rest") {
+  Upstream up;
+  auto config = up.config();
+  std::vector<docker::EgressEvent> events;  // outlives the scope, whose teardown may publish
+  config.egress_observer = [&events](const docker::EgressEvent& e) { events.push_back(e); };
+  Scope scope(config);
+  const auto caps = scope.backend->declarations().capabilities;
+  REQUIRE(caps.contains(Capability::EgressMethods));  // create() read the image's features label
+  REQUIRE(caps.contains(Capability::EgressPaths));
+  auto sandbox = scope.acquire(rule_spec());
+  auto sh = [&](const std::string& line) {
+    auto r = scope.sh(*sandbox, line);
+    return r.stdout_text() + r.stderr_text() + "|exit=" + std::to_string(r.exit_code);
+  };
+
+  // curl: allowed, refused path, refused method, the encoded-traversal family.
+  CHECK(sh("curl -sS https://allowed.test/repo/x") == "hello-from-repo\n|exit=0");
+  const auto path = sh("curl -sS -w ' %{http_code}' https://allowed.test/admin");
+  CHECK_THAT(path, Catch::Contains("refused GET /admin on allowed.test: path /admin matches no path of rule "
+                                   "allowed.test methods [GET] paths [/repo/]") &&
+                       Catch::Contains(" 403"));
+  CHECK_THAT(sh("curl -sS -w ' %{http_code}' -X DELETE https://allowed.test/repo/x"),
+             Catch::Contains("method DELETE is not allowed") && Catch::Contains(" 403"));
+  CHECK_THAT(sh("curl -sS --path-as-is https://allowed.test/repo/..%2fadmin"), Catch::Contains("an encoded '/'"));
+  CHECK_THAT(sh("curl -sS --path-as-is https://allowed.test/repo/%2e%2e/admin"), Catch::Contains("an encoded '.'"));
+  // A second request on the same kept-alive connection is checked too.
+  CHECK_THAT(sh("curl -sS https://allowed.test/repo/x https://allowed.test/admin"),
+             Catch::Contains("hello-from-repo\nmaf-sandbox egress proxy: refused GET /admin"));
+
+  // Python's urllib: allowed, and the refusal readable from the HTTPError.
+  CHECK(sh("python3 -c 'import urllib.request as u; print(u.urlopen(\"https://allowed.test/repo/x\").read().decode(), end=\"\")'") ==
+        "hello-from-repo\n|exit=0");
+  CHECK_THAT(sh("python3 -c 'import urllib.request as u, urllib.error as e\n"
+                "try: u.urlopen(\"https://allowed.test/admin\")\n"
+                "except e.HTTPError as x: print(x.code, x.read().decode(), end=\"\")'"),
+             Catch::Contains("403 maf-sandbox egress proxy: refused GET /admin"));
+
+  // Python's requests (REQUESTS_CA_BUNDLE, HTTPS_PROXY): allowed, and the 403 readable.
+  CHECK(sh("python3 -c 'import requests; r = requests.get(\"https://allowed.test/repo/x\"); print(r.status_code, "
+           "r.text, end=\"\")'") == "200 hello-from-repo\n|exit=0");
+  CHECK_THAT(sh("python3 -c 'import requests; r = requests.post(\"https://allowed.test/repo/x\", data=b\"body\"); "
+                "print(r.status_code, r.text, end=\"\")'"),
+             Catch::StartsWith("403 maf-sandbox egress proxy: refused POST /repo/x on allowed.test: method POST"));
+
+  // git over HTTPS (dumb protocol, GETs only): a clone under /repo/ works; one outside it, and
+  // a push (WebDAV PROPFIND/PUT), are refused.
+  CHECK_THAT(sh("cd /tmp && git clone -q https://allowed.test/repo/proj.git && cat proj/README"),
+             Catch::EndsWith("hi\n|exit=0"));
+  const auto outside = sh("cd /tmp && git clone -q https://allowed.test/other.git");
+  CHECK_THAT(outside, Catch::Contains("403") && !Catch::EndsWith("|exit=0"));
+  CHECK_THAT(sh("cd /tmp/proj && git -c user.email=t@t -c user.name=t commit -q --allow-empty -m two && git push -q "
+                "origin HEAD 2>&1"),
+             !Catch::EndsWith("|exit=0"));
+  CHECK(up.log().find("/other.git") == std::string::npos);  // nothing refused reached the upstream
+  CHECK(up.log().find("/admin") == std::string::npos);
+
+  // A host allowed whole stays an opaque tunnel: the upstream's own certificate (the test CA).
+  std::ifstream ca_file(up.dir + "/testca.pem");
+  const std::string test_ca((std::istreambuf_iterator<char>(ca_file)), std::istreambuf_iterator<char>());
+  scope.run([&] { return sandbox->write_file("testca.pem", test_ca); });
+  CHECK(sh("curl -sS --cacert testca.pem https://other.test/open") == "anything\n|exit=0");
+
+  // The CA: its certificate is in the guest and named by the variables; its key is nowhere a
+  // guest, an inspect or a log can read (test by looking).
+  CHECK_THAT(sh("head -1 /etc/maf-sandbox/egress-ca.pem; echo $SSL_CERT_FILE $REQUESTS_CA_BUNDLE $CURL_CA_BUNDLE "
+                "$GIT_SSL_CAINFO $NODE_EXTRA_CA_CERTS"),
+             Catch::StartsWith("-----BEGIN CERTIFICATE-----\n/etc/maf-sandbox/egress-ca-bundle.pem "
+                               "/etc/maf-sandbox/egress-ca-bundle.pem /etc/maf-sandbox/egress-ca-bundle.pem "
+                               "/etc/maf-sandbox/egress-ca-bundle.pem /etc/maf-sandbox/egress-ca.pem"));
+  CHECK(sh("grep -rl 'PRIVATE KEY' /etc /tmp /root /home /run /srv /opt 2>/dev/null; env | grep -c 'PRIVATE KEY'; "
+           "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c 'PRIVATE KEY'") == "0\n0\n|exit=1");
+  support::NameQualifiers q;
+  const SandboxSpec spec = rule_spec();
+  for (const auto& e : spec.egress_allow()) q.egress_allow.push_back(docker::detail::entry_identity(e));
+  const std::string name = support::sandbox_name(docker::kContainerPrefix, scope.key(), "l7", q);
+  const std::string proxy = name + "-proxy";
+  for (const auto& what : {docker_cli({"inspect", name}), docker_cli({"inspect", proxy}), docker_cli({"logs", proxy})})
+    CHECK(what.find("PRIVATE KEY") == std::string::npos);
+  // The guest cannot reach the proxy's container other than through port 3128: the key lives
+  // in that process's memory only (nothing on its filesystem: FROM scratch, the binary and a
+  // CA bundle). The decision log names method, canonical path and rule, never a body.
+  const auto log = docker_cli({"logs", proxy});
+  CHECK_THAT(log, Catch::Contains(R"("method":"DELETE","host":"allowed.test")") &&
+                      Catch::Contains(R"("path":"/admin","rule":"allowed.test methods [GET] paths [/repo/]")"));
+
+  // OBS-7: the teardown's drain turns those lines into decisions with method, path and rule.
+  scope.run([&] { return scope.backend->dispose_scope(scope.scope, scope.thread); });
+  bool refused_delete = false, allowed_get = false;
+  for (const auto& e : events)
+    for (const auto& d : e.decisions) {
+      refused_delete |= d.decision == "DENY" && d.method == "DELETE" && d.path == "/repo/x" &&
+                        d.rule == "allowed.test methods [GET] paths [/repo/]" &&
+                        d.reason.find("method DELETE is not allowed") != std::string::npos;
+      allowed_get |= d.decision == "ALLOW" && d.method == "GET" && d.path == "/repo/x";
+    }
+  CHECK(refused_delete);
+  CHECK(allowed_get);
+}
+
+TEST_CASE("C-10 issue-45 [once]: a proxy image without the termination feature declares no method/path rules, and "
+          "one configured to (deferred) is refused by name at acquire") {
+  Upstream up;
+  auto config = up.config();
+  config.egress_proxy_image = kImage;  // a busybox image: no features label
+  Scope scope(config);
+  CHECK_FALSE(scope.backend->declarations().capabilities.contains(Capability::EgressPaths));
+  CHECK_THROWS_AS(scope.acquire(rule_spec()), SandboxCapabilityNotSupported);  // ACQ-1
+  // The plugin's form: no engine call at construction, the configuration's word taken, the
+  // image's label checked at acquire all the same.
+  config.egress_proxy_terminates = true;
+  auto deferred = docker::DockerSandboxBackend::deferred(config);
+  REQUIRE(deferred->declarations().capabilities.contains(Capability::EgressPaths));
+  CHECK_THROWS_WITH(scope.run([&] { return deferred->acquire(scope.key("agent-2"), rule_spec()); }),
+                    Catch::Contains("org.maf-sandbox.egress-proxy.features") && Catch::Contains(kImage));
+  try {
+    scope.run([&] { return deferred->dispose_scope(scope.scope, scope.thread); });
+  } catch (...) {
+  }
+}
+
+/// EGRESS_L7 from a fresh sandbox of `rule_spec()`, over `transport` (null: the real one).
+std::vector<conformance::ProbeResult> run_l7(const Upstream& up, std::shared_ptr<docker::DockerTransport> transport,
+                                             const std::string& agent) {
+  Scope scope(up.config(), std::move(transport));
+  auto sandbox = scope.acquire(rule_spec(), agent);
+  conformance::PosixGuestSubject subject(scope.run, sandbox, scope.backend->declarations().capabilities,
+                                         Egress::Allowlist);
+  return conformance::run_egress_l7(subject, l7_targets());
+}
+
+TEST_CASE("EL-1 EL-2 EL-3 EL-4 EL-5 EL-6 EL-7 EL-8 EL-9 C-9 C-10 issue-45: EGRESS_L7 passes on the real proxy, and each "
+          "probe fails against a double") {
+  Upstream up;
+  const auto config = up.config();
+  const auto real = run_l7(up, nullptr, "agent-1");
+  INFO(describe(real));
+  CHECK(failed_ids(real).empty());
+  CHECK(std::none_of(real.begin(), real.end(), [](const auto& r) { return r.outcome == conformance::Outcome::Skip; }));
+  // EL-2…EL-9 against a proxy that passes the host through (and ships its key, and a curl
+  // told to trust anything): each fails; EL-1, the positive control, still passes.
+  const auto through = run_l7(up, std::make_shared<L7Double>(real_transport(config), true, false), "agent-double");
+  INFO(describe(through));
+  CHECK(failed_ids(through) == std::vector<std::string>{"EL-2", "EL-3", "EL-4", "EL-5", "EL-6", "EL-7", "EL-8", "EL-9"});
+  // EL-1 against a backend that never tells the guest of its CA: nothing allowed is reached.
+  const auto no_ca = run_l7(up, std::make_shared<L7Double>(real_transport(config), false, true), "agent-no-ca");
+  INFO(describe(no_ca));
+  const auto failed = failed_ids(no_ca);
+  CHECK(std::find(failed.begin(), failed.end(), "EL-1") != failed.end());
+}
