@@ -88,9 +88,16 @@ int RunReport::exit_code() const noexcept {
 
 namespace {
 
+/// Every sandbox the run left behind is named: a second failure is added, never overwrites
+/// the first.
+void note_disposal_failure(RunReport& report, const std::string& failure) {
+  report.disposal_failure = report.disposal_failure ? *report.disposal_failure + "; " + failure : failure;
+}
+
 /// LIMITS over the backend the runner was given (borrowed, not owned), specs derived from
 /// the run's own (image, egress, work_dir) with the probe's bounds.
-SuiteReport run_limits_suite(SandboxBackend& backend, const SandboxSpec& spec, BlockingRunner& run) {
+SuiteReport run_limits_suite(SandboxBackend& backend, const SandboxSpec& spec, BlockingRunner& run,
+                             RunReport& report) {
   SuiteReport sr{Suite::Limits, SuiteStatus::Ran, {}, {}};
   try {
     SandboxSpec::Fields base = spec.fields();
@@ -98,6 +105,9 @@ SuiteReport run_limits_suite(SandboxBackend& backend, const SandboxSpec& spec, B
     const std::shared_ptr<SandboxBackend> borrowed(&backend, [](SandboxBackend*) {});
     BackendLimitsSubject subject(borrowed, std::move(base), run);
     sr.results = run_limits(subject);
+  } catch (const LimitsDisposalFailed& e) {
+    sr.results = e.results();
+    note_disposal_failure(report, e.what());
   } catch (const ConformanceUsageError& e) {
     sr.status = SuiteStatus::Refused;
     sr.reason = e.what();
@@ -148,9 +158,9 @@ RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, Subje
   auto dispose = [&] {
     try {
       if (auto failure = run([&] { return backend.dispose(key, std::nullopt, std::nullopt); }))
-        report.disposal_failure = failure->to_string();
+        note_disposal_failure(report, to_string(key) + ": " + failure->to_string());
     } catch (const std::exception& e) {
-      report.disposal_failure = std::string("dispose raised: ") + e.what();
+      note_disposal_failure(report, to_string(key) + ": dispose raised: " + e.what());
     }
   };
 
@@ -174,9 +184,9 @@ RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, Subje
     own_acquired = false;
     try {
       if (auto failure = run([&] { return backend.dispose(own_key, std::nullopt, std::nullopt); }))
-        report.disposal_failure = failure->to_string();
+        note_disposal_failure(report, to_string(own_key) + ": " + failure->to_string());
     } catch (const std::exception& e) {
-      report.disposal_failure = std::string("dispose raised: ") + e.what();
+      note_disposal_failure(report, to_string(own_key) + ": dispose raised: " + e.what());
     }
   };
 
@@ -213,7 +223,7 @@ RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, Subje
       report.suites.push_back(std::move(sr));
     }
     // LIMITS acquires sandboxes of its own, one per bound: only when asked (`--suite limits`).
-    if (requested(o, Suite::Limits)) report.suites.push_back(run_limits_suite(backend, spec, run));
+    if (requested(o, Suite::Limits)) report.suites.push_back(run_limits_suite(backend, spec, run, report));
   } catch (...) {
     dispose_own();
     dispose();
@@ -269,7 +279,7 @@ std::string render_table(const RunReport& report) {
     }
   }
   if (!rationale.empty()) out += "\nWhy the failed probes matter:\n" + rationale;
-  if (report.disposal_failure) out += "\nDisposing the subject failed: " + *report.disposal_failure + "\n";
+  if (report.disposal_failure) out += "\nNot disposed: " + *report.disposal_failure + "\n";
   out += "\n" + std::to_string(passed) + " passed, " + std::to_string(failed) + " failed, " + std::to_string(skipped) +
          " skipped; " + std::to_string(refused) + " suite(s) refused, " + std::to_string(errors) +
          " harness error(s) -> " + (report.ok() ? "GREEN" : "RED") + "\n";

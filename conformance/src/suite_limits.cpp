@@ -202,8 +202,23 @@ ScopePurge BackendLimitsSubject::reap_expired() {
 }
 
 void BackendLimitsSubject::dispose_all() {
-  for (const char* name : {"memory", "processes", "processes-neighbour", "cpus", "ttl-acquire", "ttl-reap"})
-    runner_([&] { return backend_->dispose(SandboxKey{scope_, name, "agent", ""}, std::nullopt, std::nullopt); });
+  // Every key is tried even when one fails: a failure names its key and what the backend said
+  // (C-59: disposal reports, it does not throw), and all of them go into one error.
+  std::string left;
+  for (const char* name : {"memory", "processes", "processes-neighbour", "cpus", "ttl-acquire", "ttl-reap"}) {
+    const SandboxKey key{scope_, name, "agent", ""};
+    std::string failed;
+    try {
+      if (auto failure = runner_([&] { return backend_->dispose(key, std::nullopt, std::nullopt); }))
+        failed = failure->to_string();
+    } catch (const Cancelled&) {
+      throw;
+    } catch (const std::exception& e) {
+      failed = "dispose raised " + detail::type_name(e) + ": " + e.what();
+    }
+    if (!failed.empty()) left += (left.empty() ? "" : "; ") + to_string(key) + " (" + failed + ")";
+  }
+  if (!left.empty()) throw std::runtime_error("LIMITS sandboxes not disposed: " + left);
 }
 
 std::vector<ProbeResult> run_limits(LimitsSubject& subject) {
@@ -233,11 +248,18 @@ std::vector<ProbeResult> run_limits(LimitsSubject& subject) {
   }
   try {
     subject.dispose_all();
-  } catch (const std::exception&) {
-    // Disposal is best-effort (C-59); what it left is the leak check's to judge.
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const std::exception& e) {
+    // The verdicts stand; what was left behind travels with them, so a runner reports it as
+    // it reports its own subject's failed disposal (exit 2), and a caller cannot miss it.
+    throw LimitsDisposalFailed(e.what(), std::move(results));
   }
   return results;
 }
+
+LimitsDisposalFailed::LimitsDisposalFailed(const std::string& what, std::vector<ProbeResult> results)
+    : std::runtime_error(what), results_(std::move(results)) {}
 
 std::vector<ProbeResult> check_limits(LimitsSubject& subject) {
   auto results = run_limits(subject);

@@ -3,6 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "engine_fixture.hpp"
@@ -75,12 +78,37 @@ TEST_CASE("issue 24: with no transport configured, a host on the engine's own so
   std::map<std::string, std::string> facts(listed.begin(), listed.end());
   CHECK(facts["transport"] == "api");
   CHECK(facts["transport_reason"].find("/var/run/docker.sock") != std::string::npos);
-  // It really is the API: a sandbox round trip through the defaulted backend works.
+  // It really is the API: the client auto would otherwise use is a tripwire named `docker`
+  // (so auto still judges it docker's own client) that records any call and fails. A round
+  // trip through the defaulted transport works, and the tripwire was never called.
+  const auto trip_dir = std::filesystem::temp_directory_path() / ("maf-docker-tripwire-" + random_hex());
+  std::filesystem::create_directories(trip_dir);
+  const auto trip = trip_dir / "docker";
+  const auto trip_log = trip_dir / "calls";
+  {
+    std::ofstream script(trip);
+    script << "#!/bin/sh\necho \"$*\" >> '" << trip_log.string() << "'\nexit 1\n";
+  }
+  std::filesystem::permissions(trip, std::filesystem::perms::owner_all);
+  auto tripped = [&] {
+    std::ifstream in(trip_log);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  auto via_api = registry.create("docker", nlohmann::json{{"docker_path", trip.string()}});
+  const auto api_listed = via_api->facts();
+  CHECK(std::map<std::string, std::string>(api_listed.begin(), api_listed.end())["transport"] == "api");
   const SandboxKey key{"e2e-" + random_hex(), "thread-1", "agent-1", ""};
   BlockingRunner run;
-  auto sandbox = run([&] { return backend->acquire(key, spec_for(kImage, kAllCaps)); });
+  auto sandbox = run([&] { return via_api->acquire(key, spec_for(kImage, kAllCaps)); });
   CHECK(run([&] { return sandbox->exec("echo via-auto"); }).stdout_text() == "via-auto\n");
-  CHECK_FALSE(run([&] { return backend->dispose_scope(key.scope, key.thread_id); }).undisposed);
+  CHECK_FALSE(run([&] { return via_api->dispose_scope(key.scope, key.thread_id); }).undisposed);
+  CHECK(tripped().empty());
+  // The tripwire can fail this: the CLI transport bound to it calls it, and is refused.
+  auto via_trip = registry.create("docker", nlohmann::json{{"docker_path", trip.string()}, {"transport", "cli"}});
+  const SandboxKey trip_key{"e2e-" + random_hex(), "thread-1", "agent-1", ""};
+  CHECK_THROWS(run([&] { return via_trip->acquire(trip_key, spec_for(kImage, kAllCaps)); }));
+  CHECK_FALSE(tripped().empty());
+  std::filesystem::remove_all(trip_dir);
   // The named transports still bind what they name.
   auto cli = registry.create("docker", nlohmann::json{{"transport", "cli"}});
   const auto cli_listed = cli->facts();

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,8 @@ public:
   virtual std::shared_ptr<Sandbox> acquire(const std::string& name, const ResourceLimits& bounds) = 0;
   /// The backend's reap_expired (LIM-7).
   virtual ScopePurge reap_expired() = 0;
-  /// Disposes everything acquire made; called once at the end of run_limits.
+  /// Disposes everything acquire made; called once at the end of run_limits. Tries every
+  /// sandbox, then throws (any std::exception) naming each one left behind and why.
   virtual void dispose_all() = 0;
   /// Bound of every exec the probes run.
   virtual std::chrono::milliseconds exec_timeout() const { return std::chrono::seconds(120); }
@@ -59,8 +61,20 @@ private:
   std::string scope_;
 };
 
+/// dispose_all left sandboxes behind. A harness failure, not a verdict: the probes'
+/// results are kept here, and what() names every key not disposed (the runner reports it
+/// as RunReport::disposal_failure, exit 2, as it does its own subject's).
+class LimitsDisposalFailed : public std::runtime_error {
+public:
+  LimitsDisposalFailed(const std::string& what, std::vector<ProbeResult> results);
+  const std::vector<ProbeResult>& results() const noexcept { return results_; }
+
+private:
+  std::vector<ProbeResult> results_;
+};
+
 /// Runs every LIMITS probe (LM-1…LM-4) in order, then dispose_all. Throws SuiteRefused
-/// when the backend declares no bound at all.
+/// when the backend declares no bound at all, LimitsDisposalFailed when dispose_all fails.
 std::vector<ProbeResult> run_limits(LimitsSubject& subject);
 /// run_limits, throwing ConformanceFailure when any probe failed (R6).
 std::vector<ProbeResult> check_limits(LimitsSubject& subject);

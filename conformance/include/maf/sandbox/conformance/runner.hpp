@@ -71,7 +71,9 @@ struct RunReport {
   std::string key;        ///< "conformance/<thread>/agent"
   std::string work_dir;   ///< the subject's working directory
   std::vector<SuiteReport> suites;
-  std::optional<std::string> disposal_failure;  ///< how disposing the subject went, if badly
+  /// Every sandbox the run could not dispose — its subject, HOST_TOOLS's own, LIMITS' — each
+  /// named by key with what the backend reported; absent when all went.
+  std::optional<std::string> disposal_failure;
 
   /// False when any probe failed, a requested suite was refused, the harness failed, or the
   /// subject could not be disposed.
