@@ -43,11 +43,15 @@ std::vector<std::string> allow_hosts(const SandboxSpec& spec) {
   return hosts;
 }
 
-/// The hosts allowed whole (a rule's host reaches the proxy through MAF_SANDBOX_RULES).
-std::vector<std::string> whole_hosts(const SandboxSpec& spec) {
+/// A comma-separated host list (MAF_SANDBOX_ALLOW's form), sorted; empty for "".
+std::vector<std::string> sorted_hosts(const std::string& list) {
   std::vector<std::string> hosts;
-  for (const auto& entry : spec.egress_allow())
-    if (const auto* host = std::get_if<std::string>(&entry)) hosts.push_back(*host);
+  for (std::size_t at = 0; at < list.size();) {
+    const auto comma = std::min(list.find(',', at), list.size());
+    hosts.push_back(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  std::sort(hosts.begin(), hosts.end());
   return hosts;
 }
 
@@ -117,78 +121,23 @@ bool behind_proxy(const DockerConfig& config, const DockerTransport& transport, 
 }
 
 std::vector<std::pair<std::string, std::string>> workload_proxy_env(const std::string& container, bool terminating) {
-  const std::string url = "http://" + container + "-proxy:" + std::to_string(kProxyPort);
-  std::vector<std::pair<std::string, std::string>> env{
-      {"HTTP_PROXY", url}, {"HTTPS_PROXY", url}, {"http_proxy", url}, {"https_proxy", url}};
-  if (terminating)
-    for (const char* name : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"})
-      env.emplace_back(name, kGuestCaBundle);
-  if (terminating) env.emplace_back("NODE_EXTRA_CA_CERTS", kGuestCaFile);
-  return env;
-}
-
-bool spec_has_rules(const SandboxSpec& spec) {
-  for (const auto& entry : spec.egress_allow())
-    if (std::holds_alternative<EgressRule>(entry)) return true;
-  return false;
-}
-
-std::string entry_identity(const EgressEntry& entry) {
-  const auto* rule = std::get_if<EgressRule>(&entry);
-  if (!rule) return std::get<std::string>(entry);
-  std::string out = rule->host();
-  auto sorted = [](std::vector<std::string> v) {
-    std::sort(v.begin(), v.end());
-    return join(v, ",");
-  };
-  if (rule->methods()) out += " methods=" + sorted(*rule->methods());
-  if (rule->paths()) out += " paths=" + sorted(*rule->paths());
-  return out;
-}
-
-std::string proxy_rules_json(const SandboxSpec& spec) {
-  nlohmann::json rules = nlohmann::json::array();
-  for (const auto& entry : spec.egress_allow())
-    if (const auto* rule = std::get_if<EgressRule>(&entry)) {
-      nlohmann::json r = {{"host", rule->host()}};
-      if (rule->methods()) r["methods"] = *rule->methods();
-      if (rule->paths()) r["paths"] = *rule->paths();
-      rules.push_back(std::move(r));
-    }
-  return rules.dump();
+  return egress_proxy::guest_proxy_env("http://" + container + "-proxy:" + std::to_string(kProxyPort), terminating);
 }
 
 bool labels_say_terminating(const std::string& labels_json) {
   try {
     const auto j = nlohmann::json::parse(labels_json);
     if (!j.is_object()) return false;
-    const std::string features = j.value(kProxyFeaturesLabel, "");
+    const std::string features = j.value(egress_proxy::kFeaturesLabel, "");
     std::size_t start = 0;
     while (start <= features.size()) {
       const auto comma = std::min(features.find(',', start), features.size());
-      if (features.substr(start, comma - start) == kTerminationFeature) return true;
+      if (features.substr(start, comma - start) == egress_proxy::kTerminationFeature) return true;
       start = comma + 1;
     }
   } catch (const nlohmann::json::exception&) {
   }
   return false;
-}
-
-std::optional<std::string> ca_certificate_in_log(const std::string& output) {
-  std::size_t start = 0;
-  while (start < output.size()) {
-    const auto end = std::min(output.find('\n', start), output.size());
-    const auto line = output.substr(start, end - start);
-    start = end + 1;
-    if (line.find("\"listening\"") == std::string::npos) continue;
-    try {
-      const auto j = nlohmann::json::parse(line);
-      if (j.value("event", "") == "listening" && j.contains("ca_certificate") && j["ca_certificate"].is_string())
-        return j["ca_certificate"].get<std::string>();
-    } catch (const nlohmann::json::exception&) {
-    }
-  }
-  return std::nullopt;
 }
 
 awaitable<bool> proxy_image_terminates(DockerTransport& transport, const DockerConfig& config) {
@@ -199,28 +148,15 @@ awaitable<bool> proxy_image_terminates(DockerTransport& transport, const DockerC
 
 awaitable<void> install_egress_ca(DockerTransport& transport, const std::string& container, const std::string& ca_pem) {
   std::string bundle;
-  // The guest's own bundle first, so hosts allowed whole still verify for clients that read
-  // SSL_CERT_FILE; a guest without one gets the CA alone (terminated hosts only).
-  const std::array<std::string, 3> bundles{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt",
-                                           "/etc/ssl/cert.pem"};
-  for (const auto& path : bundles) {
+  for (const std::string path : egress_proxy::kGuestBundleSources) {
     const auto got = co_await transport.archive_get(container, path, 8 << 20);
     if (got.status != ArchiveStatus::Ok || got.cut) continue;
     const auto first = parse_first_entry(got.bytes, got.cut, /*want_body=*/true, path);
     if (first.need_more || first.entry.type != support::TarEntryType::file) continue;
     bundle = first.body;
-    if (!bundle.empty() && bundle.back() != '\n') bundle += '\n';
     break;
   }
-  bundle += ca_pem;
-  support::TarWriter tar;
-  const support::TarEntryMeta dir{.mode = 0755, .uid = 0, .gid = 0};
-  const support::TarEntryMeta file{.mode = 0644, .uid = 0, .gid = 0};
-  tar.add_directory("etc", dir);
-  tar.add_directory("etc/maf-sandbox", dir);
-  tar.add_file(std::string(kGuestCaFile).substr(1), ca_pem, file);
-  tar.add_file(std::string(kGuestCaBundle).substr(1), bundle, file);
-  co_await transport.archive_put(container, "/", std::move(tar).finish());
+  co_await transport.archive_put(container, "/", egress_proxy::guest_ca_tar(std::move(bundle), ca_pem));
 }
 
 std::optional<int> engine_major(const std::string& version) {
@@ -260,7 +196,7 @@ awaitable<std::optional<std::string>> ensure_egress_topology(DockerTransport& tr
   if (terminating && !co_await proxy_image_terminates(transport, config))
     not_enforced(container, spec,
                  "method and path rules need a proxy image that terminates TLS (label " +
-                     std::string(kProxyFeaturesLabel) + " naming " + kTerminationFeature + "); '" +
+                     std::string(egress_proxy::kFeaturesLabel) + " naming " + egress_proxy::kTerminationFeature + "); '" +
                      config.egress_proxy_image.value_or("") + "' does not say so (rebuild it with scripts/egress-proxy-image)");
   std::optional<std::string> ca_certificate;
   const std::string network = container + "-net";
@@ -364,25 +300,20 @@ awaitable<std::optional<std::string>> ensure_egress_topology(DockerTransport& tr
         return (why = "not a proxy", false);
       if (p.value("/Config/Image"_json_pointer, std::string()) != *config.egress_proxy_image)
         return (why = "another image", false);
-      std::vector<std::string> hosts = whole_hosts(spec), theirs;
-      std::sort(hosts.begin(), hosts.end());
-      for (const auto& e : p.value("/Config/Env"_json_pointer, nlohmann::json::array()))
-        if (e.is_string() && e.get<std::string>().rfind("MAF_SANDBOX_ALLOW=", 0) == 0) {
-          std::string list = e.get<std::string>().substr(std::string("MAF_SANDBOX_ALLOW=").size());
-          for (std::size_t at = 0; at <= list.size();) {
-            const auto comma = std::min(list.find(',', at), list.size());
-            theirs.push_back(list.substr(at, comma - at));
-            at = comma + 1;
-          }
-        }
-      std::sort(theirs.begin(), theirs.end());
-      if (theirs != hosts) return (why = "another allowlist", false);
-      // Method/path rules (issue 45): the proxy serving them must hold exactly this spec's.
-      std::string their_rules;
-      for (const auto& e : p.value("/Config/Env"_json_pointer, nlohmann::json::array()))
-        if (e.is_string() && e.get<std::string>().rfind("MAF_SANDBOX_RULES=", 0) == 0)
-          their_rules = e.get<std::string>().substr(std::string("MAF_SANDBOX_RULES=").size());
-      if (their_rules != (terminating ? proxy_rules_json(spec) : std::string()))
+      // The proxy's own environment, read once: the hosts it allows whole and its rules
+      // (issue 45: the proxy serving method/path rules must hold exactly this spec's).
+      std::string their_allow, their_rules;
+      for (const auto& e : p.value("/Config/Env"_json_pointer, nlohmann::json::array())) {
+        if (!e.is_string()) continue;
+        const auto& pair = e.get_ref<const std::string&>();
+        const auto eq = pair.find('=');
+        if (eq == std::string::npos) continue;
+        if (pair.compare(0, eq, egress_proxy::kAllowVariable) == 0) their_allow = pair.substr(eq + 1);
+        if (pair.compare(0, eq, egress_proxy::kRulesVariable) == 0) their_rules = pair.substr(eq + 1);
+      }
+      if (sorted_hosts(their_allow) != sorted_hosts(egress_proxy::whole_hosts(spec)))
+        return (why = "another allowlist", false);
+      if (their_rules != (terminating ? egress_proxy::rules_json(spec) : std::string()))
         return (why = "other method/path rules", false);
       if (p.value("/Config/Cmd"_json_pointer, nlohmann::json::array()) != nlohmann::json(config.egress_proxy_args) &&
           !(config.egress_proxy_args.empty() && p.value("/Config/Cmd"_json_pointer, nlohmann::json()).is_null()))
@@ -424,11 +355,11 @@ awaitable<std::optional<std::string>> ensure_egress_topology(DockerTransport& tr
       run.name = proxy;
       run.image = *config.egress_proxy_image;
       run.network = network;
-      run.env = {{"MAF_SANDBOX_ALLOW", join(whole_hosts(spec), ",")}};
+      run.env = {{egress_proxy::kAllowVariable, egress_proxy::whole_hosts(spec)}};
       if (terminating) {
-        run.env.emplace_back("MAF_SANDBOX_RULES", proxy_rules_json(spec));
+        run.env.emplace_back(egress_proxy::kRulesVariable, egress_proxy::rules_json(spec));
         if (config.egress_upstream_ca_file)
-          run.env.emplace_back("MAF_SANDBOX_UPSTREAM_CA_PEM", read_upstream_ca(config));
+          run.env.emplace_back(egress_proxy::kUpstreamCaVariable, read_upstream_ca(config));
       }
       run.labels = request.labels;
       run.labels.emplace_back(std::string(support::kLabelRole), "proxy");

@@ -11,6 +11,7 @@
 
 #include "maf/sandbox/docker/config.hpp"
 #include "maf/sandbox/docker/transport.hpp"
+#include "maf/sandbox/egress_proxy/launch.hpp"
 #include "maf/sandbox/key.hpp"
 #include "maf/sandbox/spec.hpp"
 
@@ -30,35 +31,18 @@ std::vector<std::string> workload_cap_drop();
 /// workload gets `--network none` (D-4).
 bool behind_proxy(const DockerConfig& config, const DockerTransport& transport, const SandboxSpec& spec);
 
-/// The image label scripts/egress-proxy-image writes from the proxy's `--features`, and the
-/// feature a method/path rule needs (issue 45).
-inline constexpr const char* kProxyFeaturesLabel = "org.maf-sandbox.egress-proxy.features";
-inline constexpr const char* kTerminationFeature = "tls-termination";
-/// Where the per-sandbox CA lands in the guest: the CA alone, and the guest's own bundle
-/// with the CA appended (issue 45 item 2).
-inline constexpr const char* kGuestCaFile = "/etc/maf-sandbox/egress-ca.pem";
-inline constexpr const char* kGuestCaBundle = "/etc/maf-sandbox/egress-ca-bundle.pem";
-
-/// True when the spec holds a method or path rule (EgressRule, C-9/C-10).
-bool spec_has_rules(const SandboxSpec& spec);
-
-/// An entry as the sandbox's name folds it (C-55): the host, and a rule's methods and paths,
-/// so a changed rule is another sandbox.
-std::string entry_identity(const EgressEntry& entry);
-
-/// The proxy's MAF_SANDBOX_RULES: the spec's rules as `[{"host","methods","paths"}]`.
-std::string proxy_rules_json(const SandboxSpec& spec);
+/// The proxy's launch contract, shared with every backend that runs it
+/// (egress_proxy/launch.hpp): constants, rules, readiness, the guest's CA paths.
+using egress_proxy::ca_certificate_in_log;
+using egress_proxy::entry_identity;
+using egress_proxy::kGuestCaBundle;
+using egress_proxy::kGuestCaFile;
+using egress_proxy::spec_has_rules;
 
 /// Whether an image's labels (JSON text of `Config.Labels`) say the proxy terminates TLS.
 bool labels_say_terminating(const std::string& labels_json);
 
-/// The CA certificate (PEM) from the proxy's readiness line, or nullopt.
-std::optional<std::string> ca_certificate_in_log(const std::string& output);
-
-/// The workload's `-e` pairs: HTTP_PROXY, HTTPS_PROXY and their lowercase twins, all
-/// `http://<container>-proxy:3128` (curl reads only the lowercase http_proxy); with
-/// `terminating`, also SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE and GIT_SSL_CAINFO
-/// (the guest's bundle plus the sandbox CA) and NODE_EXTRA_CA_CERTS (the CA alone).
+/// The workload's `-e` pairs: egress_proxy::guest_proxy_env for `http://<container>-proxy:3128`.
 std::vector<std::pair<std::string, std::string>> workload_proxy_env(const std::string& container,
                                                                     bool terminating = false);
 

@@ -1,6 +1,7 @@
 // Method and path rules on a real engine, on both transports (issue 45; C-9, C-10, D-31):
 // the proxy terminates TLS for a host with a rule, with a per-sandbox CA the backend puts in
-// the guest; real clients in the guest (curl, Python's urllib, git over HTTPS) reach what the
+// the guest; real clients in the guest (curl, Python's urllib and requests, Node.js, git over
+// HTTPS) reach what the
 // rule allows and read a 403 for the rest. The upstream is an HTTPS server the test starts on
 // an `--internal` network (the proxy's outbound network) with the test's own CA, which the
 // proxy trusts through egress_upstream_ca_file and nothing else does. Needs the proxy image
@@ -32,7 +33,7 @@ using namespace docker_test;
 
 namespace {
 
-const std::string kClientsImage = "maf-sandbox-test/clients:2";
+const std::string kClientsImage = "maf-sandbox-test/clients:3";
 using Strings = std::vector<std::string>;
 
 std::string proxy_image() {
@@ -203,8 +204,8 @@ std::string describe(const std::vector<conformance::ProbeResult>& results) {
 
 }  // namespace
 
-TEST_CASE("C-9 C-10 D-31 issue-45: a host with a method/path rule is terminated; curl, Python and git in the guest reach "
-          "what the rule allows and read a 403 for the rest") {
+TEST_CASE("C-9 C-10 D-31 issue-45: a host with a method/path rule is terminated; curl, Python, Node and git in the guest "
+          "reach what the rule allows and read a 403 for the rest") {
   Upstream up;
   auto config = up.config();
   std::vector<docker::EgressEvent> events;  // outlives the scope, whose teardown may publish
@@ -257,6 +258,35 @@ TEST_CASE("C-9 C-10 D-31 issue-45: a host with a method/path rule is terminated;
   CHECK_THAT(sh("cd /tmp/proj && git -c user.email=t@t -c user.name=t commit -q --allow-empty -m two && git push -q "
                 "origin HEAD 2>&1"),
              !Catch::EndsWith("|exit=0"));
+  // Node.js (bookworm's 18: its fetch ignores HTTPS_PROXY, so the script tunnels with CONNECT
+  // itself, as undici's ProxyAgent does) trusts the per-sandbox CA through the variables the
+  // backend sets (NODE_EXTRA_CA_CERTS; Debian's build also reads OpenSSL's SSL_CERT_FILE):
+  // without them the same request fails verification, which shows where the trust came from.
+  REQUIRE(scope.sh(*sandbox,
+                   "cat > /tmp/get.js <<'EOF'\n"
+           "const http = require(\"http\"), https = require(\"https\"), tls = require(\"tls\");\n"
+           "const [method, target] = process.argv.slice(2), u = new URL(target);\n"
+           "const proxy = new URL(process.env.HTTPS_PROXY);\n"
+           "http.request({host: proxy.hostname, port: proxy.port, method: \"CONNECT\", path: u.hostname + \":443\"})\n"
+           "  .on(\"connect\", (res, socket) => {\n"
+           "    if (res.statusCode !== 200) { console.log(\"CONNECT\", res.statusCode); process.exit(2); }\n"
+           "    https.request({method, host: u.hostname, port: 443, path: u.pathname,\n"
+           "                   createConnection: () => tls.connect({socket, servername: u.hostname})}, (r) => {\n"
+           "      let body = \"\"; r.on(\"data\", (d) => body += d);\n"
+           "      r.on(\"end\", () => { console.log(r.statusCode, body.trim()); socket.destroy(); });\n"
+           "    }).on(\"error\", (e) => { console.log(\"error\", e.code || e.message); process.exit(3); }).end();\n"
+           "  }).on(\"error\", (e) => { console.log(\"proxy error\", e.message); process.exit(4); }).end();\n"
+           "EOF")
+              .exit_code == 0);
+  CHECK(sh("node /tmp/get.js GET https://allowed.test/repo/x") == "200 hello-from-repo\n|exit=0");
+  CHECK_THAT(sh("node /tmp/get.js GET https://allowed.test/admin"),
+             Catch::StartsWith("403 maf-sandbox egress proxy: refused GET /admin on allowed.test: path /admin"));
+  CHECK_THAT(sh("node /tmp/get.js DELETE https://allowed.test/repo/x"),
+             Catch::StartsWith("403 maf-sandbox egress proxy: refused DELETE /repo/x") &&
+                 Catch::Contains("method DELETE is not allowed"));
+  CHECK_THAT(sh("env -u NODE_EXTRA_CA_CERTS -u SSL_CERT_FILE node /tmp/get.js GET https://allowed.test/repo/x"),
+             Catch::StartsWith("error ") && Catch::EndsWith("|exit=3"));
+
   CHECK(up.log().find("/other.git") == std::string::npos);  // nothing refused reached the upstream
   CHECK(up.log().find("/admin") == std::string::npos);
 
