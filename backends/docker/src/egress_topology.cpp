@@ -57,13 +57,11 @@ std::vector<std::string> sorted_hosts(const std::string& list) {
 
 /// The operator's upstream trust store for terminated hosts (egress_upstream_ca_file).
 std::string read_upstream_ca(const DockerConfig& config) {
-  std::ifstream in(*config.egress_upstream_ca_file, std::ios::binary);
-  std::ostringstream text;
-  if (in) text << in.rdbuf();
-  if (!in || text.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+  auto pem = egress_proxy::upstream_ca_pem(*config.egress_upstream_ca_file);
+  if (!pem)
     throw OSError(said("egress_upstream_ca_file '" + *config.egress_upstream_ca_file +
                        "' cannot be read or holds no PEM certificate"));
-  return text.str();
+  return std::move(*pem);
 }
 
 std::string join(const std::vector<std::string>& parts, const char* sep) {

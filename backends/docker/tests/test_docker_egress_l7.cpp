@@ -20,6 +20,7 @@
 #include "egress_topology.hpp"
 #include "engine_fixture.hpp"
 #include "forwarding_transport.hpp"
+#include "l7_upstream.hpp"
 #include "maf/sandbox/conformance/posix_guest_subject.hpp"
 #include "maf/sandbox/conformance/suites.hpp"
 #include "maf/sandbox/docker/api_transport.hpp"
@@ -33,8 +34,9 @@ using namespace docker_test;
 
 namespace {
 
-const std::string kClientsImage = "maf-sandbox-test/clients:3";
-using Strings = std::vector<std::string>;
+using l7_test::kClientsImage;
+using l7_test::l7_targets;
+using l7_test::rule_spec;
 
 std::string proxy_image() {
   const char* env = std::getenv("MAF_SANDBOX_EGRESS_PROXY_IMAGE");
@@ -61,29 +63,7 @@ struct Upstream {
     REQUIRE(::mkdtemp(tmpl) != nullptr);
     dir = tmpl;
     std::filesystem::copy_file(MAF_TLS_UPSTREAM_PY, dir + "/tls_upstream.py");
-    host_sh("cd " + dir +
-            " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout testca.key"
-            " -out testca.pem -days 2 -subj /CN=maf-l7-test-CA -addext basicConstraints=critical,CA:TRUE"
-            " -addext keyUsage=critical,keyCertSign"
-            " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout up.key -out up.csr"
-            " -subj /CN=allowed.test"
-            " && printf \"subjectAltName=DNS:allowed.test,DNS:other.test\\nextendedKeyUsage=serverAuth\\n\" >ext"
-            " && openssl x509 -req -in up.csr -CA testca.pem -CAkey testca.key -CAcreateserial -out up.pem -days 2"
-            " -extfile ext && chmod 0644 up.key"
-            " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout badca.key"
-            " -out badca.pem -days 2 -subj /CN=maf-l7-untrusted-CA -addext basicConstraints=critical,CA:TRUE"
-            " -addext keyUsage=critical,keyCertSign"
-            " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout bad.key -out bad.csr"
-            " -subj /CN=untrusted.test && printf \"subjectAltName=DNS:untrusted.test\\n\" >badext"
-            " && openssl x509 -req -in bad.csr -CA badca.pem -CAkey badca.key -CAcreateserial -out bad.pem -days 2"
-            " -extfile badext && chmod 0644 bad.key"
-            " && mkdir -p www/repo www/REPO && echo hello-from-repo >www/repo/x && echo upper >www/REPO/x && echo secret >www/admin"
-            " && echo anything >www/open"
-            " && git init -q src && echo hi >src/README"
-            " && git -C src -c user.email=t@t -c user.name=t add README"
-            " && git -C src -c user.email=t@t -c user.name=t commit -qm one"
-            " && git clone -q --bare src www/repo/proj.git && git -C www/repo/proj.git update-server-info"
-            " && git clone -q --bare src www/other.git && git -C www/other.git update-server-info");
+    host_sh(std::string(MAF_L7_UPSTREAM_TREE) + " " + dir);
     int code = -1;
     docker_cli({"network", "create", "--internal", network}, &code);
     REQUIRE(code == 0);
@@ -126,31 +106,6 @@ struct Upstream {
     return c;
   }
 };
-
-SandboxSpec rule_spec() {
-  SandboxSpec::Fields f;
-  f.kind = "l7";
-  f.image = kClientsImage;
-  f.requires_capabilities = CapabilitySet{Capability::Exec, Capability::FilesIn};
-  f.egress = Egress::Allowlist;
-  f.egress_allow.emplace_back(EgressRule("allowed.test", Strings{"GET"}, Strings{"/repo/"}));
-  f.egress_allow.emplace_back(std::string("other.test"));
-  f.egress_allow.emplace_back(EgressRule("untrusted.test", Strings{"GET"}));
-  return SandboxSpec(std::move(f));
-}
-
-conformance::EgressL7Targets l7_targets() {
-  conformance::EgressL7Targets t;
-  t.allowed_url = "https://allowed.test/repo/x";
-  t.refused_path_url = "https://allowed.test/admin";
-  t.refused_method = "DELETE";
-  t.traversal_base = "https://allowed.test/repo/";
-  t.mixed_case_url = "https://allowed.test/REPO/x";
-  t.other_host = "other.test";
-  t.untrusted_url = "https://untrusted.test/repo/x";
-  t.exec_timeout = std::chrono::seconds(30);
-  return t;
-}
 
 /// The doubles that show each EGRESS_L7 probe able to fail (docs/conformance.md "EGRESS_L7").
 /// `pass_through`: the proxy terminates but checks nothing (--unsafe-pass-through), the CA's

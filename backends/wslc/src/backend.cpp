@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "egress.hpp"
+#include "maf/sandbox/egress_proxy/launch.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/labels.hpp"
@@ -24,7 +25,8 @@ using boost::asio::awaitable;
 
 namespace {
 
-BackendDeclarations wslc_declarations(bool proxy_configured) {
+BackendDeclarations wslc_declarations(const WslcConfig& config) {
+  const bool proxy_configured = config.egress_proxy_image.has_value();
   BackendDeclarations d;
   // W-2's {EXEC, FILES_IN}, plus RECLAIM (issue 26 supersedes W-2 there): the core's rm -rf
   // over `wslc exec` as the container's user, proven by CLEANUP through the shim
@@ -37,6 +39,12 @@ BackendDeclarations wslc_declarations(bool proxy_configured) {
   d.os_families = OsFamilySet{OsFamily::Posix};                          // W-3
   // W-4: ALLOWLIST only with a proxy to enforce it; never UNRESTRICTED.
   d.egress_modes = proxy_configured ? EgressSet{Egress::Closed, Egress::Allowlist} : EgressSet{Egress::Closed};
+  // Issue 45: method/path rules only behind a proxy the operator says terminates TLS; every
+  // acquire with rules checks the proxy itself (its readiness line carries the CA, W-35).
+  if (proxy_configured && config.egress_proxy_terminates) {
+    d.capabilities.insert(Capability::EgressMethods);
+    d.capabilities.insert(Capability::EgressPaths);
+  }
   d.isolation_scopes = IsolationScopeSet{IsolationScope::Conversation, IsolationScope::Call};  // W-5
   // LIM-3: only what wslc can put on the container and the LIMITS suite proves through the
   // shim — `--cpus` (LM-3). Not memory (its --memory does not bound swap: a hog may swap
@@ -58,7 +66,7 @@ std::string version_text(const std::array<int, 4>& v) {
 WslcSandboxBackend::WslcSandboxBackend(WslcConfig config, std::shared_ptr<WslcRunner> runner)
     : config_(std::move(config)),
       runner_(runner ? std::move(runner) : make_process_runner(config_.wslc_path)),
-      declarations_(wslc_declarations(config_.egress_proxy_image.has_value())) {}
+      declarations_(wslc_declarations(config_)) {}
 
 WslcSandboxBackend::~WslcSandboxBackend() = default;
 
@@ -163,7 +171,7 @@ awaitable<void> WslcSandboxBackend::create(const std::string& name, const Sandbo
   const LabelList labels = detail::resource_labels(key, spec);
   // W-32 (5): behind the proxy the workload gets N-net and the proxy's address, nothing else.
   const std::string network = proxied ? name + "-net" : "none";
-  const LabelList env = proxied ? detail::proxy_env(name) : LabelList{};
+  const LabelList env = proxied ? detail::proxy_env(name, egress_proxy::spec_has_rules(spec)) : LabelList{};
   // LIM-5: the spec's CPU bound over the configuration's. The LIMITS broken double applies
   // the configuration's alone.
   const std::optional<double> spec_cpus =
@@ -210,7 +218,7 @@ awaitable<std::shared_ptr<Sandbox>> WslcSandboxBackend::do_acquire(SandboxKey ke
   // UNRESTRICTED. The declarations say exactly that (ALLOWLIST only with a proxy image), so
   // ACQ-1 has refused every other egress before this runs: no second refusal here.
   const bool proxied = behind_proxy(spec);
-  const std::vector<std::string> allow_hosts = proxied ? detail::allow_hosts(spec) : std::vector<std::string>{};
+  const std::vector<std::string> allow_hosts = proxied ? detail::allow_identities(spec) : std::vector<std::string>{};
   // ACQ-2 settled the base, "/" refused with every backend's (W-10 names the base).
   const std::string& base = plan.storage_base;
   support::sandbox_labels(key, spec.kind(), spec.labels());  // refuses a bad label key (W-11) now
@@ -235,7 +243,8 @@ awaitable<std::shared_ptr<Sandbox>> WslcSandboxBackend::do_acquire(SandboxKey ke
   // W-32: on every allowlisting acquire (create, restart and reuse) the proxy is replaced,
   // so its allowlist is this spec's, before the workload is created or started.
   const bool fresh = !entry && !stopped;
-  if (proxied) co_await ensure_egress(name, key, spec, fresh);
+  std::optional<std::string> egress_ca;
+  if (proxied) egress_ca = co_await ensure_egress(name, key, spec, fresh);
   if (entry) {
     logger()->info("backend 'wslc': reusing container {} for kind '{}' (thread '{}', agent '{}')", name, spec.kind(),
                    key.thread_id, key.agent_id);
@@ -266,6 +275,8 @@ awaitable<std::shared_ptr<Sandbox>> WslcSandboxBackend::do_acquire(SandboxKey ke
                               "", "");
   }
   remember(key, name);
+  // W-44: each acquire's proxy made a new CA; the workload trusts this one.
+  if (egress_ca) co_await install_egress_ca(name, spec, *egress_ca);
   // W-18: the core walks the base next (ACQ-4), one engine stat per component through the
   // sandbox's do_lstat, and its do_prepare_storage_base makes what is missing.
 

@@ -48,13 +48,10 @@ std::vector<std::string> run_args(const std::string& name, const LabelList& labe
   return args;
 }
 
-std::vector<std::string> proxy_run_args(const std::string& proxy, const std::string& network,
-                                        const std::vector<std::string>& allow_hosts, const LabelList& labels,
-                                        const std::string& image) {
-  std::string allow;
-  for (const auto& host : allow_hosts) allow += (allow.empty() ? "" : ",") + host;
-  std::vector<std::string> args{"container", "run", "-d", "--name", proxy, "--network", network,
-                                "-e", "MAF_SANDBOX_ALLOW=" + allow};
+std::vector<std::string> proxy_run_args(const std::string& proxy, const std::string& network, const LabelList& env,
+                                        const LabelList& labels, const std::string& image) {
+  std::vector<std::string> args{"container", "run", "-d", "--name", proxy, "--network", network};
+  for (const auto& [key, value] : env) args.insert(args.end(), {"-e", key + "=" + value});
   // Issue 22: the proxy's namespace never forwards (egress_proxy/namespace_settings.hpp). A
   // wslc that refused --sysctl would fail this run (W-33), never start an open router; and
   // the proxy refuses to serve where forwarding is still on.

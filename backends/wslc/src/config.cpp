@@ -29,7 +29,10 @@ std::chrono::milliseconds WslcConfig::command_timeout() const {
 }
 
 WslcConfig parse_wslc_config(const nlohmann::json& json) {
-  require_known_keys(json, {"wslc_path", "command_timeout_seconds", "image", "egress_proxy_image", "cpus"}, "wslc");
+  require_known_keys(json,
+                     {"wslc_path", "command_timeout_seconds", "image", "egress_proxy_image", "cpus",
+                      "egress_proxy_terminates", "egress_upstream_ca_file"},
+                     "wslc");
   WslcConfig c;
   if (json.is_null()) return c;
   if (auto it = json.find("wslc_path"); it != json.end()) {
@@ -48,6 +51,14 @@ WslcConfig parse_wslc_config(const nlohmann::json& json) {
   if (auto it = json.find("egress_proxy_image"); it != json.end() && !it->is_null()) {
     // "" is unset, as upstream reads it; a real image declares ALLOWLIST (W-4, W-31).
     if (std::string image = get_string(*it, "egress_proxy_image"); !image.empty()) c.egress_proxy_image = image;
+  }
+  if (auto it = json.find("egress_proxy_terminates"); it != json.end()) {
+    if (!it->is_boolean()) refuse("egress_proxy_terminates", "must be true or false, got " + it->dump());
+    c.egress_proxy_terminates = it->get<bool>();
+  }
+  if (auto it = json.find("egress_upstream_ca_file"); it != json.end() && !it->is_null()) {
+    c.egress_upstream_ca_file = get_string(*it, "egress_upstream_ca_file");
+    if (c.egress_upstream_ca_file->empty()) refuse("egress_upstream_ca_file", "must not be empty (omit it for the image's bundle)");
   }
   if (auto it = json.find("cpus"); it != json.end() && !it->is_null()) {
     if (!it->is_number()) refuse("cpus", "must be a number of CPUs, got " + it->dump());

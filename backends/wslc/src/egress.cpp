@@ -8,6 +8,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "maf/sandbox/egress_proxy/launch.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/labels.hpp"
@@ -15,6 +16,7 @@
 #include "maf/sandbox/wslc/backend.hpp"
 #include "maf/sandbox/wslc/error_codes.hpp"
 #include "maf/sandbox/wslc/errors.hpp"
+#include "file_plane.hpp"
 #include "said.hpp"
 
 namespace maf::sandbox::wslc {
@@ -31,22 +33,14 @@ LabelList resource_labels(const SandboxKey& key, const SandboxSpec& spec) {
   return labels;
 }
 
-std::vector<std::string> allow_hosts(const SandboxSpec& spec) {
-  std::vector<std::string> hosts;
-  for (const auto& entry : spec.egress_allow()) {
-    if (!std::holds_alternative<std::string>(entry))
-      throw SandboxEgressNotEnforced("backend 'wslc' cannot enforce the allowlist of workload kind '" + spec.kind() +
-                                     "': the rule for host '" + egress_entry_host(entry) +
-                                     "' names methods or paths, which this backend does not wire to the proxy's TLS "
-                                     "termination yet (issue 45; Docker does)");
-    hosts.push_back(egress_entry_host(entry));
-  }
-  return hosts;
+std::vector<std::string> allow_identities(const SandboxSpec& spec) {
+  std::vector<std::string> out;
+  for (const auto& entry : spec.egress_allow()) out.push_back(egress_proxy::entry_identity(entry));
+  return out;
 }
 
-LabelList proxy_env(const std::string& container) {
-  const std::string url = "http://" + container + "-proxy:" + std::to_string(kProxyPort);
-  return {{"HTTP_PROXY", url}, {"HTTPS_PROXY", url}, {"http_proxy", url}, {"https_proxy", url}};
+LabelList proxy_env(const std::string& container, bool terminating) {
+  return egress_proxy::guest_proxy_env("http://" + container + "-proxy:" + std::to_string(kProxyPort), terminating);
 }
 
 }  // namespace detail
@@ -70,14 +64,28 @@ std::string tail(const std::string& text, std::size_t n = 2000) {
 
 }  // namespace
 
-awaitable<void> WslcSandboxBackend::ensure_egress(const std::string& name, const SandboxKey& key,
-                                                  const SandboxSpec& spec, bool fresh) {
+awaitable<std::optional<std::string>> WslcSandboxBackend::ensure_egress(const std::string& name, const SandboxKey& key,
+                                                                        const SandboxSpec& spec, bool fresh) {
   const std::string network = name + "-net";
   const std::string proxy = name + "-proxy";
   const std::string& image = *config_.egress_proxy_image;
-  const std::vector<std::string> hosts = detail::allow_hosts(spec);
   const LabelList labels = detail::resource_labels(key, spec);
   const std::string for_kind = " for kind '" + spec.kind() + "'";
+  // W-32 (2), W-44: what the proxy is told — the hosts allowed whole, and the method/path
+  // rules with the operator's upstream trust store (read now: an unreadable file refuses).
+  const bool terminating = egress_proxy::spec_has_rules(spec);
+  LabelList proxy_env{{egress_proxy::kAllowVariable, egress_proxy::whole_hosts(spec)}};
+  if (terminating) {
+    proxy_env.emplace_back(egress_proxy::kRulesVariable, egress_proxy::rules_json(spec));
+    if (config_.egress_upstream_ca_file) {
+      auto pem = egress_proxy::upstream_ca_pem(*config_.egress_upstream_ca_file);
+      if (!pem)
+        throw OSError(said("egress_upstream_ca_file '") + *config_.egress_upstream_ca_file +
+                      "' cannot be read or holds no PEM certificate");
+      proxy_env.emplace_back(egress_proxy::kUpstreamCaVariable, std::move(*pem));
+    }
+  }
+  std::optional<std::string> ca_certificate;
 
   // (1) The internal network; one that exists (an earlier acquire, another process) is adopted.
   auto create_args = network_create_args(network, labels);
@@ -94,7 +102,7 @@ awaitable<void> WslcSandboxBackend::ensure_egress(const std::string& name, const
       throw WslcCommandFailed(said("could not replace egress proxy ") + proxy + for_kind + ": " +
                                   old.failure->detail,
                               "", "");
-    auto run = proxy_run_args(proxy, network, hosts, labels, image);
+    auto run = proxy_run_args(proxy, network, proxy_env, labels, image);
     WslcOutcome started = co_await lifecycle(std::move(run));
     if (started.exit_code != 0)
       raise_wslc_failure("wslc container run of egress proxy " + proxy + " from egress_proxy_image '" + image + "'" +
@@ -133,6 +141,17 @@ awaitable<void> WslcSandboxBackend::ensure_egress(const std::string& name, const
                                   std::to_string(kReadinessPolls) + " polls of its log; last output: " +
                                   tail(logs.stdout_bytes + logs.stderr_bytes),
                               "", logs.stderr_bytes);
+    // W-44: a spec with method/path rules needs a proxy that terminates TLS; one that does
+    // prints its CA in the readiness line. wslc cannot read the image's features label, so
+    // this is the check: no CA, no rules enforced — refused, never run as a plain tunnel.
+    if (terminating) {
+      ca_certificate = egress_proxy::ca_certificate_in_log(logs.stdout_bytes + "\n" + logs.stderr_bytes);
+      if (!ca_certificate)
+        throw SandboxEgressNotEnforced(said("cannot enforce the method/path rules of workload kind '") + spec.kind() +
+                                       "': egress proxy " + proxy + " from '" + image +
+                                       "' started without terminating TLS (its readiness line has no CA "
+                                       "certificate); `egress_proxy_terminates` names an image that does not");
+    }
   } catch (const Error&) {
     failure = std::current_exception();
   }
@@ -141,7 +160,31 @@ awaitable<void> WslcSandboxBackend::ensure_egress(const std::string& name, const
     co_await remove_egress(name, fresh);
     std::rethrow_exception(failure);
   }
-  logger()->info("backend 'wslc': egress proxy {} ready on {} for {} host(s)", proxy, network, hosts.size());
+  logger()->info("backend 'wslc': egress proxy {} ready on {} for {} allowlist entr{}{}", proxy, network,
+                 spec.egress_allow().size(), spec.egress_allow().size() == 1 ? "y" : "ies",
+                 terminating ? ", terminating TLS for its method/path rules" : "");
+  co_return ca_certificate;
+}
+
+awaitable<void> WslcSandboxBackend::install_egress_ca(const std::string& name, const SandboxSpec& spec,
+                                                      const std::string& ca_pem) {
+  // The guest's own bundle, read as the guest (the guest owns that file and can only spoil
+  // its own trust with it), bounded; none readable → the CA alone (terminated hosts only).
+  std::string bundle;
+  for (const std::string path : egress_proxy::kGuestBundleSources) {
+    WslcCall call;
+    call.args = exec_args(name, "/", {"cat", path}, std::nullopt);
+    call.timeout = config_.command_timeout();
+    call.max_stdout = 8 << 20;
+    call.max_stderr = 4096;
+    const std::string verb = "container exec";  // a named local: nothing temporary crosses co_await
+    WslcOutcome got = co_await run_lifecycle(*runner_, std::move(call), verb);
+    if (!got.ok()) continue;
+    bundle = std::move(got.stdout_bytes);
+    break;
+  }
+  const detail::FilePlane plane{runner_.get(), name, spec.kind(), config_.command_timeout()};
+  co_await detail::upload_tar(plane, egress_proxy::guest_ca_tar(std::move(bundle), ca_pem), egress_proxy::kGuestCaFile);
 }
 
 awaitable<std::optional<support::ProxyDecisions>> WslcSandboxBackend::read_proxy_decisions(const std::string& proxy) {

@@ -4,6 +4,7 @@
 // scripts/test.d/52-wslc started an engine and built the images; a test that finds no
 // engine fails — it is never skipped.
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -39,6 +40,27 @@ inline std::string docker_cli(const std::vector<std::string>& args, int* exit_co
   for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
   const int status = ::pclose(pipe);
   if (exit_code) *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+/// The egress proxy image scripts/egress-proxy-image builds (MAF_SANDBOX_EGRESS_PROXY_IMAGE
+/// overrides the tag); the egress tests build pinned images FROM it through the shim.
+inline std::string base_proxy_image() {
+  const char* env = std::getenv("MAF_SANDBOX_EGRESS_PROXY_IMAGE");
+  return env && *env ? env : "maf-sandbox-egress-proxy:local";
+}
+
+/// Runs `argv` through the shell, stdout and stderr captured together (kept for a failure
+/// message, never printed otherwise), trimmed.
+inline std::string run_out(const std::vector<std::string>& argv, int* exit_code) {
+  FILE* pipe = ::popen((maf::sandbox::support::shell_join(argv) + " 2>&1").c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  const int status = ::pclose(pipe);
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
   return out;
 }

@@ -37,6 +37,7 @@ public:
   void on(std::string prefix, Answer answer) { rules_.emplace_back(std::move(prefix), std::move(answer)); }
   boost::asio::awaitable<WslcOutcome> run(WslcCall call) override {
     calls.push_back(call.args);
+    stdins.push_back(call.stdin_bytes.value_or(""));
     const std::string line = joined(call.args);
     for (auto rule = rules_.rbegin(); rule != rules_.rend(); ++rule)
       if (starts_with(line, rule->first)) co_return rule->second(call.args);
@@ -54,6 +55,8 @@ public:
     return n;
   }
   std::vector<V> calls;
+  /// Each call's stdin bytes (the head only, for a streamed upload), in call order.
+  std::vector<std::string> stdins;
 
 private:
   std::vector<std::pair<std::string, Answer>> rules_;

@@ -24,25 +24,6 @@ using namespace wslc_test;
 
 namespace {
 
-std::string base_proxy_image() {
-  const char* env = std::getenv("MAF_SANDBOX_EGRESS_PROXY_IMAGE");
-  return env && *env ? env : "maf-sandbox-egress-proxy:local";
-}
-
-/// Runs `argv` through the shell, stdout and stderr captured together (kept for a failure
-/// message, never printed otherwise), trimmed.
-std::string run_out(const std::vector<std::string>& argv, int* exit_code) {
-  FILE* pipe = ::popen((support::shell_join(argv) + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::string out;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  const int status = ::pclose(pipe);
-  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
-}
-
 /// The names of what LocalServers makes; as a base, its destructor also runs when
 /// LocalServers' constructor fails halfway, so nothing is left behind either way.
 struct ServerResources {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "maf/sandbox/egress_proxy/launch.hpp"
 #include "maf/sandbox/egress_proxy/namespace_settings.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/observer.hpp"
@@ -98,8 +99,9 @@ TEST_CASE("T-9/W-32: golden argv of the topology verbs (C-10, C-17, C-18, C-20)"
     expected_proxy.insert(expected_proxy.end(), {"--sysctl", key + "=" + value});
   expected_proxy.insert(expected_proxy.end(), {"-l", "maf-sandbox.scope=s", "-l", "maf-sandbox.kind=k", "-l",
                                                "maf-sandbox.role=proxy", "proxy:1"});
-  CHECK(proxy_run_args("N-proxy", "N-net", {"a.test", "*.b.test"}, labels, "proxy:1") == expected_proxy);
-  const auto run = proxy_run_args("N-proxy", "N-net", {"a.test"}, labels, "proxy:1");
+  CHECK(proxy_run_args("N-proxy", "N-net", {{"MAF_SANDBOX_ALLOW", "a.test,*.b.test"}}, labels, "proxy:1") ==
+        expected_proxy);
+  const auto run = proxy_run_args("N-proxy", "N-net", {{"MAF_SANDBOX_ALLOW", "a.test"}}, labels, "proxy:1");
   CHECK(std::find(run.begin(), run.end(), "net.ipv4.ip_forward=0") != run.end());
   CHECK(std::find(run.begin(), run.end(), "net.ipv6.conf.all.forwarding=0") != run.end());
   CHECK(network_connect_args("N-proxy") == V{"network", "connect", "bridge", "N-proxy"});
@@ -297,6 +299,105 @@ TEST_CASE("W-4/W-34: refused before any call — hosts without a proxy image, me
   f.egress = Egress::Unrestricted;
   CHECK_THROWS_AS(run([&] { return proxied->acquire(kKey, SandboxSpec(f)); }), SandboxEgressNotEnforced);
   CHECK(runner->calls.empty());
+}
+
+namespace {
+const std::string kCaPem = "-----BEGIN CERTIFICATE-----\nMIIBsandboxCA\n-----END CERTIFICATE-----\n";
+WslcConfig terminating_config() {
+  WslcConfig c = proxy_config();
+  c.egress_proxy_terminates = true;
+  return c;
+}
+SandboxSpec rule_spec() {
+  return allowlist({EgressRule("allowed.test", V{"GET"}, V{"/repo/"}), std::string("whole.test")});
+}
+}  // namespace
+
+TEST_CASE("W-44 C-9 C-10 issue-45: egress_proxy_terminates declares method/path rules; without it, none") {
+  CHECK(WslcSandboxBackend(terminating_config(), std::make_shared<ScriptedRunner>())
+            .declarations()
+            .capabilities.contains(Capability::EgressPaths));
+  CHECK(WslcSandboxBackend(terminating_config(), std::make_shared<ScriptedRunner>())
+            .declarations()
+            .capabilities.contains(Capability::EgressMethods));
+  CHECK_FALSE(WslcSandboxBackend(proxy_config(), std::make_shared<ScriptedRunner>())
+                  .declarations()
+                  .capabilities.contains(Capability::EgressPaths));
+  // No proxy image: nothing to terminate with, whatever the flag says.
+  WslcConfig no_proxy;
+  no_proxy.egress_proxy_terminates = true;
+  CHECK_FALSE(WslcSandboxBackend(no_proxy, std::make_shared<ScriptedRunner>())
+                  .declarations()
+                  .capabilities.contains(Capability::EgressMethods));
+  CHECK_THROWS_WITH(parse_wslc_config(nlohmann::json{{"egress_proxy_terminates", "yes"}}),
+                    Catch::Contains("egress_proxy_terminates") && Catch::Contains("\"yes\""));
+  CHECK_THROWS_WITH(parse_wslc_config(nlohmann::json{{"egress_upstream_ca_file", ""}}),
+                    Catch::Contains("egress_upstream_ca_file"));
+  const auto parsed = parse_wslc_config(
+      nlohmann::json{{"egress_proxy_terminates", true}, {"egress_upstream_ca_file", "/etc/up.pem"}});
+  CHECK(parsed.egress_proxy_terminates);
+  CHECK(parsed.egress_upstream_ca_file == "/etc/up.pem");
+}
+
+TEST_CASE("W-44 issue-45: a rule spec's proxy gets the rules, its workload the CA variables, and the CA from the "
+          "readiness line lands in the guest over the guest's own bundle") {
+  auto spec = rule_spec();
+  std::vector<std::string> identities;
+  for (const auto& e : spec.egress_allow()) identities.push_back(egress_proxy::entry_identity(e));
+  const std::string name = WslcSandboxBackend::container_name(kKey, "k", kDefaultWorkDir, identities);
+  // A changed rule is another container (C-55).
+  CHECK(name != WslcSandboxBackend::container_name(kKey, "k", kDefaultWorkDir, {"allowed.test", "whole.test"}));
+  auto runner = fresh_engine(name);
+  nlohmann::json ready = nlohmann::json::parse(kReady);
+  ready["ca_certificate"] = kCaPem;
+  runner->on("container logs", WslcOutcome{0, ready.dump() + "\n", ""});
+  runner->on("container exec -w / " + name + " cat /etc/ssl/certs/ca-certificates.crt",
+             WslcOutcome{0, "-----BEGIN CERTIFICATE-----\nDISTRO\n-----END CERTIFICATE-----", ""});
+  auto backend = std::make_shared<WslcSandboxBackend>(terminating_config(), runner);
+  BlockingRunner run;
+  REQUIRE(run([&] { return backend->acquire(kKey, spec); }));
+
+  const std::string proxy_run = [&] {
+    for (const auto& v : runner->verbs())
+      if (v.rfind("container run -d --name " + name + "-proxy ", 0) == 0) return v;
+    return std::string();
+  }();
+  CHECK_THAT(proxy_run, Catch::Contains("-e MAF_SANDBOX_ALLOW=whole.test -e MAF_SANDBOX_RULES=" +
+                                        egress_proxy::rules_json(spec)));
+  CHECK_THAT(proxy_run, !Catch::Contains("MAF_SANDBOX_UPSTREAM_CA_PEM"));  // none configured: the image's bundle
+  const std::string workload = [&] {
+    for (const auto& v : runner->verbs())
+      if (v.rfind("container run -d --name " + name + " ", 0) == 0) return v;
+    return std::string();
+  }();
+  CHECK_THAT(workload, Catch::Contains("-e SSL_CERT_FILE=/etc/maf-sandbox/egress-ca-bundle.pem") &&
+                           Catch::Contains("-e NODE_EXTRA_CA_CERTS=/etc/maf-sandbox/egress-ca.pem"));
+  // The CA goes in after the workload runs: one upload whose tar holds both files.
+  REQUIRE(runner->count("container cp - " + name + ":/") == 1);
+  std::string tar;
+  for (std::size_t i = 0; i < runner->calls.size(); ++i)
+    if (joined(runner->calls[i]) == "container cp - " + name + ":/") tar = runner->stdins[i];
+  CHECK(tar == egress_proxy::guest_ca_tar("-----BEGIN CERTIFICATE-----\nDISTRO\n-----END CERTIFICATE-----", kCaPem));
+  CHECK_THAT(tar, Catch::Contains("DISTRO\n-----END CERTIFICATE-----\n-----BEGIN CERTIFICATE-----\nMIIBsandboxCA"));
+}
+
+TEST_CASE("W-44 issue-45: a proxy that starts without terminating TLS is refused for a rule spec — never run as a "
+          "plain tunnel — and the fresh proxy and network go") {
+  auto spec = rule_spec();
+  std::vector<std::string> identities;
+  for (const auto& e : spec.egress_allow()) identities.push_back(egress_proxy::entry_identity(e));
+  const std::string name = WslcSandboxBackend::container_name(kKey, "k", kDefaultWorkDir, identities);
+  auto runner = fresh_engine(name);  // its readiness line carries no CA
+  auto backend = std::make_shared<WslcSandboxBackend>(terminating_config(), runner);
+  BlockingRunner run;
+  CHECK_THROWS_MATCHES(run([&] { return backend->acquire(kKey, spec); }), SandboxEgressNotEnforced,
+                       Catch::Matchers::Message(
+                           "backend 'wslc': cannot enforce the method/path rules of workload kind 'k': egress proxy " +
+                           name + "-proxy from 'proxy:1' started without terminating TLS (its readiness line has no "
+                           "CA certificate); `egress_proxy_terminates` names an image that does not"));
+  CHECK(runner->count("container run -d --name " + name + " ") == 0);  // no workload
+  CHECK(runner->count("network remove --force " + name + "-net") == 1);
+  CHECK(runner->count("container remove -f " + name + "-proxy") == 2);  // replaced, then removed
 }
 
 TEST_CASE("W-35/W-37: disposal removes workloads, then proxies, each followed by its network") {

@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <array>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -72,6 +74,16 @@ inline std::string rules_json(const SandboxSpec& spec) {
       rules.push_back(std::move(r));
     }
   return rules.dump();
+}
+
+/// kUpstreamCaVariable's value: the operator's trust-store file (PEM), or nullopt when it
+/// cannot be read or holds no certificate (the backend refuses the acquire, naming it).
+inline std::optional<std::string> upstream_ca_pem(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || text.str().find("-----BEGIN CERTIFICATE-----") == std::string::npos) return std::nullopt;
+  return text.str();
 }
 
 /// An entry as a sandbox's name folds it (C-55): the host, and a rule's methods and paths

@@ -82,9 +82,15 @@ private:
   /// W-31: ALLOWLIST with hosts and a proxy image configured.
   bool behind_proxy(const SandboxSpec& spec) const;
   /// W-32, W-33 (egress.cpp): network, proxy, outbound leg, readiness; `fresh` = the
-  /// workload is about to be created, so a failure also removes the network.
-  boost::asio::awaitable<void> ensure_egress(const std::string& name, const SandboxKey& key, const SandboxSpec& spec,
-                                             bool fresh);
+  /// workload is about to be created, so a failure also removes the network. W-44: for a
+  /// spec with method/path rules, answers the proxy's CA certificate (refusing a proxy that
+  /// printed none); nullopt otherwise.
+  boost::asio::awaitable<std::optional<std::string>> ensure_egress(const std::string& name, const SandboxKey& key,
+                                                                   const SandboxSpec& spec, bool fresh);
+  /// W-44 (egress.cpp): the CA in the running workload `name` — egress_proxy::guest_ca_tar
+  /// over the guest's own bundle — at every acquire with rules (each proxy makes a new CA).
+  boost::asio::awaitable<void> install_egress_ca(const std::string& name, const SandboxSpec& spec,
+                                                 const std::string& ca_pem);
   /// Removes `N-proxy`, then (when asked) `N-net`, logging what fails: an acquire's
   /// cleanup, whose own error is the one raised.
   boost::asio::awaitable<void> remove_egress(const std::string& name, bool with_network);

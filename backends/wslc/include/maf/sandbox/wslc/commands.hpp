@@ -35,11 +35,12 @@ std::vector<std::string> run_args(const std::string& name, const LabelList& labe
 /// ValueError naming the value outside ResourceLimits' CPU range (0.01…1024, LIM-2) — below
 /// it wslc's nano-CPU truncation and the engine's 0.01 floor stop meaning a bound.
 std::string cpus_argument(double cpus);
-/// C-10, W-32 (2): the egress proxy `N-proxy` on `N-net`, allowing `allow_hosts` (joined
-/// by `,`), with the labels plus `maf-sandbox.role=proxy`; the image's own entrypoint runs.
-std::vector<std::string> proxy_run_args(const std::string& proxy, const std::string& network,
-                                        const std::vector<std::string>& allow_hosts, const LabelList& labels,
-                                        const std::string& image);
+/// C-10, W-32 (2), W-44: the egress proxy `N-proxy` on `N-net` with `env` as its `-e` pairs
+/// (egress_proxy/launch.hpp: MAF_SANDBOX_ALLOW, and for method/path rules MAF_SANDBOX_RULES
+/// and MAF_SANDBOX_UPSTREAM_CA_PEM), with the labels plus `maf-sandbox.role=proxy`; the
+/// image's own entrypoint runs.
+std::vector<std::string> proxy_run_args(const std::string& proxy, const std::string& network, const LabelList& env,
+                                        const LabelList& labels, const std::string& image);
 /// C-17, W-32 (4): the proxy's output, read for its readiness line; with `tail`, only its
 /// last `tail` lines (`--tail K`, the disposal's read of the proxy's decisions, OBS-7).
 std::vector<std::string> logs_args(const std::string& name, std::optional<int> tail = std::nullopt);

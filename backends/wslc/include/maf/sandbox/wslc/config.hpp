@@ -23,6 +23,15 @@ struct WslcConfig {
   /// The egress proxy image (backends/egress-proxy, W-34). Set: egress_modes gains ALLOWLIST
   /// and a spec with hosts runs behind a per-sandbox proxy (W-4, W-31…W-33). "" reads as unset.
   std::optional<std::string> egress_proxy_image;
+  /// The operator's word that `egress_proxy_image` terminates TLS (issue 45), so egress_methods
+  /// and egress_paths are declared. wslc cannot read an image's labels, so each acquire of a
+  /// spec with method/path rules checks the proxy itself: one that starts without printing a
+  /// CA certificate is refused (SandboxEgressNotEnforced), never run as a plain tunnel.
+  bool egress_proxy_terminates = false;
+  /// The PEM trust store the proxy verifies a terminated host's upstream against (passed as
+  /// MAF_SANDBOX_UPSTREAM_CA_PEM); absent = the bundle baked into the proxy image. Read at
+  /// each acquire with rules; an unreadable file fails that acquire by name.
+  std::optional<std::string> egress_upstream_ca_file;
   /// `--cpus` for every workload whose spec asks no CPU bound (LIM-5: a spec's `cpus` replaces
   /// it). Absent = no CPU bound. 0.01…1024, as ResourceLimits' range (commands.hpp).
   std::optional<double> cpus;
