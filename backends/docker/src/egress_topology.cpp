@@ -17,6 +17,7 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/labels.hpp"
+#include "maf/sandbox/support/proxy_log.hpp"
 #include "maf/sandbox/support/sleep.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 #include "host_lock.hpp"
@@ -175,20 +176,7 @@ bool labels_say_terminating(const std::string& labels_json) {
 }
 
 std::optional<std::string> ca_certificate_in_log(const std::string& output) {
-  std::size_t start = 0;
-  while (start < output.size()) {
-    const auto end = std::min(output.find('\n', start), output.size());
-    const auto line = output.substr(start, end - start);
-    start = end + 1;
-    if (line.find("\"listening\"") == std::string::npos) continue;
-    try {
-      const auto j = nlohmann::json::parse(line);
-      if (j.value("event", "") == "listening" && j.contains("ca_certificate") && j["ca_certificate"].is_string())
-        return j["ca_certificate"].get<std::string>();
-    } catch (const nlohmann::json::exception&) {
-    }
-  }
-  return std::nullopt;
+  return support::ca_certificate_in_readiness(output);
 }
 
 awaitable<bool> proxy_image_terminates(DockerTransport& transport, const DockerConfig& config) {
