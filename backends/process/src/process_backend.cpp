@@ -159,9 +159,21 @@ protected:
                      record->resources.to_string());
       record.reset();
     }
+    const bool fresh = !record;
     if (!record) record = create(dir, key, spec.kind(), base, spec.resources(), policy);
     if (record->resources.idle_timeout()) touch_last_used(dir.string());
-    co_return open(*record, attach_egress(*record));
+    std::optional<GuestEgress> egress;
+    try {
+      egress = attach_egress(*record);
+    } catch (const std::exception& e) {
+      // A sandbox this acquire made and cannot serve is not left behind (its proxy never
+      // started); one that existed stays for its holders and the next attempt.
+      if (fresh)
+        if (auto failure = destroy(*record))
+          logger()->warn("backend 'process': removing {} after its proxy failed: {}", dir.string(), failure->to_string());
+      throw;
+    }
+    co_return open(*record, std::move(egress));
   }
 
 public:

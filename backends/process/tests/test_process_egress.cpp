@@ -327,6 +327,7 @@ TEST_CASE("PE-6: a killed proxy is started again at the next acquire; one a vani
   });
   CHECK_THROWS_WITH(bad.acquire(bad.key, spec), Catch::Contains("maf-sandbox-egress-proxy: refusing to start:") &&
                                                     Catch::Contains("many"));
+  CHECK(bad.sandbox_dirs() == 0);  // the sandbox that acquire made is not left behind
 }
 
 TEST_CASE("EL-1…EL-9 C-9 C-10: method/path rules on the process backend — the host-side proxy terminates TLS with "
