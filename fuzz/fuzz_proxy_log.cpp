@@ -30,6 +30,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       std::abort();
     if (d.port < 0 || d.port > 65535) std::abort();
   }
+  // The readiness line's CA (issue 47 reads it too): never throws, and only ever a string
+  // that was inside the input.
+  try {
+    if (const auto ca = ca_certificate_in_readiness(text); ca && ca->size() > text.size()) std::abort();
+  } catch (...) {
+    std::abort();
+  }
   const ProxyDecisions cut = parse_proxy_decisions(text, true, 0);
   if (!cut.truncated || cut.decisions != parsed.decisions) std::abort();
   const ProxyDecisions tail = parse_proxy_decisions(text, false, 1);

@@ -13,3 +13,62 @@ export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 log() { printf '\n== %s\n' "$*" >&2; }
 die() { printf '\nFAILED: %s\n' "$*" >&2; exit 1; }
 jobs_flag() { echo "-j$(nproc)"; }
+# A plain-HTTP server for DIR on the host's loopback, on a port the kernel picks (issue 47:
+# the process backend's EGRESS upstreams). Sets LOOPBACK_HTTP_PID and LOOPBACK_HTTP_PORT; the
+# caller kills the pid.
+loopback_http_server() {
+  local dir="$1" portfile
+  portfile="$(mktemp)"
+  python3 -c 'import functools, http.server, sys
+h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), h)
+print(s.server_address[1], flush=True)
+s.serve_forever()' "$dir" >"$portfile" 2>/dev/null &
+  LOOPBACK_HTTP_PID=$!
+  local i
+  for i in $(seq 100); do [[ -s "$portfile" ]] && break; sleep 0.1; done
+  LOOPBACK_HTTP_PORT="$(head -1 "$portfile")"
+  rm -f "$portfile"
+  [[ -n "$LOOPBACK_HTTP_PORT" ]] || die "the loopback HTTP server for $dir did not start"
+}
+# EGRESS_L7's upstreams on the host's loopback (issue 45, 47): certificates from a CA of the
+# test's own in DIR (ca.pem, which only the proxy is told to trust) and from one nobody trusts,
+# an HTTPS server for each (backends/egress-proxy/tests/tls_upstream.py), and DIR/l7.json, the
+# runner's --egress-l7 file (a GET-only /repo/ rule on allowed.test, other.test allowed whole,
+# untrusted.test GET-only). Sets L7_UPSTREAM_PIDS (the caller kills them), L7_OTHER_ENTRY and
+# L7_PROCESS_CONFIG (the process backend's configuration keys: pins and the upstream CA).
+egress_l7_upstreams() {
+  local dir="$1" tls_port bad_port base i
+  mkdir -p "$dir/www/repo" "$dir/www/REPO"
+  ( cd "$dir"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 2 \
+      -subj /CN=maf-l7-stage-CA -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout up.key -out up.csr -subj /CN=allowed.test
+    printf 'subjectAltName=DNS:allowed.test,DNS:other.test\nextendedKeyUsage=serverAuth\n' >ext
+    openssl x509 -req -in up.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out up.pem -days 2 -extfile ext
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout bad.key -out bad.pem -days 2 \
+      -subj /CN=untrusted.test -addext subjectAltName=DNS:untrusted.test
+    echo hello-from-repo >www/repo/x; echo upper >www/REPO/x; echo secret >www/admin ) >/dev/null 2>&1 \
+    || die "could not make the EGRESS_L7 test certificates in $dir"
+  chmod -R a+rX "$dir"
+  tls_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  bad_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  python3 "$MAF_ROOT/backends/egress-proxy/tests/tls_upstream.py" "$tls_port" "$dir/www" "$dir/up.pem" "$dir/up.key" \
+    >"$dir/up.out" 2>/dev/null &
+  L7_UPSTREAM_PIDS="$!"
+  python3 "$MAF_ROOT/backends/egress-proxy/tests/tls_upstream.py" "$bad_port" "$dir/www" "$dir/bad.pem" "$dir/bad.key" \
+    >"$dir/bad.out" 2>/dev/null &
+  L7_UPSTREAM_PIDS="$L7_UPSTREAM_PIDS $!"
+  for i in $(seq 100); do grep -q ready "$dir/up.out" && grep -q ready "$dir/bad.out" && break; sleep 0.1; done
+  grep -q ready "$dir/up.out" && grep -q ready "$dir/bad.out" || die "the EGRESS_L7 upstreams did not start"
+  base="https://allowed.test:$tls_port"
+  cat >"$dir/l7.json" <<JSON
+{"allow": [{"host": "allowed.test:$tls_port", "methods": ["GET"], "paths": ["/repo/"]}, "other.test:$tls_port",
+           {"host": "untrusted.test:$bad_port", "methods": ["GET"]}],
+ "allowed_url": "$base/repo/x", "refused_path_url": "$base/admin", "refused_method": "DELETE",
+ "traversal_base": "$base/repo/", "mixed_case_url": "$base/REPO/x", "other_host": "other.test",
+ "untrusted_url": "https://untrusted.test:$bad_port/repo/x"}
+JSON
+  L7_OTHER_ENTRY="other.test:$tls_port"
+  L7_PROCESS_CONFIG="\"egress_upstream_ca_file\": \"$dir/ca.pem\", \"egress_proxy_args\": [\"--resolve\", \"allowed.test=127.0.0.1\", \"--resolve\", \"other.test=127.0.0.1\", \"--resolve\", \"untrusted.test=127.0.0.1\"]"
+}

@@ -27,10 +27,12 @@ std::string random_hex(std::size_t n) {
 }
 
 /// "https://host:443/x" -> "host".
+/// The allowlist entry for a URL: its host, with the port when the URL names one (the port
+/// policy allows a bare host on 80 and 443 only, and a local test upstream listens elsewhere).
 std::string url_host(const std::string& url) {
   auto start = url.find("://");
   start = start == std::string::npos ? 0 : start + 3;
-  auto end = url.find_first_of(":/?#", start);
+  auto end = url.find_first_of("/?#", start);
   return url.substr(start, end == std::string::npos ? std::string::npos : end - start);
 }
 
@@ -120,6 +122,49 @@ SuiteReport run_limits_suite(SandboxBackend& backend, const SandboxSpec& spec, B
   return sr;
 }
 
+/// EGRESS_L7 on a sandbox of its own, acquired with the run's allowlist and rules
+/// (RunnerOptions::egress_l7) and disposed after it; not requested without them.
+template <class SubjectFor>
+SuiteReport run_egress_l7_suite(SandboxBackend& backend, const SandboxSpec& spec, const RunnerOptions& o, bool asked,
+                                BlockingRunner& run, SubjectFor&& subject_for) {
+  SuiteReport sr{Suite::EgressL7, SuiteStatus::Ran, {}, {}};
+  if (!o.egress_l7) {
+    sr.status = asked ? SuiteStatus::Refused : SuiteStatus::NotRequested;
+    sr.reason = "EGRESS_L7 needs its targets and rules (RunnerOptions::egress_l7; the tool's --egress-l7 FILE)";
+    return sr;
+  }
+  const SandboxKey key{"conformance", random_hex(16), "agent-egress-l7", ""};
+  bool acquired = false;
+  try {
+    SandboxSpec::Fields fields = spec.fields();
+    fields.kind = spec.kind() + "-l7";
+    fields.egress = Egress::Allowlist;
+    fields.egress_allow = o.egress_l7->allow;
+    const SandboxSpec l7_spec(std::move(fields));
+    auto sandbox = run([&] { return backend.acquire(key, l7_spec); });
+    acquired = true;
+    auto subject = subject_for(sandbox, Egress::Allowlist);
+    sr.results = run_egress_l7(*subject, o.egress_l7->targets);
+  } catch (const ConformanceUsageError& e) {
+    sr.status = asked ? SuiteStatus::Refused : SuiteStatus::NotRequested;
+    sr.reason = asked ? e.what() : std::string("gate not met, so not run: ") + e.what();
+  } catch (const Cancelled&) {
+    throw;
+  } catch (const std::exception& e) {
+    sr.status = asked ? SuiteStatus::HarnessError : SuiteStatus::NotRequested;
+    sr.reason = (asked ? "harness error raised " : "not run: ") + detail::type_name(e) + ": " + e.what();
+  }
+  if (acquired) {
+    try {
+      if (auto failure = run([&] { return backend.dispose(key, std::nullopt, std::nullopt); }))
+        sr.reason += (sr.reason.empty() ? "" : "; ") + std::string("dispose: ") + failure->to_string();
+    } catch (const std::exception& e) {
+      sr.reason += std::string("; dispose raised: ") + e.what();
+    }
+  }
+  return sr;
+}
+
 }  // namespace
 
 RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, SubjectFactory make_subject) {
@@ -164,10 +209,11 @@ RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, Subje
     }
   };
 
-  auto subject_for = [&](std::shared_ptr<Sandbox> of) {
+  auto subject_for = [&](std::shared_ptr<Sandbox> of, std::optional<Egress> egress_of = std::nullopt) {
+    const std::optional<Egress> mode = egress_of ? egress_of : enforced;
     std::unique_ptr<ConformanceSubject> made =
-        make_subject ? make_subject(run, of, declared, enforced, o.exec_timeout)
-                     : std::make_unique<PosixGuestSubject>(run, of, declared, enforced);
+        make_subject ? make_subject(run, of, declared, mode, o.exec_timeout)
+                     : std::make_unique<PosixGuestSubject>(run, of, declared, mode);
     if (auto* posix = dynamic_cast<PosixGuestSubject*>(made.get())) {
       posix->set_exec_timeout(o.exec_timeout);
       if (!o.raw_frame_tool.empty()) posix->set_raw_frame_tool(o.raw_frame_tool);
@@ -199,6 +245,11 @@ RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, Subje
       if (!o.suites.empty() && !asked) continue;
       SuiteReport sr{suite, SuiteStatus::Ran, {}, {}};
       try {
+        if (suite == Suite::EgressL7) {
+          sr = run_egress_l7_suite(backend, spec, o, asked, run, subject_for);
+          report.suites.push_back(std::move(sr));
+          continue;
+        }
         require_gate(*subject, suite);
         if (suite == Suite::Egress && !o.egress) {
           sr.status = asked ? SuiteStatus::Refused : SuiteStatus::NotRequested;

@@ -85,10 +85,14 @@ TEST_CASE("conformance: the process backend is green on every suite it declares 
   CHECK(json.at("backend") == "process");
 }
 
-TEST_CASE("conformance: asking the process backend for EGRESS is refused by the gate and fails the run") {
+TEST_CASE("conformance: asking a process backend without its egress programs for EGRESS is refused by the gate and "
+          "fails the run (PE-5)") {
   test::TempDir root("maf-conformance-process-eg");
   PluginRegistry registry({MAF_TEST_PLUGIN_DIR});
-  auto backend = process_backend(registry, {{"root", root.path().string()}});
+  // With the proxy found beside the plugin it declares ALLOWLIST (issue 47; stage 40 runs
+  // EGRESS on it): without one it declares closed alone, and the gate refuses.
+  auto backend = process_backend(registry, {{"root", root.path().string()},
+                                            {"egress_proxy_path", "/nonexistent/maf-sandbox-egress-proxy"}});
   RunnerOptions o;
   o.suites = {Suite::Egress};
   o.egress = EgressTargets{"https://allowed.example/", "https://denied.example/", std::chrono::seconds(30)};

@@ -122,4 +122,21 @@ void notify_proxy_decisions(const ObserverHub& hub, std::string_view backend, co
   }
 }
 
+std::optional<std::string> ca_certificate_in_readiness(std::string_view log) {
+  std::size_t start = 0;
+  while (start < log.size()) {
+    const auto end = std::min(log.find('\n', start), log.size());
+    const auto line = log.substr(start, end - start);
+    start = end + 1;
+    if (line.find("\"listening\"") == std::string_view::npos) continue;
+    try {
+      const auto j = nlohmann::json::parse(line);
+      if (j.value("event", "") == "listening" && j.contains("ca_certificate") && j["ca_certificate"].is_string())
+        return j["ca_certificate"].get<std::string>();
+    } catch (const nlohmann::json::exception&) {
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace maf::sandbox::support

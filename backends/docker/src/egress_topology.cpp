@@ -17,6 +17,7 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/labels.hpp"
+#include "maf/sandbox/support/proxy_log.hpp"
 #include "maf/sandbox/support/sleep.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 #include "host_lock.hpp"
@@ -428,7 +429,7 @@ awaitable<std::optional<std::string>> ensure_egress_topology(DockerTransport& tr
       // The CA is the proxy's own (made in memory when it started): read from its readiness
       // line, whether this acquire made the proxy or a replica's is kept (issue 45, 54).
       const std::string log = co_await transport.container_logs(proxy, 64 * 1024);
-      ca_certificate = ca_certificate_in_log(log);
+      ca_certificate = support::ca_certificate_in_readiness(log);
       if (!ca_certificate)
         throw OSError(said("proxy " + proxy + " terminates TLS but printed no CA certificate in its readiness line"));
     }

@@ -33,7 +33,6 @@ bool behind_proxy(const DockerConfig& config, const DockerTransport& transport, 
 
 /// The proxy's launch contract, shared with every backend that runs it
 /// (egress_proxy/launch.hpp): constants, rules, readiness, the guest's CA paths.
-using egress_proxy::ca_certificate_in_log;
 using egress_proxy::entry_identity;
 using egress_proxy::kGuestCaBundle;
 using egress_proxy::kGuestCaFile;

@@ -19,6 +19,7 @@
 
 #include "decision_log.hpp"
 #include "forwarding_check.hpp"
+#include "inherited_listener.hpp"
 #include "options.hpp"
 #include "proxy_server.hpp"
 
@@ -27,9 +28,12 @@ using namespace maf::sandbox::egress_proxy;
 
 int main(int argc, char** argv) {
   ProxyOptions options;
+  std::optional<InheritedListener> inherited;  // --listen-fd (inherited_listener.hpp)
   try {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    inherited = take_inherited_listener(args);
     options = parse_options(
-        std::vector<std::string>(argv + 1, argv + argc),
+        std::move(args),
         [](const char* name) -> std::optional<std::string> {
           const char* v = std::getenv(name);
           return v ? std::optional<std::string>(v) : std::nullopt;
@@ -53,7 +57,7 @@ int main(int argc, char** argv) {
     std::cout << kFeatures << "\n";
     return 0;
   }
-  if (!options.allow_forwarding) {
+  if (!options.allow_forwarding && !(inherited && inherited->unix_domain)) {
     const auto problem = forwarding_problem([](const std::string& path) -> std::optional<std::string> {
       std::ifstream in(path);
       if (!in) return std::nullopt;
@@ -78,8 +82,16 @@ int main(int argc, char** argv) {
   DecisionLog log(out);
   try {
     asio::io_context io(1);
-    const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(options.listen_address), options.listen_port);
-    asio::ip::tcp::acceptor acceptor(io, endpoint);  // SO_REUSEADDR by default
+    asio::ip::tcp::acceptor acceptor(io);
+    if (inherited) {
+      // Only accept and stream I/O are used on it, so a unix-domain listener serves as is.
+      acceptor.assign(asio::ip::tcp::v4(), inherited->fd);
+      options.listen_address = inherited->unix_domain ? "unix" : "inherited";
+      options.listen_port = 0;
+    } else {
+      const asio::ip::tcp::endpoint endpoint(asio::ip::make_address(options.listen_address), options.listen_port);
+      acceptor = asio::ip::tcp::acceptor(io, endpoint);  // SO_REUSEADDR by default
+    }
     // Hosts with method/path rules are terminated: the per-sandbox CA is made here, in
     // memory, and only its certificate is printed (in the readiness line).
     std::unique_ptr<Terminator> terminator;

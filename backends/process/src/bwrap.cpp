@@ -105,7 +105,7 @@ std::vector<std::string> proc_closure_args() {
 
 Launch::Launch(const ProcessBackendConfig& config, const Boundary& boundary, const std::string& root_dir,
                const std::string& working_directory, const std::string& home, const std::vector<std::string>& command,
-               const std::vector<std::string>& join_cgroups) {
+               const std::vector<std::string>& join_cgroups, const GuestEgress* egress) {
   if (!join_cgroups.empty()) {
     // posix_spawn cannot place a child in a cgroup, and moving it afterwards races its first
     // fork: a shell (still the host's identity) joins each cgroup itself, then execs the rest,
@@ -142,6 +142,11 @@ Launch::Launch(const ProcessBackendConfig& config, const Boundary& boundary, con
     keep_fds.push_back(fd);
     argv.insert(argv.end(), {"--seccomp", std::to_string(fd)});
   }
+  if (egress) {
+    argv.insert(argv.end(), {"--ro-bind", egress->relay, kGuestRelay, "--ro-bind", egress->socket, kGuestProxySocket});
+    if (!egress->ca_file.empty())
+      argv.insert(argv.end(), {"--ro-bind", egress->ca_file, kGuestCaFile, "--ro-bind", egress->ca_bundle, kGuestCaBundle});
+  }
   argv.insert(argv.end(), {// Namespaces: the guest is an unprivileged uid in its own user
                            // namespace, with no capabilities and no network but loopback.
                            "--unshare-user", "--uid", std::to_string(config.guest_uid), "--gid",
@@ -150,7 +155,13 @@ Launch::Launch(const ProcessBackendConfig& config, const Boundary& boundary, con
                            "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
                            "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", home,
                            "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp", "--chdir",
-                           working_directory, "--"});
+                           working_directory});
+  // After --clearenv, which bubblewrap applies where it stands.
+  if (egress)
+    for (const auto& [name, value] : guest_egress_env(*egress)) argv.insert(argv.end(), {"--setenv", name, value});
+  argv.push_back("--");
+  // The relay listens on the guest's loopback, then execs the command (egress_relay.cpp).
+  if (egress) argv.insert(argv.end(), {kGuestRelay, std::to_string(kGuestProxyPort), kGuestProxySocket, "--"});
   argv.insert(argv.end(), command.begin(), command.end());
 }
 
@@ -158,8 +169,31 @@ Launch::~Launch() {
   for (const int fd : keep_fds) ::close(fd);
 }
 
+void prepare_guest_egress_points(const GuestTree& tree) {
+  namespace fs = std::filesystem;
+  const fs::path root = tree.root_dir();
+  for (const char* file : {kGuestRelay, kGuestProxySocket, kGuestCaFile, kGuestCaBundle}) {
+    const fs::path point = root / fs::path(file).relative_path();
+    fs::create_directories(point.parent_path());
+    if (!fs::exists(point)) std::ofstream touch(point);
+  }
+}
+
+std::vector<std::pair<std::string, std::string>> guest_egress_env(const GuestEgress& egress) {
+  const std::string url = "http://127.0.0.1:" + std::to_string(kGuestProxyPort);
+  std::vector<std::pair<std::string, std::string>> env{{"HTTP_PROXY", url}, {"HTTPS_PROXY", url},
+                                                       {"http_proxy", url}, {"https_proxy", url},
+                                                       {"NO_PROXY", ""},    {"no_proxy", ""}};
+  if (!egress.ca_file.empty()) {
+    for (const char* name : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"})
+      env.emplace_back(name, kGuestCaBundle);
+    env.emplace_back("NODE_EXTRA_CA_CERTS", kGuestCaFile);
+  }
+  return env;
+}
+
 support::SubprocessResult run_in_scratch(const ProcessBackendConfig& config, const Boundary& boundary,
-                                         const std::vector<std::string>& command) {
+                                         const std::vector<std::string>& command, const GuestEgress* egress) {
   namespace fs = std::filesystem;
   static std::atomic<unsigned> counter{0};
   const fs::path scratch = fs::temp_directory_path() / ("maf-sandbox-probe-" + std::to_string(::getpid()) + "-" +
@@ -176,7 +210,8 @@ support::SubprocessResult run_in_scratch(const ProcessBackendConfig& config, con
   fs::create_directories(scratch);
   GuestTree tree(scratch.string(), guest_read_only_views(config), guest_virtual_dirs(), boundary.run_as);
   prepare_guest_root(tree, config);
-  const Launch launch(config, boundary, scratch.string(), "/", "/tmp", command);
+  if (egress) prepare_guest_egress_points(tree);
+  const Launch launch(config, boundary, scratch.string(), "/", "/tmp", command, {}, egress);
   boost::asio::io_context io;
   support::SubprocessResult result;
   std::exception_ptr error;

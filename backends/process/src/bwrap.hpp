@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "guest_tree.hpp"
@@ -37,15 +38,44 @@ const std::vector<std::string>& proc_masked_paths();
 /// once per backend: Boundary::proc_closure).
 std::vector<std::string> proc_closure_args();
 
+/// An ALLOWLIST sandbox's way out, as its commands see it (docs/backends/process.md
+/// "Egress"): the relay binary and the proxy's unix socket (host paths, bound read-only at
+/// kGuestRelay and kGuestProxySocket), and — when the proxy terminates TLS — the sandbox
+/// CA and the bundle holding it (host paths, bound read-only at kGuestCaFile/kGuestCaBundle).
+struct GuestEgress {
+  std::string relay;
+  std::string socket;
+  std::string ca_file{};    ///< empty: no termination
+  std::string ca_bundle{};
+};
+
+/// Where the guest finds its egress pieces, and the loopback port the relay listens on.
+inline constexpr const char* kGuestRelay = "/run/maf-sandbox/egress-relay";
+inline constexpr const char* kGuestProxySocket = "/run/maf-sandbox/egress.sock";
+inline constexpr const char* kGuestCaFile = "/etc/maf-sandbox/egress-ca.pem";
+inline constexpr const char* kGuestCaBundle = "/etc/maf-sandbox/egress-ca-bundle.pem";
+inline constexpr int kGuestProxyPort = 3128;
+
+/// Makes the mount points of GuestEgress's binds in a fresh private root (bubblewrap could
+/// not create them under the root-owned /etc of a root host's guest).
+void prepare_guest_egress_points(const GuestTree& tree);
+
+/// The variables every command of an egress sandbox gets: HTTP_PROXY, HTTPS_PROXY and
+/// their lower-case twins naming the relay, NO_PROXY/no_proxy empty; with a CA, also
+/// SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO (the bundle) and
+/// NODE_EXTRA_CA_CERTS (the CA alone), as the Docker backend sets them.
+std::vector<std::pair<std::string, std::string>> guest_egress_env(const GuestEgress& egress);
+
 /// One command's bubblewrap invocation: its argv and the descriptors it reads (the seccomp
 /// program), which this object owns and closes when the run is over.
 class Launch {
 public:
   /// `command` (argv form) inside the sandbox rooted at `root_dir`, started inside the
-  /// cgroups whose `cgroup.procs` files `join_cgroups` names (none: the caller's cgroups).
+  /// cgroups whose `cgroup.procs` files `join_cgroups` names (none: the caller's cgroups);
+  /// with `egress`, behind the relay to its proxy.
   Launch(const ProcessBackendConfig& config, const Boundary& boundary, const std::string& root_dir,
          const std::string& working_directory, const std::string& home, const std::vector<std::string>& command,
-         const std::vector<std::string>& join_cgroups = {});
+         const std::vector<std::string>& join_cgroups = {}, const GuestEgress* egress = nullptr);
   ~Launch();
   Launch(const Launch&) = delete;
   Launch& operator=(const Launch&) = delete;
@@ -60,7 +90,8 @@ inline constexpr std::string_view kCgroupJoinFailure = "maf-sandbox-cgroup: ";
 /// Runs `command` confined in a throwaway tree under the temp directory (the backend's own
 /// construction-time probes). Throws what run_subprocess throws.
 support::SubprocessResult run_in_scratch(const ProcessBackendConfig& config, const Boundary& boundary,
-                                         const std::vector<std::string>& command);
+                                         const std::vector<std::string>& command,
+                                         const GuestEgress* egress = nullptr);
 
 /// True when a confined child cannot connect to a listener on the host's loopback: the
 /// network namespace is in force. Any failure to run the probe reads as false.

@@ -16,6 +16,7 @@
 
 #include "bwrap.hpp"
 #include "cgroup_limits.hpp"
+#include "egress_proxy.hpp"
 #include "host_boundary.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
@@ -23,7 +24,9 @@
 #include "maf/sandbox/process/process_backend.hpp"
 #include "maf/sandbox/spec.hpp"
 #include "maf/sandbox/spec_json.hpp"
+#include "maf/sandbox/observer.hpp"
 #include "maf/sandbox/support/labels.hpp"
+#include "maf/sandbox/support/proxy_log.hpp"
 #include "guest_snapshot.hpp"
 #include "process_sandbox.hpp"
 #include "said.hpp"
@@ -91,7 +94,12 @@ public:
     declarations_.capabilities.insert(Capability::ExecStream);
     declarations_.os_families = {OsFamily::Posix};
     declarations_.isolation_scopes = {IsolationScope::Conversation, IsolationScope::Call};
-    if (probe_network_namespace(*config_, *boundary_)) declarations_.egress_modes = {Egress::Closed};
+    if (probe_network_namespace(*config_, *boundary_)) {
+      declarations_.egress_modes = {Egress::Closed};
+      settle_allowlist();
+    } else {
+      egress_unavailable_ = "the network-namespace probe did not confine a child";
+    }
     // LIM-3: the cgroup controllers detected and probed at construction, and the lifetime
     // bounds this backend keeps itself (LIM-7). The test-only double declares the cgroup
     // bounds without applying the spec's (the LIMITS suite's broken double).
@@ -110,6 +118,8 @@ public:
   std::vector<std::pair<std::string, std::string>> facts() const override {
     std::vector<std::pair<std::string, std::string>> out{{"cgroups", boundary_->cgroups.describe()}};
     for (const auto& u : boundary_->cgroups.unusable()) out.emplace_back("cgroup unusable", u);
+    out.emplace_back("egress allowlist", egress_unavailable_.empty() ? "proven at construction (a proxy per sandbox)"
+                                                                     : "unavailable: " + egress_unavailable_);
     return out;
   }
 
@@ -120,16 +130,20 @@ protected:
                                                               AcquirePlan plan) override {
     const std::string& base = plan.storage_base;
     // LIM-5: the bounds are part of the identity — other bounds, another sandbox.
+    const auto policy = egress_policy_of(spec);
     const std::string name = support::sandbox_name(
         kNamePrefix, key, spec.kind(),
-        support::NameQualifiers{{}, base == kDefaultWorkDir ? "" : base,
+        support::NameQualifiers{egress_identity(spec), base == kDefaultWorkDir ? "" : base,
                                 spec.resources().empty() ? "" : spec.resources().to_string()});
     const fs::path dir = store_.sandbox_dir(key, name);
     // Warm: a sandbox this process holds is answered from memory, once one stat shows its
     // record is still the one read (another replica may have disposed or recreated it, or
     // its record been rewritten); the core still walks the base (ACQ-4).
     if (auto held = held_sandbox(dir)) {
-      if (!(keeps_lifetimes() && expired(held->record, now_unix()))) {
+      // An egress sandbox whose proxy was ended (killed, the host rebooted) takes the cold
+      // path below, which starts another.
+      if (!(keeps_lifetimes() && expired(held->record, now_unix())) &&
+          (!held->sandbox->egress() || egress_proxy_running(dir.string()))) {
         if (held->record.resources.idle_timeout()) touch_last_used(dir.string());
         co_return held->sandbox;
       }
@@ -145,9 +159,21 @@ protected:
                      record->resources.to_string());
       record.reset();
     }
-    if (!record) record = create(dir, key, spec.kind(), base, spec.resources());
+    const bool fresh = !record;
+    if (!record) record = create(dir, key, spec.kind(), base, spec.resources(), policy);
     if (record->resources.idle_timeout()) touch_last_used(dir.string());
-    co_return open(*record);
+    std::optional<GuestEgress> egress;
+    try {
+      egress = attach_egress(*record);
+    } catch (const std::exception& e) {
+      // A sandbox this acquire made and cannot serve is not left behind (its proxy never
+      // started); one that existed stays for its holders and the next attempt.
+      if (fresh)
+        if (auto failure = destroy(*record))
+          logger()->warn("backend 'process': removing {} after its proxy failed: {}", dir.string(), failure->to_string());
+      throw;
+    }
+    co_return open(*record, std::move(egress));
   }
 
 public:
@@ -228,6 +254,7 @@ private:
         continue;
       try {
         kill_guest_processes((entry.path() / "root").string());
+        end_proxy(entry.path(), std::nullopt, n);  // a trash directory's, its disposer killed mid-way
         release_cgroups(entry.path());
         remove_host_tree(entry.path().string());
       } catch (const std::exception& e) {
@@ -238,7 +265,7 @@ private:
   }
 
   Record create(const fs::path& dir, const SandboxKey& key, const std::string& kind, const std::string& base,
-                const ResourceLimits& resources) {
+                const ResourceLimits& resources, const std::optional<EgressPolicy>& policy) {
     // Build the whole sandbox in a staging directory, then rename it into place: rename is
     // atomic, so concurrent acquires — in this process or another — yield one sandbox (C-52).
     const fs::path staging = config_->root / (".staging-" + random_hex(16));
@@ -250,6 +277,12 @@ private:
       GuestTree tree((staging / "root").string(), boundary_->views, guest_virtual_dirs(),
                      boundary_->run_as);
       prepare_guest_root(tree, *config_);
+      if (policy) {
+        // Its proxy is started once the sandbox is in place (attach_egress), by whichever
+        // process opens it: the policy is the sandbox's, on disk, for any replica.
+        prepare_guest_egress_points(tree);
+        write_egress_policy(staging.string(), *policy, *boundary_);
+      }
       tree.ensure_directory(base);
       // SNAPSHOT: the fresh tree, before any guest ran, is what RESET restores.
       take_snapshot(staging.string());
@@ -301,14 +334,25 @@ private:
     return Answer{std::move(sandbox), it->second.record};
   }
 
-  std::shared_ptr<Sandbox> open(const Record& r) {
+  /// An egress sandbox's proxy, running (kept, or started now); nullopt for one without.
+  std::optional<GuestEgress> attach_egress(const Record& r) {
+    const auto policy = read_egress_policy(r.dir.string());
+    if (!policy) return std::nullopt;
+    if (!programs_)
+      throw SandboxEgressNotEnforced(said("sandbox ") + r.dir.filename().string() +
+                                     " has an allowlist, and this backend cannot serve one: " + egress_unavailable_);
+    return ensure_egress_proxy(*config_, *boundary_, *programs_, r.dir.string(), *policy);
+  }
+
+  std::shared_ptr<Sandbox> open(const Record& r, std::optional<GuestEgress> egress) {
     const auto version = record_version(r.dir);
     std::lock_guard lock(mutex_);
     auto& slot = live_[r.dir.string()];
     auto sandbox = slot.sandbox.lock();
-    if (!sandbox || sandbox->instance_id() != r.instance_id) {
+    if (!sandbox || sandbox->instance_id() != r.instance_id || sandbox->egress().has_value() != egress.has_value()) {
       sandbox = std::make_shared<ProcessSandbox>(config_, boundary_, r.kind, declarations_.capabilities, r.work_base,
-                                                 r.instance_id, r.dir.string(), applied_bounds(r.resources));
+                                                 r.instance_id, r.dir.string(), applied_bounds(r.resources),
+                                                 std::move(egress));
       slot.sandbox = sandbox;
     }
     slot.record = r;
@@ -336,6 +380,7 @@ private:
         live_.erase(r.dir.string());
       }
       kill_guest_processes((trash / "root").string());
+      end_proxy(trash, r.key, r.dir.filename().string());
       release_cgroups(trash);
       remove_host_tree(trash.string());
       return std::nullopt;
@@ -343,6 +388,35 @@ private:
       logger()->warn("backend 'process': disposing {} failed: {}", r.dir.string(), e.what());
       return DisposalFailure{kDisposalRefused, r.dir.filename().string() + ": " + e.what()};
     }
+  }
+
+  /// Issue 47 item 3: `allowlist` only when the programs are found and a confined child,
+  /// through a real proxy, reached an allowed listener and not a denied one; method/path
+  /// rules only when that proxy terminates TLS (its `--features`, as the Docker image label).
+  void settle_allowlist() {
+    std::string why;
+    auto programs = find_egress_programs(*config_, why);
+    if (programs) why = probe_allowlist(*config_, *boundary_, *programs);
+    if (!why.empty()) {
+      egress_unavailable_ = why;
+      logger()->warn("backend 'process': not declaring egress allowlist: {}", why);
+      return;
+    }
+    programs_ = std::move(programs);
+    declarations_.egress_modes.insert(Egress::Allowlist);
+    if (proxy_terminates(*config_, *programs_)) {
+      declarations_.capabilities.insert(Capability::EgressMethods);
+      declarations_.capabilities.insert(Capability::EgressPaths);
+    }
+  }
+
+  /// Ends a sandbox's proxy (if it has one) and publishes its decisions (OBS-7), attributed
+  /// to the sandbox's key when the record named it.
+  void end_proxy(const fs::path& sandbox_dir, const std::optional<SandboxKey>& key, const std::string& sandbox_name) {
+    const auto read = end_egress_proxy(sandbox_dir.string());
+    if (read.decisions.empty()) return;
+    support::notify_proxy_decisions(*observer_hub(), "process", key, sandbox_name + "-proxy", read.decisions,
+                                    read.truncated);
   }
 
   /// LIM-8: a host that requires bounds learns at construction that this tree cannot keep them.
@@ -369,6 +443,8 @@ private:
   std::shared_ptr<const ProcessBackendConfig> config_;
   std::shared_ptr<const Boundary> boundary_;
   BackendDeclarations declarations_;
+  std::optional<EgressPrograms> programs_;  ///< set iff `allowlist` is declared
+  std::string egress_unavailable_;          ///< why it is not, when it is not
   SandboxStore store_;
   std::mutex mutex_;
   std::map<std::string, Held> live_;
@@ -434,7 +510,8 @@ ProcessBackendConfig parse_process_config(const nlohmann::json& j) {
                                              "guest_uid", "guest_gid", "setpriv_path", "host_uid", "host_gid",
                                              "pids_limit", "memory_limit_bytes", "test_only_without_host_boundary",
                                              "test_only_allow_unsafe", "required_resource_bounds", "cgroup_root",
-                                             "test_only_unapplied_resource_bounds"};
+                                             "test_only_unapplied_resource_bounds", "egress_proxy_path",
+                                             "egress_relay_path", "egress_proxy_args", "egress_upstream_ca_file"};
     if (!known.count(item.key())) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
@@ -483,6 +560,15 @@ ProcessBackendConfig parse_process_config(const nlohmann::json& j) {
   want("test_only_unapplied_resource_bounds", [&](const auto& v) { c.test_only_unapplied_resource_bounds = v.template get<bool>(); }, T::boolean);
   want("test_only_without_host_boundary", [&](const auto& v) { c.test_only_without_host_boundary = v.template get<bool>(); }, T::boolean);
   want("test_only_allow_unsafe", [&](const auto& v) { c.test_only_allow_unsafe = v.template get<bool>(); }, T::boolean);
+  want("egress_proxy_path", [&](const auto& v) { c.egress_proxy_path = v.template get<std::string>(); }, T::string);
+  want("egress_relay_path", [&](const auto& v) { c.egress_relay_path = v.template get<std::string>(); }, T::string);
+  want("egress_proxy_args", [&](const auto& v) {
+    for (const auto& a : v) {
+      if (!a.is_string()) throw ValueError(said("egress_proxy_args must be an array of strings"));
+      c.egress_proxy_args.push_back(a.template get<std::string>());
+    }
+  }, T::array);
+  want("egress_upstream_ca_file", [&](const auto& v) { c.egress_upstream_ca_file = v.template get<std::string>(); }, T::string);
   return c;
 }
 

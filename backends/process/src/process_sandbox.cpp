@@ -20,7 +20,7 @@ namespace maf::sandbox::process {
 ProcessSandbox::ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> config,
                                std::shared_ptr<const Boundary> boundary, std::string kind, CapabilitySet capabilities,
                                std::string storage_base, std::string instance_id, std::string sandbox_dir,
-                               ResourceLimits resources)
+                               ResourceLimits resources, std::optional<GuestEgress> egress)
     : Sandbox(Descriptor{.backend_name = "process",
                          .kind = std::move(kind),
                          .capabilities = capabilities,
@@ -30,7 +30,8 @@ ProcessSandbox::ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> confi
       boundary_(std::move(boundary)),
       sandbox_dir_(std::move(sandbox_dir)),
       resources_(resources),
-      tree_(sandbox_dir_ + "/root", boundary_->views, guest_virtual_dirs(), boundary_->run_as) {}
+      tree_(sandbox_dir_ + "/root", boundary_->views, guest_virtual_dirs(), boundary_->run_as),
+      egress_(std::move(egress)) {}
 
 ProcessSandbox::Confined ProcessSandbox::prepare_confined(const std::vector<std::string>& command,
                                                           const std::string& working_directory,
@@ -45,7 +46,8 @@ ProcessSandbox::Confined ProcessSandbox::prepare_confined(const std::vector<std:
   Confined c;
   c.cgroups = join_cgroups();
   c.launch = std::make_unique<const Launch>(*config_, *boundary_, tree_.root_dir(), working_directory,
-                                            storage_base(), command, c.cgroups->procs_files);
+                                            storage_base(), command, c.cgroups->procs_files,
+                                            egress_ ? &*egress_ : nullptr);
   const Launch& launch = *c.launch;
   // LIM-6: what the kernel counts over this command's run (overlapping commands of the same
   // sandbox share the counters, so either may see the other's event).

@@ -19,10 +19,12 @@ public:
   ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> config, std::shared_ptr<const Boundary> boundary,
                  std::string kind, CapabilitySet capabilities,
                  std::string storage_base, std::string instance_id, std::string sandbox_dir,
-                 ResourceLimits resources = {});
+                 ResourceLimits resources = {}, std::optional<GuestEgress> egress = std::nullopt);
 
   const std::string& sandbox_dir() const noexcept { return sandbox_dir_; }
   const GuestTree& tree() const noexcept { return tree_; }
+  /// Set for an ALLOWLIST sandbox: every command runs behind the relay to its proxy.
+  const std::optional<GuestEgress>& egress() const noexcept { return egress_; }
 
 protected:
   boost::asio::awaitable<ExecReport> do_exec(const ExecRequest& request) override;
@@ -78,6 +80,7 @@ private:
   /// The bounds the sandbox was created with (docs/limits.md LIM-5: part of its identity).
   ResourceLimits resources_;
   GuestTree tree_;
+  std::optional<GuestEgress> egress_;
   std::mutex reset_mutex_;  ///< one restore at a time per sandbox object
   std::mutex join_mutex_;
   std::shared_ptr<const Joined> joined_;  ///< set by the first command (join_cgroups)

@@ -12,6 +12,7 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/support/labels.hpp"
+#include "maf/sandbox/support/proxy_log.hpp"
 #include "maf/sandbox/support/sleep.hpp"
 #include "maf/sandbox/wslc/backend.hpp"
 #include "maf/sandbox/wslc/error_codes.hpp"
@@ -145,7 +146,7 @@ awaitable<std::optional<std::string>> WslcSandboxBackend::ensure_egress(const st
     // prints its CA in the readiness line. wslc cannot read the image's features label, so
     // this is the check: no CA, no rules enforced — refused, never run as a plain tunnel.
     if (terminating) {
-      ca_certificate = egress_proxy::ca_certificate_in_log(logs.stdout_bytes + "\n" + logs.stderr_bytes);
+      ca_certificate = support::ca_certificate_in_readiness(logs.stdout_bytes + "\n" + logs.stderr_bytes);
       if (!ca_certificate)
         throw SandboxEgressNotEnforced(said("cannot enforce the method/path rules of workload kind '") + spec.kind() +
                                        "': egress proxy " + proxy + " from '" + image +

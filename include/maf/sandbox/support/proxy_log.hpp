@@ -57,6 +57,11 @@ struct ProxyDecisions {
 /// have lost its head. Both set `truncated`, as do decisions beyond kMaxProxyDecisions.
 ProxyDecisions parse_proxy_decisions(std::string_view log, bool read_cut, std::size_t tail_lines);
 
+/// The sandbox CA certificate (PEM) a terminating proxy prints in its readiness line
+/// (`{"event":"listening",…,"ca_certificate":…}`, issue 45); nullopt when no such line
+/// holds one. Every backend that places the CA in its guest reads it here.
+std::optional<std::string> ca_certificate_in_readiness(std::string_view log);
+
 /// One NetworkDecisionEvent per decision, in order, to `hub` (which never throws): context
 /// backend `backend`, key `key` (and its call id) when the proxy is attributed, `proxy` the
 /// proxy's container name, each event carrying `truncated`.

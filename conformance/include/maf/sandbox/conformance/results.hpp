@@ -32,18 +32,18 @@ enum class Suite {
   Limits,         ///< LIMITS, probes LM-1…LM-4: declared resource bounds hold (docs/limits.md); run_limits
   Stream,         ///< STREAM, probes ST-1…: exec_stream hands output over as it arrives (docs/streaming.md)
   Background,     ///< BACKGROUND, probes BG-1…: background processes (docs/background.md)
-  EgressL7,       ///< EGRESS_L7, probes EL-1…EL-9: method/path rules (issue 45); run_egress_l7, not in kAllSuites
+  EgressL7,       ///< EGRESS_L7, probes EL-1…EL-9: method/path rules (issue 45); run_egress_l7, or the runner with RunnerOptions::egress_l7
 };
 
 /// Every suite, in the order a runner should run them: EXEC last because its timeout probe
 /// may cost the sandbox (conformance.md R9); CLEANUP just before it, because RESET puts the
 /// sandbox back to its acquire-time tree (what earlier suites planted goes with it).
 /// HOST_TOOLS's deadline probe may cost its sandbox too, so run_conformance gives that suite
-/// a sandbox of its own.
+/// a sandbox of its own, as does EGRESS_L7 (its spec carries the method/path rules).
 inline constexpr Suite kAllSuites[] = {Suite::FilesOut,      Suite::ReadCap,  Suite::FilesIn,   Suite::FilesDelete,
                                        Suite::Egress,        Suite::EgressClosed, Suite::HostIntegrity,
                                        Suite::Cleanup,       Suite::HostTools, Suite::Stream,
-                                       Suite::Background,    Suite::Exec};
+                                       Suite::Background,    Suite::Exec,         Suite::EgressL7};
 
 /// "FILES_OUT", "EXEC", … (the upstream labels).
 std::string_view suite_label(Suite suite) noexcept;

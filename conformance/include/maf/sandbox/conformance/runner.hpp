@@ -22,11 +22,20 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "maf/sandbox/backend.hpp"
+#include "maf/sandbox/spec.hpp"
 #include "maf/sandbox/conformance/probe.hpp"
 #include "maf/sandbox/conformance/results.hpp"
 #include "maf/sandbox/conformance/subject.hpp"
 
 namespace maf::sandbox::conformance {
+
+/// EGRESS_L7 as the runner runs it (issue 47): the targets, and the allowlist — with the
+/// method/path rules the targets exercise — of a sandbox acquired for that suite alone
+/// (kind `<kind>-l7`, its own key), disposed after it.
+struct EgressL7Run {
+  EgressL7Targets targets;
+  std::vector<EgressEntry> allow;
+};
 
 struct RunnerOptions {
   /// Empty: every suite whose gate the backend meets.
@@ -48,6 +57,8 @@ struct RunnerOptions {
   /// backend's isolation rung (applied to the shipped PosixGuestSubject; a factory's own
   /// subject answers for itself).
   std::optional<HostBoundaryClaims> host_boundary{};
+  /// EGRESS_L7 inputs; EGRESS_L7 is not requested without them.
+  std::optional<EgressL7Run> egress_l7{};
 };
 
 /// How one suite went as a whole.

@@ -4,7 +4,8 @@
 /// "Launching it"): what goes in (the environment variables naming allowed hosts, method/path
 /// rules and the upstream trust store), what comes out (the readiness line, with the
 /// per-sandbox CA certificate when the proxy terminates TLS), and what the guest is given
-/// (the proxy variables and the CA's paths). Header-only and shared by every backend that runs
+/// (the proxy variables and the CA's paths). The readiness line's CA is read by
+/// support::ca_certificate_in_readiness (support/proxy_log.hpp, fuzzed with the decision log). Header-only and shared by every backend that runs
 /// the proxy (Docker, wslc, process), so their topologies differ only in how the proxy is
 /// reached, never in what it is told or what the guest trusts.
 
@@ -14,7 +15,6 @@
 #include <optional>
 #include <sstream>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -101,23 +101,6 @@ inline std::string entry_identity(const EgressEntry& entry) {
   if (rule->methods()) out += " methods=" + sorted(*rule->methods());
   if (rule->paths()) out += " paths=" + sorted(*rule->paths());
   return out;
-}
-
-/// The CA certificate (PEM) from the proxy's readiness line (`{"event":"listening",…,
-/// "ca_certificate":"…"}`), or nullopt: a proxy that does not terminate prints none.
-inline std::optional<std::string> ca_certificate_in_log(std::string_view output) {
-  std::size_t start = 0;
-  while (start < output.size()) {
-    const auto end = std::min(output.find('\n', start), output.size());
-    const auto line = output.substr(start, end - start);
-    start = end + 1;
-    if (line.find("\"listening\"") == std::string_view::npos) continue;
-    const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.value("event", "") == "listening" && j.contains("ca_certificate") &&
-        j["ca_certificate"].is_string())
-      return j["ca_certificate"].get<std::string>();
-  }
-  return std::nullopt;
 }
 
 /// The guest's environment behind the proxy at `proxy_url`: HTTP_PROXY, HTTPS_PROXY and their

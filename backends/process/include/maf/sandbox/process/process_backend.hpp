@@ -19,7 +19,9 @@
 ///    cgroup bounds on processes and memory add;
 ///  - egress `{closed}` only when a probe at construction shows a confined child cannot
 ///    reach a listener on the host's loopback; otherwise no mode at all, so the router refuses
-///    closed-egress specs instead of running them open;
+///    closed-egress specs instead of running them open; `allowlist` besides only when a
+///    second probe shows a confined child reaching an allowed listener through a real
+///    egress proxy and refused a denied one (the proxy runs on the host, one per sandbox);
 ///  - capabilities EXEC, FILES_IN, FILES_OUT, FILES_LIST, FILES_DELETE, plus RUN_CODE when an
 ///    interpreter is configured; os_families `{posix}`; isolation scopes {conversation, call}.
 ///
@@ -100,6 +102,18 @@ struct ProcessBackendConfig {
   /// `test_only_allow_unsafe` is also true. Never set it outside a test.
   bool test_only_without_host_boundary = false;
   bool test_only_allow_unsafe = false;
+
+  /// ALLOWLIST egress (docs/backends/process.md "Egress", issue 47): the proxy and the
+  /// guest-side relay programs. Empty: found beside the plugin (installed there) or in a
+  /// build tree's `bin/` next to its `plugins/`.
+  std::string egress_proxy_path{};
+  std::string egress_relay_path{};
+  /// Extra arguments for every sandbox's proxy, e.g. `--resolve host=ip` pins (the proxy
+  /// refuses non-global addresses unless pinned).
+  std::vector<std::string> egress_proxy_args{};
+  /// The trust store (PEM file) a proxy verifies terminated hosts' upstreams against
+  /// (method/path rules); unset: the host's Debian bundle.
+  std::optional<std::string> egress_upstream_ca_file{};
 };
 
 /// Parses the plugin's JSON configuration; unknown keys and wrong types are refused with
@@ -107,7 +121,8 @@ struct ProcessBackendConfig {
 /// run_code_interpreter ([argv]), internal_timeout_seconds, max_stdout_bytes,
 /// max_stderr_bytes, guest_uid, guest_gid, setpriv_path, host_uid, host_gid, pids_limit,
 /// memory_limit_bytes, required_resource_bounds, cgroup_root, test_only_unapplied_resource_bounds,
-/// test_only_without_host_boundary, test_only_allow_unsafe.
+/// test_only_without_host_boundary, test_only_allow_unsafe, egress_proxy_path,
+/// egress_relay_path, egress_proxy_args ([string]), egress_upstream_ca_file.
 ProcessBackendConfig parse_process_config(const nlohmann::json& config);
 
 /// What sandboxes of `config` leave on this host, one line per item: `state:<entry>` for

@@ -1,0 +1,392 @@
+// The host side of a process sandbox's egress (egress_proxy.hpp).
+#include "egress_proxy.hpp"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "fd.hpp"
+#include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/logging.hpp"
+#include "said.hpp"
+
+namespace maf::sandbox::process {
+namespace fs = std::filesystem;
+namespace {
+
+/// How long a new proxy has to print its readiness line, and at most how much of its log is
+/// read back for decisions (the Docker backend's bound, kProxyLogBytes).
+constexpr std::chrono::seconds kReadiness{10};
+constexpr std::size_t kLogBytes = std::size_t{1} << 20;
+
+/// The last `max_bytes` of a file (`cut`: there was more before them). A file whose size the
+/// kernel does not report (/proc) is read from its start.
+std::string read_text(const fs::path& file, std::size_t max_bytes, bool* cut = nullptr) {
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  const auto end = in.tellg();
+  const auto size = end > 0 ? static_cast<std::size_t>(end) : 0;
+  if (size == 0) {
+    std::ifstream whole(file, std::ios::binary);
+    std::string text(max_bytes, '\0');
+    whole.read(text.data(), static_cast<std::streamsize>(max_bytes));
+    text.resize(static_cast<std::size_t>(whole.gcount()));
+    return text;
+  }
+  const std::size_t from = size > max_bytes ? size - max_bytes : 0;
+  if (cut) *cut = from > 0;
+  in.seekg(static_cast<std::streamoff>(from));
+  std::string text(size - from, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return text;
+}
+
+void write_file(const fs::path& file, const std::string& text, mode_t mode) {
+  const fs::path tmp = file.string() + ".new";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) throw OSError(said("cannot write '") + tmp.string() + "'");
+  }
+  ::chmod(tmp.c_str(), mode);
+  fs::rename(tmp, file);
+}
+
+/// The start time (clock ticks since boot, /proc/<pid>/stat field 22) of a running,
+/// non-zombie process; nullopt when there is none.
+std::optional<unsigned long long> start_time(pid_t pid) {
+  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat", 4096);
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(stat.substr(close + 2));
+  std::string state;
+  rest >> state;
+  if (state == "Z" || state == "X") return std::nullopt;
+  std::string field;
+  for (int i = 4; i < 22 && rest >> field; ++i) {
+  }
+  unsigned long long ticks = 0;
+  if (!(rest >> ticks)) return std::nullopt;
+  return ticks;
+}
+
+struct Recorded {
+  pid_t pid = 0;
+  unsigned long long started = 0;
+};
+
+std::optional<Recorded> recorded_proxy(const fs::path& dir) {
+  std::istringstream in(read_text(dir / "proxy.pid", 256));
+  Recorded r;
+  long long pid = 0;
+  if (!(in >> pid >> r.started) || pid <= 1) return std::nullopt;
+  r.pid = static_cast<pid_t>(pid);
+  return r;
+}
+
+bool alive(const Recorded& r) {
+  const auto now = start_time(r.pid);
+  return now && *now == r.started;
+}
+
+/// A descriptor at 10 or above, close-on-exec: posix_spawn's dup2 steps onto 0-4 never
+/// collide with one of ours.
+int high(int fd) {
+  if (fd < 0) return fd;
+  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
+  ::close(fd);
+  return moved;
+}
+
+/// A fresh listening unix socket at `<dir>/proxy.sock` (bound through /proc/self/fd, so the
+/// sandbox's path may be longer than sun_path), mode 0600, owned by the guest's host identity.
+Fd listen_on(const Fd& dir, const fs::path& dir_path, const Boundary& boundary) {
+  ::unlinkat(dir.get(), "proxy.sock", 0);
+  Fd s(high(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)));
+  if (!s) throw OSError(said("socket: ") + std::strerror(errno));
+  const std::string path = "/proc/self/fd/" + std::to_string(dir.get()) + "/proxy.sock";
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  if (::bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(s.get(), 128) != 0)
+    throw OSError(said("cannot listen on '") + (dir_path / "proxy.sock").string() + "': " + std::strerror(errno));
+  ::fchmodat(dir.get(), "proxy.sock", 0600, 0);
+  if (boundary.run_as && ::fchownat(dir.get(), "proxy.sock", boundary.run_as->uid, boundary.run_as->gid,
+                                    AT_SYMLINK_NOFOLLOW) != 0)
+    throw OSError(said("cannot hand the proxy socket to uid ") + std::to_string(boundary.run_as->uid) + ": " +
+                  std::strerror(errno));
+  return s;
+}
+
+/// Starts the proxy detached (its own session, reparented away from this process through a
+/// shell that exits at once), stdout and stderr into the egress directory, the listener as
+/// fd 3. Answers its pid.
+pid_t spawn_proxy(const ProcessBackendConfig& config, const Boundary& boundary, const EgressPrograms& programs,
+                  const fs::path& dir, const Fd& listener, const EgressPolicy& policy) {
+  std::vector<std::string> args{"/bin/sh", "-c", "\"$@\" 4>&- & echo $! >&4", "maf-sandbox-egress"};
+  if (boundary.run_as)
+    args.insert(args.end(), {config.setpriv_path, "--reuid=" + std::to_string(boundary.run_as->uid),
+                             "--regid=" + std::to_string(boundary.run_as->gid), "--clear-groups", "--"});
+  args.insert(args.end(), {programs.proxy, "--listen-fd", "3"});
+  std::string allow;
+  for (const auto& h : policy.allow) allow += (allow.empty() ? "" : ",") + h;
+  if (!allow.empty()) args.insert(args.end(), {"--allow", allow});
+  if (!policy.rules_json.empty()) args.insert(args.end(), {"--rules", policy.rules_json});
+  args.insert(args.end(), config.egress_proxy_args.begin(), config.egress_proxy_args.end());
+  std::vector<std::string> env{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+  if (config.egress_upstream_ca_file) {
+    const std::string pem = read_text(*config.egress_upstream_ca_file, 8 << 20);
+    if (pem.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+      throw OSError(said("egress_upstream_ca_file '") + *config.egress_upstream_ca_file +
+                    "' cannot be read or holds no PEM certificate");
+    env.push_back("MAF_SANDBOX_UPSTREAM_CA_PEM=" + pem);  // read here: the proxy's identity may not
+  }
+
+  Fd log(high(::open((dir / "proxy.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)));
+  Fd err(high(::open((dir / "proxy.err").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)));
+  int pipe_fds[2];
+  if (!log || !err || ::pipe2(pipe_fds, O_CLOEXEC) != 0)
+    throw OSError(said("cannot open the proxy's log in '") + dir.string() + "': " + std::strerror(errno));
+  Fd pid_read(high(pipe_fds[0])), pid_write(high(pipe_fds[1]));
+
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, log.get(), 1);
+  posix_spawn_file_actions_adddup2(&actions, err.get(), 2);
+  posix_spawn_file_actions_adddup2(&actions, listener.get(), 3);
+  posix_spawn_file_actions_adddup2(&actions, pid_write.get(), 4);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  std::vector<char*> argv, envp;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  pid_t shell = 0;
+  const int rc = ::posix_spawn(&shell, "/bin/sh", &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) throw OSError(said("cannot start the egress proxy: ") + std::strerror(rc));
+  pid_write.reset();
+  int status = 0;
+  while (::waitpid(shell, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::string text;
+  char buf[64];
+  for (ssize_t n; (n = ::read(pid_read.get(), buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+  const long long pid = std::atoll(text.c_str());
+  if (pid <= 1) throw OSError(said("the egress proxy's launcher reported no process (") + text + ")");
+  return static_cast<pid_t>(pid);
+}
+
+std::string trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  return text.empty() ? "(none)" : text;
+}
+
+/// The file this code was loaded from (the plugin, or the program it is linked into).
+std::optional<fs::path> this_code_file() {
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<const void*>(&this_code_file), &info) == 0 || !info.dli_fname) return std::nullopt;
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(info.dli_fname, ec);
+  return ec ? std::nullopt : std::optional<fs::path>(p);
+}
+
+}  // namespace
+
+std::optional<EgressPrograms> find_egress_programs(const ProcessBackendConfig& config, std::string& why) {
+  std::vector<fs::path> dirs;
+  if (const auto self = this_code_file()) dirs = {self->parent_path(), self->parent_path().parent_path() / "bin"};
+  auto find = [&](const std::string& configured, const char* name) -> std::optional<std::string> {
+    if (!configured.empty()) {
+      if (::access(configured.c_str(), X_OK) == 0) return configured;
+      why += std::string(why.empty() ? "" : "; ") + "the configured " + name + " '" + configured + "' is not executable";
+      return std::nullopt;
+    }
+    std::string looked;
+    for (const auto& d : dirs) {
+      const fs::path p = d / name;
+      if (::access(p.c_str(), X_OK) == 0) return p.string();
+      looked += (looked.empty() ? "" : ", ") + p.string();
+    }
+    why += std::string(why.empty() ? "" : "; ") + "no " + name + " beside the plugin (looked for " +
+           (looked.empty() ? std::string("nothing: the plugin's own path is unknown") : looked) + ")";
+    return std::nullopt;
+  };
+  auto proxy = find(config.egress_proxy_path, kProxyProgram);
+  auto relay = find(config.egress_relay_path, kRelayProgram);
+  if (!proxy || !relay) return std::nullopt;
+  return EgressPrograms{*proxy, *relay};
+}
+
+std::optional<EgressPolicy> egress_policy_of(const SandboxSpec& spec) {
+  if (spec.egress() != Egress::Allowlist || spec.egress_allow().empty()) return std::nullopt;
+  EgressPolicy p;
+  nlohmann::json rules = nlohmann::json::array();
+  for (const auto& entry : spec.egress_allow()) {
+    if (const auto* host = std::get_if<std::string>(&entry)) {
+      p.allow.push_back(*host);
+    } else if (const auto* rule = std::get_if<EgressRule>(&entry)) {
+      nlohmann::json r = {{"host", rule->host()}};
+      if (rule->methods()) r["methods"] = *rule->methods();
+      if (rule->paths()) r["paths"] = *rule->paths();
+      rules.push_back(std::move(r));
+    }
+  }
+  if (!rules.empty()) p.rules_json = rules.dump();
+  return p;
+}
+
+std::vector<std::string> egress_identity(const SandboxSpec& spec) {
+  std::vector<std::string> out;
+  if (!egress_policy_of(spec)) return out;
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    std::string joined;
+    for (const auto& s : v) joined += (joined.empty() ? "" : ",") + s;
+    return joined;
+  };
+  for (const auto& entry : spec.egress_allow()) {
+    const auto* rule = std::get_if<EgressRule>(&entry);
+    if (!rule) {
+      out.push_back(std::get<std::string>(entry));
+      continue;
+    }
+    std::string id = rule->host();
+    if (rule->methods()) id += " methods=" + sorted(*rule->methods());
+    if (rule->paths()) id += " paths=" + sorted(*rule->paths());
+    out.push_back(std::move(id));
+  }
+  return out;
+}
+
+std::string egress_dir(const std::string& sandbox_dir) { return sandbox_dir + "/egress"; }
+
+void write_egress_policy(const std::string& sandbox_dir, const EgressPolicy& policy, const Boundary& /*boundary*/) {
+  const fs::path dir = egress_dir(sandbox_dir);
+  fs::create_directories(dir);
+  // Searchable (not listable) by the identity bubblewrap runs as: it binds the socket and CA.
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
+  nlohmann::json j{{"allow", policy.allow}, {"rules", policy.rules_json}};
+  write_file(dir / "policy.json", j.dump(), 0600);
+}
+
+std::optional<EgressPolicy> read_egress_policy(const std::string& sandbox_dir) {
+  const std::string text = read_text(fs::path(egress_dir(sandbox_dir)) / "policy.json", 1 << 20);
+  if (text.empty()) return std::nullopt;
+  try {
+    const auto j = nlohmann::json::parse(text);
+    EgressPolicy p;
+    p.allow = j.at("allow").get<std::vector<std::string>>();
+    p.rules_json = j.at("rules").get<std::string>();
+    return p;
+  } catch (const nlohmann::json::exception& e) {
+    throw OSError(said("unreadable egress policy of '") + sandbox_dir + "': " + e.what());
+  }
+}
+
+GuestEgress ensure_egress_proxy(const ProcessBackendConfig& config, const Boundary& boundary,
+                                const EgressPrograms& programs, const std::string& sandbox_dir,
+                                const EgressPolicy& policy) {
+  const fs::path dir = egress_dir(sandbox_dir);
+  Fd dfd(high(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)));
+  if (!dfd) throw OSError(said("sandbox '") + sandbox_dir + "' has no egress directory: " + std::strerror(errno));
+  Fd lock(high(::openat(dfd.get(), "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600)));
+  if (!lock || ::flock(lock.get(), LOCK_EX) != 0)
+    throw OSError(said("cannot lock the egress directory of '") + sandbox_dir + "': " + std::strerror(errno));
+  GuestEgress egress{programs.relay, (dir / "proxy.sock").string()};
+  const bool terminating = !policy.rules_json.empty();
+  if (terminating) {
+    egress.ca_file = (dir / "ca.pem").string();
+    egress.ca_bundle = (dir / "ca-bundle.pem").string();
+  }
+  if (const auto r = recorded_proxy(dir); r && alive(*r)) return egress;  // kept: one per sandbox
+
+  Fd listener = listen_on(dfd, dir, boundary);
+  const pid_t pid = spawn_proxy(config, boundary, programs, dir, listener, policy);
+  listener.reset();  // the proxy holds it now: when the proxy dies, connections are refused
+  const auto started = start_time(pid);
+  write_file(dir / "proxy.pid", std::to_string(pid) + " " + std::to_string(started.value_or(0)) + "\n", 0600);
+
+  const auto deadline = std::chrono::steady_clock::now() + kReadiness;
+  std::string log;
+  for (;;) {
+    log = read_text(dir / "proxy.log", 64 * 1024);
+    if (log.find("\"listening\"") != std::string::npos) break;
+    if (!started || !alive(Recorded{pid, *started})) {
+      // A proxy that refused to start has exited: its own line is the reason (issue 22).
+      throw OSError(said("egress proxy of '") + sandbox_dir + "' exited: " +
+                    trimmed(read_text(dir / "proxy.err", 4096)));
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(pid, SIGKILL);
+      throw OSError(said("egress proxy of '") + sandbox_dir + "' never reported `listening` within " +
+                    std::to_string(kReadiness.count()) + " s; its output: " + trimmed(log) + " " +
+                    trimmed(read_text(dir / "proxy.err", 4096)));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (terminating) {
+    // The CA is the proxy's own, made in memory; only its certificate is printed (issue 45).
+    const auto ca = support::ca_certificate_in_readiness(log);
+    if (!ca) {
+      ::kill(pid, SIGKILL);
+      throw OSError(said("egress proxy of '") + sandbox_dir +
+                    "' has method/path rules but printed no CA certificate in its readiness line");
+    }
+    std::string bundle = read_text("/etc/ssl/certs/ca-certificates.crt", 8 << 20);
+    if (!bundle.empty() && bundle.back() != '\n') bundle += '\n';
+    write_file(egress.ca_file, *ca, 0644);
+    write_file(egress.ca_bundle, bundle + *ca, 0644);
+  }
+  logger()->debug("backend 'process': egress proxy {} serves {}", pid, sandbox_dir);
+  return egress;
+}
+
+support::ProxyDecisions end_egress_proxy(const std::string& sandbox_dir) {
+  const fs::path dir = egress_dir(sandbox_dir);
+  if (const auto r = recorded_proxy(dir); r && alive(*r)) {
+    // The proxy keeps nothing worth a grace period: its log is flushed per line.
+    if (::kill(r->pid, SIGKILL) != 0 && errno != ESRCH)
+      throw OSError(said("cannot end egress proxy ") + std::to_string(r->pid) + ": " + std::strerror(errno));
+    for (int i = 0; i < 500 && alive(*r); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  bool cut = false;
+  const std::string log = read_text(dir / "proxy.log", kLogBytes, &cut);
+  ::unlink((dir / "proxy.sock").c_str());
+  return support::parse_proxy_decisions(log, cut, 0);
+}
+
+bool egress_proxy_running(const std::string& sandbox_dir) {
+  const auto r = recorded_proxy(egress_dir(sandbox_dir));
+  return r && alive(*r);
+}
+
+}  // namespace maf::sandbox::process
