@@ -82,8 +82,8 @@ int serve_stdio(const ServeOptions& options) {
       logger()->warn("{}; the session ends", e.what());
     }
   };
-  auto tools = make_toolset(options.router, options.spec, options.toolset);
-  McpSession session(io.get_executor(), std::move(tools), options.identity, send);
+  const auto context = make_server_context(options, io.get_executor());
+  McpSession session(io.get_executor(), context, send);
   LineFramer framer(
       options.max_message_bytes, [&](std::string line) { session.handle(line); },
       [&](std::size_t bytes) { session.refuse_oversize(bytes); });
@@ -100,6 +100,7 @@ int serve_stdio(const ServeOptions& options) {
         io,
         [&]() -> boost::asio::awaitable<void> {
           co_await session.drain();
+          co_await context->handles->close_all();  // handles nobody closed: not leaked at exit
           const ScopePurge purge =
               co_await options.router->dispose_scope(options.toolset.scope, options.toolset.thread);
           // Said on stderr whatever the log level: it is the session's last word to its operator.
