@@ -335,7 +335,7 @@ void McpSession::cancel(const nlohmann::json& params) {
   it->second->stop.request_stop();
 }
 
-boost::asio::awaitable<void> McpSession::drain() {
+boost::asio::awaitable<void> McpSession::drain(bool close_session_handle) {
   for (auto& [key, call] : in_flight_) {
     call->cancelled = true;
     call->stop.request_stop();
@@ -346,7 +346,7 @@ boost::asio::awaitable<void> McpSession::drain() {
     co_await timer.async_wait(boost::asio::use_awaitable);
   }
   // The 2025 session's own sandbox goes with the session (--cleanup reclaim).
-  if (!session_handle_.empty()) {
+  if (close_session_handle && !session_handle_.empty()) {
     auto server = server_;
     co_await server->handles->close(std::exchange(session_handle_, std::string()));
   }

@@ -88,8 +88,10 @@ public:
   /// A message the transport refused as too large to read (answered -32600, id null).
   void refuse_oversize(std::size_t bytes);
   /// Asks every running call to stop, then waits until each has returned (its cleanup rung
-  /// run). Answers nothing more for them.
-  boost::asio::awaitable<void> drain();
+  /// run). Answers nothing more for them. Then closes the session's own handle (--cleanup
+  /// reclaim), unless `close_session_handle` is false: the caller disposes the whole thread
+  /// itself and counts what it finds.
+  boost::asio::awaitable<void> drain(bool close_session_handle = true);
 
   bool initialized() const noexcept { return initialized_; }
   std::size_t calls_in_flight() const noexcept { return in_flight_.size(); }

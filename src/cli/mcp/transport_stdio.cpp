@@ -99,10 +99,11 @@ int serve_stdio(const ServeOptions& options) {
     boost::asio::co_spawn(
         io,
         [&]() -> boost::asio::awaitable<void> {
-          co_await session.drain();
-          co_await context->handles->close_all();  // handles nobody closed: not leaked at exit
+          co_await session.drain(/*close_session_handle=*/false);
+          // Every sandbox of this server — the session's, each handle's — is under its thread.
           const ScopePurge purge =
               co_await options.router->dispose_scope(options.toolset.scope, options.toolset.thread);
+          co_await context->handles->close_all();  // the table emptied (and its reaper stopped)
           // Said on stderr whatever the log level: it is the session's last word to its operator.
           std::fprintf(stderr, "maf-sandbox mcp: disposed %d sandbox(es) of scope '%s' thread '%s'%s\n", purge.disposed,
                        options.toolset.scope.c_str(), options.toolset.thread.c_str(),
