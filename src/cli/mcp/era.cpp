@@ -1,7 +1,5 @@
 #include "era.hpp"
 
-#include "server.hpp"
-
 namespace maf::sandbox::mcp {
 
 namespace {

@@ -28,9 +28,12 @@ inline constexpr std::string_view kMetaClientCapabilities = "io.modelcontextprot
 inline constexpr std::string_view kMetaClientInfo = "io.modelcontextprotocol/clientInfo";
 inline constexpr std::string_view kMetaServerInfo = "io.modelcontextprotocol/serverInfo";
 
-/// The stateless revisions this server speaks, newest first (the 2025 ones are
-/// kProtocolVersions in server.hpp). The one place a new modern revision is added.
+/// The stateless revisions this server speaks, newest first. The one place a new modern
+/// revision is added.
 inline constexpr std::array<std::string_view, 1> kModernProtocolVersions{"2026-07-28"};
+/// The 2025-era revisions (initialize), newest first: negotiate_protocol_version (server.hpp)
+/// reads it and nothing else branches on a version.
+inline constexpr std::array<std::string_view, 2> kProtocolVersions{"2025-11-25", "2025-06-18"};
 
 enum class Era {
   Legacy,  ///< 2025-11-25 / 2025-06-18: initialize, a session, --cleanup between calls

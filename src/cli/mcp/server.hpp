@@ -32,11 +32,7 @@
 
 namespace maf::sandbox::mcp {
 
-/// The protocol revisions this server speaks, newest first. The one place a new revision is
-/// added: negotiate_protocol_version reads it and nothing else branches on a version.
-inline constexpr std::array<std::string_view, 2> kProtocolVersions{"2025-11-25", "2025-06-18"};
-
-/// The client's requested version when this server speaks it, else the newest it speaks (the
+/// The client's requested 2025-era version (kProtocolVersions, era.hpp) when this server speaks it, else the newest it speaks (the
 /// client then decides whether to go on, as the lifecycle says).
 std::string negotiate_protocol_version(const nlohmann::json& requested);
 
