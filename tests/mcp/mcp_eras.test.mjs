@@ -71,6 +71,10 @@ function serverArgs(thread, extra = []) {
   return ['mcp', '--backend', backend, '--config', configFile, '--spec', specFile, '--spec', otherSpec,
           '--min-isolation', 'none', '--scope', scope, '--thread', thread, ...extra];
 }
+// On Docker (stage 50) only the handle test is registered — what differs per backend is the
+// sandbox a handle keeps, not the protocol — so the engine stage stays short.
+const registered = (name) => backend === 'process' || name.includes('across three calls');
+const check = (name, fn) => (registered(name) ? test(name, fn) : undefined);
 const pinned = { versionNegotiation: { mode: { pin: '2026-07-28' } } };
 const text = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
 
@@ -101,7 +105,7 @@ async function openSandbox(client, args = {}) {
   return r.structuredContent.sandbox;
 }
 
-test('MCP-2026: the v2 client negotiates 2026-07-28 through server/discover and lists the handle tools', async () => {
+check('MCP-2026: the v2 client negotiates 2026-07-28 through server/discover and lists the handle tools', async () => {
   assert.equal(v2.getNegotiatedProtocolVersion(), '2026-07-28');
   assert.equal(v2.getServerVersion()?.name, 'maf-sandbox');
   const { tools } = await v2.listTools();
@@ -111,14 +115,14 @@ test('MCP-2026: the v2 client negotiates 2026-07-28 through server/discover and 
   assert.deepEqual(tools.find((t) => t.name === 'open_sandbox').inputSchema.properties.spec.enum, ['eras', 'eras-other']);
 });
 
-test('MCP-2026: the v1 SDK keeps the 2025-11-25 session on the same server', async () => {
+check('MCP-2026: the v1 SDK keeps the 2025-11-25 session on the same server', async () => {
   assert.equal(v1.getServerVersion()?.name, 'maf-sandbox');
   const r = await v1.callTool({ name: 'run_command', arguments: { command: 'echo legacy' } });
   assert.equal(r.isError, false, text(r));
   assert.match(text(r), /legacy/);
 });
 
-test('MCP-2026: a handle keeps one sandbox across three calls (write, run, read)', async () => {
+check('MCP-2026: a handle keeps one sandbox across three calls (write, run, read)', async () => {
   const sandbox = await openSandbox(v2);
   let r = await v2.callTool({ name: 'write_file', arguments: { sandbox, path: 'kept.txt', content: 'across calls\n' } });
   assert.equal(r.isError, false, text(r));
@@ -137,7 +141,7 @@ test('MCP-2026: a handle keeps one sandbox across three calls (write, run, read)
   await v2.callTool({ name: 'close_sandbox', arguments: { sandbox } });
 });
 
-test('MCP-2026: a forged or malformed handle is refused, naming the problem', async () => {
+check('MCP-2026: a forged or malformed handle is refused, naming the problem', async () => {
   const real = await openSandbox(v2);
   // One hex digit changed: well-formed, never issued.
   const forged = real.slice(0, -1) + (real.endsWith('0') ? '1' : '0');
@@ -150,7 +154,7 @@ test('MCP-2026: a forged or malformed handle is refused, naming the problem', as
   await v2.callTool({ name: 'close_sandbox', arguments: { sandbox: real } });
 });
 
-test('MCP-2026: a closed handle is refused as closed and its sandbox is gone', async () => {
+check('MCP-2026: a closed handle is refused as closed and its sandbox is gone', async () => {
   const sandbox = await openSandbox(v2);
   await v2.callTool({ name: 'run_command', arguments: { sandbox, command: 'true' } });
   const before = engine.leftovers('shared').length;
@@ -162,7 +166,7 @@ test('MCP-2026: a closed handle is refused as closed and its sandbox is gone', a
   assert.match(text(r), /handle is closed/);
 });
 
-test('MCP-2026: an idle handle expires (--handle-idle 2s) and is refused as expired', async () => {
+check('MCP-2026: an idle handle expires (--handle-idle 2s) and is refused as expired', async () => {
   const sandbox = await openSandbox(v2);
   await v2.callTool({ name: 'run_command', arguments: { sandbox, command: 'true' } });
   await new Promise((r) => setTimeout(r, 3000));  // past the idle timeout, whatever the reaper did
@@ -171,7 +175,7 @@ test('MCP-2026: an idle handle expires (--handle-idle 2s) and is refused as expi
   assert.match(text(r), /handle is expired/);
 });
 
-test('MCP-2026: the per-server cap (--max-sandboxes 3) refuses a fourth open handle', async () => {
+check('MCP-2026: the per-server cap (--max-sandboxes 3) refuses a fourth open handle', async () => {
   const handles = [await openSandbox(v2), await openSandbox(v1), await openSandbox(v2, { spec: 'eras-other' })];
   const r = await v2.callTool({ name: 'open_sandbox', arguments: {} });
   assert.equal(r.isError, true);
@@ -195,14 +199,14 @@ async function rawPost(method, params, { meta, headers } = {}) {
   return { status: res.status, body: await res.json() };
 }
 
-test('MCP-2026: a raw stateless server/discover lists every revision', async () => {
+check('MCP-2026: a raw stateless server/discover lists every revision', async () => {
   const { status, body } = await rawPost('server/discover', {});
   assert.equal(status, 200);
   assert.equal(body.result.resultType, 'complete');
   assert.deepEqual(body.result.supportedVersions, ['2026-07-28', '2025-11-25', '2025-06-18']);
 });
 
-test('MCP-2026: an unsupported version is -32022 listing the supported ones', async () => {
+check('MCP-2026: an unsupported version is -32022 listing the supported ones', async () => {
   const { status, body } = await rawPost('tools/list', {}, {
     meta: { 'io.modelcontextprotocol/protocolVersion': '1999-01-01', 'io.modelcontextprotocol/clientCapabilities': {} },
     headers: { 'MCP-Protocol-Version': '1999-01-01', 'Mcp-Method': 'tools/list' } });
@@ -212,7 +216,7 @@ test('MCP-2026: an unsupported version is -32022 listing the supported ones', as
   assert.ok(body.error.data.supported.includes('2026-07-28'));
 });
 
-test('MCP-2026: a malformed or incomplete _meta envelope is -32602 naming the key', async () => {
+check('MCP-2026: a malformed or incomplete _meta envelope is -32602 naming the key', async () => {
   let { status, body } = await rawPost('tools/list', {}, { meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } });
   assert.equal(status, 400);
   assert.equal(body.error.code, -32602);
@@ -223,7 +227,7 @@ test('MCP-2026: a malformed or incomplete _meta envelope is -32602 naming the ke
   assert.match(body.error.message, /protocolVersion must be a string/);
 });
 
-test('MCP-2026: missing or disagreeing Mcp-Method / Mcp-Name headers are -32020', async () => {
+check('MCP-2026: missing or disagreeing Mcp-Method / Mcp-Name headers are -32020', async () => {
   const cases = [
     [{ 'MCP-Protocol-Version': '2026-07-28' }, /Mcp-Method header is missing/],
     [{ 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/list' }, /Mcp-Method 'tools\/list' disagrees/],
@@ -239,7 +243,7 @@ test('MCP-2026: missing or disagreeing Mcp-Method / Mcp-Name headers are -32020'
   }
 });
 
-test('MCP-2026: the v2 client over stdio, and nothing left after a kill and dispose-scope', async () => {
+check('MCP-2026: the v2 client over stdio, and nothing left after a kill and dispose-scope', async () => {
   const transport = new StdioV2({ command: cli, args: serverArgs('killed'), stderr: 'pipe' });
   const client = new ClientV2({ name: 'eras-stdio', version: '1.0.0' }, pinned);
   await client.connect(transport);
@@ -261,7 +265,7 @@ test('MCP-2026: the v2 client over stdio, and nothing left after a kill and disp
   assert.deepEqual(engine.leftovers('killed'), []);
 });
 
-test('MCP-2026: the server exits with handles open and disposes them', async () => {
+check('MCP-2026: the server exits with handles open and disposes them', async () => {
   const sandbox = await openSandbox(v2);
   await v2.callTool({ name: 'run_command', arguments: { sandbox, command: 'true' } });
   assert.ok(engine.leftovers('shared').length >= 1);
