@@ -193,7 +193,7 @@ async function rawPost(method, params, { meta, headers } = {}) {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
                ...(headers ?? { 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': method,
-                                ...(params.name ? { 'Mcp-Name': params.name } : {}) }) },
+                                ...((params.name ?? params.taskId) ? { 'Mcp-Name': params.name ?? params.taskId } : {}) }) },
     body: JSON.stringify(body),
   });
   return { status: res.status, body: await res.json() };
@@ -241,6 +241,66 @@ check('MCP-2026: missing or disagreeing Mcp-Method / Mcp-Name headers are -32020
     assert.equal(body.error.code, -32020, JSON.stringify(headers));
     assert.match(body.error.message, message);
   }
+});
+
+// The Tasks extension (SEP-2663). @modelcontextprotocol/client 2.4.0 has no Tasks API for
+// 2026-07-28, so these speak the extension's JSON-RPC themselves, with its headers.
+const withTasks = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+                    'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } };
+
+async function pollTask(taskId, until) {
+  for (;;) {
+    const { status, body } = await rawPost('tasks/get', { taskId }, { meta: withTasks });
+    assert.equal(status, 200, JSON.stringify(body));
+    assert.equal(body.result.resultType, 'complete');
+    if (until(body.result)) return body.result;
+    await new Promise((r) => setTimeout(r, body.result.pollIntervalMs));
+  }
+}
+
+check('MCP-2026: Tasks: run_command answers a task at once; tasks/get polls it to its result', async () => {
+  const sandbox = await openSandbox(v2);
+  const { body } = await rawPost('tools/call', { name: 'run_command', arguments: { sandbox, command: 'sleep 1; echo done' } },
+                                 { meta: withTasks });
+  assert.equal(body.result.resultType, 'task', JSON.stringify(body));
+  assert.equal(body.result.status, 'working');
+  assert.match(body.result.taskId, /^task-[0-9a-f]{32}$/);
+  // The POST that started it has ended: the task is the server's, polled by later requests.
+  const done = await pollTask(body.result.taskId, (t) => t.status !== 'working');
+  assert.equal(done.status, 'completed');
+  assert.equal(done.result.structuredContent.stdout, 'done\n');
+  assert.equal(done.result.content[0]._meta['maf-sandbox/labels'].integrity, 'untrusted');
+  // The handle was released at the task's end: a synchronous call in it runs.
+  const r = await v2.callTool({ name: 'run_command', arguments: { sandbox, command: 'echo after' } });
+  assert.equal(r.isError, false, text(r));
+  await v2.callTool({ name: 'close_sandbox', arguments: { sandbox } });
+});
+
+check('MCP-2026: Tasks: tasks/cancel stops the program and the task ends cancelled, without a result', async () => {
+  const { body } = await rawPost('tools/call', { name: 'run_command', arguments: { command: 'sleep 300' } },
+                                 { meta: withTasks });
+  assert.equal(body.result.resultType, 'task');
+  const taskId = body.result.taskId;
+  const ack = await rawPost('tasks/cancel', { taskId }, { meta: withTasks });
+  assert.equal(ack.status, 200);
+  assert.equal(ack.body.result.resultType, 'complete');
+  const ended = await pollTask(taskId, (t) => t.status !== 'working');
+  assert.equal(ended.status, 'cancelled');
+  assert.equal(ended.result, undefined);
+});
+
+check('MCP-2026: Tasks: without the extension the call stays synchronous; an unknown task is -32602', async () => {
+  const { body } = await rawPost('tools/call', { name: 'run_command', arguments: { command: 'echo sync' } });
+  assert.equal(body.result.resultType, 'complete');
+  assert.equal(body.result.structuredContent.stdout, 'sync\n');
+  const unknown = await rawPost('tasks/get', { taskId: 'task-00000000000000000000000000000000' }, { meta: withTasks });
+  assert.equal(unknown.body.error.code, -32602);
+  assert.match(unknown.body.error.message, /no task/);
+});
+
+check('MCP-2026: server/discover declares the Tasks extension', async () => {
+  const { body } = await rawPost('server/discover', {});
+  assert.deepEqual(body.result.capabilities.extensions, { 'io.modelcontextprotocol/tasks': {} });
 });
 
 check('MCP-2026: the v2 client over stdio, and nothing left after a kill and dispose-scope', async () => {

@@ -102,7 +102,7 @@ void McpSession::handle(Message m, const EraDecision& era) {
     if (m.kind == Message::Kind::Request) send_(*era.error);  // a notification is never answered
     return;
   }
-  if (era.era == Era::Modern) dispatch_modern(std::move(m));
+  if (era.era == Era::Modern) dispatch_modern(std::move(m), era);
   else dispatch(std::move(m));
 }
 
@@ -124,7 +124,8 @@ nlohmann::json McpSession::discover_result() const {
   // The tool list does not change while the server runs, but a client may not cache it past
   // a restart with another --spec: a short, private lifetime.
   nlohmann::json r{{"supportedVersions", supported_versions()},
-                   {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                   {"capabilities",
+                    {{"tools", {{"listChanged", false}}}, {"extensions", {{kTasksExtension, nlohmann::json::object()}}}}},
                    {"serverInfo", {{"name", server_->identity.name}, {"version", server_->identity.version}}},
                    {"ttlMs", kListTtlMs},
                    {"cacheScope", "private"}};
@@ -169,7 +170,7 @@ void McpSession::dispatch(Message m) {
   }
 }
 
-void McpSession::dispatch_modern(Message m) {
+void McpSession::dispatch_modern(Message m, const EraDecision& era) {
   if (m.kind == Message::Kind::Notification) {
     if (m.method == "notifications/cancelled") cancel(m.params);
     return;
@@ -181,7 +182,12 @@ void McpSession::dispatch_modern(Message m) {
     send_(answer(Era::Modern, m.id,
                  {{"tools", server_->tool_list}, {"ttlMs", kListTtlMs}, {"cacheScope", "private"}}));
   } else if (m.method == "tools/call") {
-    start_call(m.id, m.params, Era::Modern);
+    const auto& caps = era.client_capabilities;
+    const bool tasks = caps.contains("extensions") && caps["extensions"].is_object() &&
+                       caps["extensions"].contains(kTasksExtension);
+    start_call(m.id, m.params, Era::Modern, tasks);
+  } else if (m.method == "tasks/get" || m.method == "tasks/cancel" || m.method == "tasks/update") {
+    task_request(m);
   } else {
     // initialize, ping and logging/setLevel are gone from 2026-07-28.
     send_(make_error(m.id, kMethodNotFound,
@@ -189,7 +195,28 @@ void McpSession::dispatch_modern(Message m) {
   }
 }
 
-void McpSession::start_call(const nlohmann::json& id, const nlohmann::json& params, Era era) {
+void McpSession::task_request(const Message& m) {
+  const auto task_id = m.params.is_object() ? m.params.find("taskId") : m.params.end();
+  if (!m.params.is_object() || task_id == m.params.end() || !task_id->is_string())
+    return send_(make_error(m.id, kInvalidParams, "Invalid params: " + m.method + " needs a string \"taskId\""));
+  const std::string id = task_id->get<std::string>();
+  TaskTable& tasks = *server_->tasks;
+  const auto unknown = [&] {
+    send_(make_error(m.id, kInvalidParams,
+                     "Invalid params: no task '" + id.substr(0, 80) + "' on this server (never started here, or past its ttl)"));
+  };
+  if (m.method == "tasks/get") {
+    auto state = tasks.get(id);
+    if (!state) return unknown();
+    return send_(answer(Era::Modern, m.id, std::move(*state)));
+  }
+  // tasks/cancel stops the program; tasks/update has nothing to deliver (these tools never
+  // ask for input): both acknowledge.
+  if (m.method == "tasks/cancel" ? !tasks.cancel(id) : !tasks.get(id)) return unknown();
+  send_(answer(Era::Modern, m.id, nlohmann::json::object()));
+}
+
+void McpSession::start_call(const nlohmann::json& id, const nlohmann::json& params, Era era, bool as_task) {
   if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
     send_(make_error(id, kInvalidParams, "Invalid params: tools/call needs a string \"name\""));
     return;
@@ -267,6 +294,17 @@ void McpSession::start_call(const nlohmann::json& id, const nlohmann::json& para
     if (!call->handle.empty()) handles.release(call->handle);
     send_(make_error(id, kInvalidParams, "Invalid params: unknown tool '" + name + "'"));
     return;
+  }
+  if (as_task && (name == "run_command" || name == "run_code") && !server_->tasks->full()) {
+    // The task outlives this request: it releases the handle itself when the call ends.
+    ToolCall task_call{id.is_string() ? id.get<std::string>() : key, name, std::move(arguments)};
+    auto release = [server = server_, handle = call->handle] {
+      if (!handle.empty()) server->handles->release(handle);
+    };
+    nlohmann::json created = server_->tasks->start(*tool, std::move(task_call), std::move(release));
+    nlohmann::json reply = answer(era, id, std::move(created));
+    reply["result"]["resultType"] = "task";
+    return send_(reply);
   }
   if (params.contains("_meta") && params["_meta"].is_object())
     call->progress_token = params["_meta"].value("progressToken", nlohmann::json());

@@ -27,6 +27,7 @@
 #include "era.hpp"
 #include "handles.hpp"
 #include "jsonrpc.hpp"
+#include "tasks.hpp"
 #include "maf/sandbox/sandboxed_tool.hpp"
 #include "maf/sandbox/tool.hpp"
 
@@ -61,6 +62,8 @@ struct ServerContext {
   /// The 2026-07-28 era's tools for a call without a handle: a fresh sandbox (Dispose).
   std::vector<SandboxedTool> stateless_tools;
   std::shared_ptr<SandboxHandles> handles;
+  /// run_command / run_code as tasks, for 2026-07-28 clients declaring the extension.
+  std::shared_ptr<TaskTable> tasks;
   ServerIdentity identity;
   /// What tools/list answers in both eras: the tools with their `sandbox` argument, and
   /// open_sandbox / close_sandbox.
@@ -97,11 +100,13 @@ public:
 private:
   struct Call;
   void dispatch(Message message);
-  void dispatch_modern(Message message);
+  void dispatch_modern(Message message, const EraDecision& era);
+  void task_request(const Message& message);
   /// A result as the request's era wants it: 2026-07-28 adds resultType and serverInfo.
   nlohmann::json answer(Era era, const nlohmann::json& id, nlohmann::json result) const;
   nlohmann::json discover_result() const;
-  void start_call(const nlohmann::json& id, const nlohmann::json& params, Era era);
+  /// `as_task`: the client declared the Tasks extension (a long tool then answers a task).
+  void start_call(const nlohmann::json& id, const nlohmann::json& params, Era era, bool as_task = false);
   void cancel(const nlohmann::json& params);
   boost::asio::awaitable<void> run_call(std::shared_ptr<Call> call, SandboxedTool tool, ToolCall tool_call);
   boost::asio::awaitable<void> close_handle(std::shared_ptr<Call> call, std::string handle);

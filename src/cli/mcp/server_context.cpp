@@ -14,9 +14,11 @@ std::shared_ptr<ServerContext> make_server_context(const ServeOptions& options, 
   std::vector<SandboxSpec> specs{options.spec};
   specs.insert(specs.end(), options.more_specs.begin(), options.more_specs.end());
   context->tool_list = tool_list_json(context->legacy_tools, specs);
-  context->handles = std::make_shared<SandboxHandles>(std::move(executor), options.router, std::move(specs),
+  context->handles = std::make_shared<SandboxHandles>(executor, options.router, std::move(specs),
                                                       options.toolset, options.handles);
   context->handles->start_reaper();
+  context->tasks = std::make_shared<TaskTable>(executor, TaskLimits{},
+                                               [](const ToolResult& r) { return to_call_tool_result(r); });
   return context;
 }
 

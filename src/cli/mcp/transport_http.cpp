@@ -102,6 +102,7 @@ public:
       co_await session->mcp->drain();
       for (auto& [key, waiter] : session->waiting) waiter.wake->expires_at(asio::steady_timer::time_point::min());
     }
+    co_await context_->tasks->drain();
     co_await context_->handles->close_all();
     const ScopePurge purge = co_await options_.router->dispose_scope(options_.toolset.scope, options_.toolset.thread);
     logger()->info("mcp: the server's handles and stateless calls ended; disposed {} sandbox(es)", purge.disposed);

@@ -100,6 +100,7 @@ int serve_stdio(const ServeOptions& options) {
         io,
         [&]() -> boost::asio::awaitable<void> {
           co_await session.drain(/*close_session_handle=*/false);
+          co_await context->tasks->drain();  // tasks outlive requests, not the server
           // Every sandbox of this server — the session's, each handle's — is under its thread.
           const ScopePurge purge =
               co_await options.router->dispose_scope(options.toolset.scope, options.toolset.thread);
