@@ -7,7 +7,7 @@
 // envelopes and headers, and a server killed with handles open, then `dispose-scope`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -301,6 +301,37 @@ check('MCP-2026: Tasks: without the extension the call stays synchronous; an unk
 check('MCP-2026: server/discover declares the Tasks extension', async () => {
   const { body } = await rawPost('server/discover', {});
   assert.deepEqual(body.result.capabilities.extensions, { 'io.modelcontextprotocol/tasks': {} });
+});
+
+check('MCP-2026: no guest output is ever a log message: it is in the result only, labelled untrusted', async () => {
+  const server = spawn(cli, serverArgs('quiet'), { stdio: ['pipe', 'pipe', 'ignore'] });
+  const lines = [];
+  let buffered = '';
+  const answered = new Promise((resolve) => {
+    server.stdout.on('data', (d) => {
+      buffered += d;
+      for (let nl; (nl = buffered.indexOf('\n')) >= 0; buffered = buffered.slice(nl + 1)) {
+        const message = JSON.parse(buffered.slice(0, nl));
+        lines.push(message);
+        if (message.id === 1) resolve(message);
+      }
+    });
+  });
+  const meta = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {},
+                 progressToken: 'p' };
+  server.stdin.write(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: {
+    name: 'run_command', arguments: { command: 'echo GUEST-LINE-1; sleep 2; echo GUEST-LINE-2 >&2' }, _meta: meta } }) + '\n');
+  const answer = await answered;
+  server.stdin.end();
+  await new Promise((r) => server.once('exit', r));
+  assert.match(answer.result.structuredContent.stdout, /GUEST-LINE-1/);
+  assert.equal(answer.result.content[0]._meta['maf-sandbox/labels'].integrity, 'untrusted');
+  const others = lines.filter((m) => m.id !== 1);
+  assert.ok(others.some((m) => m.method === 'notifications/progress'), 'progress was reported while it ran');
+  for (const m of others) {
+    assert.notEqual(m.method, 'notifications/message');
+    assert.doesNotMatch(JSON.stringify(m), /GUEST-LINE/);
+  }
 });
 
 check('MCP-2026: the v2 client over stdio, and nothing left after a kill and dispose-scope', async () => {
