@@ -69,6 +69,12 @@ EraDecision decide_era(const Message& m, const RequestHeaders* headers) {
   if (!claim->is_string())
     return refuse(m, kInvalidParams, "Invalid params: _meta " + std::string(kMetaProtocolVersion) + " must be a string");
   const std::string version = claim->get<std::string>();
+  // The header cross-check is part of classifying the era, before the supported-version gate
+  // (the SDK's ladder; conformance sep-2575-http-server-header-mismatch-400).
+  if (headers && headers->protocol_version && *headers->protocol_version != version)
+    return refuse(m, kHeaderMismatch,
+                  "Header mismatch: MCP-Protocol-Version " + quoted(*headers->protocol_version) +
+                      " disagrees with the body's " + quoted(version));
   if (!is_modern(version))
     return refuse(m, kUnsupportedProtocolVersion,
                   "Unsupported protocol version: " + quoted(version) + " (this server speaks " +
@@ -83,10 +89,6 @@ EraDecision decide_era(const Message& m, const RequestHeaders* headers) {
     return refuse(m, kInvalidParams, "Invalid params: _meta " + std::string(kMetaClientInfo) + " must be an object");
 
   if (headers) {
-    if (headers->protocol_version && *headers->protocol_version != version)
-      return refuse(m, kHeaderMismatch,
-                    "Header mismatch: MCP-Protocol-Version " + quoted(*headers->protocol_version) +
-                        " disagrees with the body's " + quoted(version));
     if (headers->method && *headers->method != m.method)
       return refuse(m, kHeaderMismatch,
                     "Header mismatch: Mcp-Method " + quoted(*headers->method) + " disagrees with the body's method " +

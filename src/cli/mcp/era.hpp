@@ -21,6 +21,7 @@ namespace maf::sandbox::mcp {
 /// UnsupportedProtocolVersion).
 inline constexpr int kHeaderMismatch = -32020;
 inline constexpr int kUnsupportedProtocolVersion = -32022;
+inline constexpr int kMissingRequiredClientCapability = -32021;
 
 /// The `_meta` keys of the per-request envelope.
 inline constexpr std::string_view kMetaProtocolVersion = "io.modelcontextprotocol/protocolVersion";
@@ -57,10 +58,11 @@ struct EraDecision {
 
 /// Decides one request's or notification's era. `headers` is null on stdio. In this order
 /// (the ladder of the SDK's own server): the body's envelope claim; a claim whose
-/// `protocolVersion` is not a string, or whose `clientCapabilities` is missing or not an
-/// object, is -32602 naming the key; a version this server does not speak is -32022 with
-/// `data.supported` (every revision, both eras) and `data.requested`; the MCP-Protocol-Version
-/// header disagreeing with the claim, or Mcp-Method with the body's method, is -32020; on
+/// `protocolVersion` is not a string is -32602; the MCP-Protocol-Version header disagreeing
+/// with the claim is -32020; a version this server does not speak is -32022 with
+/// `data.supported` (every revision, both eras) and `data.requested`; a `clientCapabilities`
+/// missing or not an object is -32602 naming the key; Mcp-Method disagreeing with the body's
+/// method is -32020; on
 /// requests, a missing MCP-Protocol-Version, Mcp-Method or (for tools/call, tasks/get,
 /// tasks/cancel) Mcp-Name, or an Mcp-Name that is not the body's, is -32020. Without a claim:
 /// a modern MCP-Protocol-Version header is -32602 (the envelope is missing), else Legacy.

@@ -57,6 +57,11 @@ nlohmann::json to_mcp_item(const ContentItem& item) {
   return j;
 }
 
+bool declares_tasks(const nlohmann::json& capabilities) {
+  const auto it = capabilities.find("extensions");
+  return it != capabilities.end() && it->is_object() && it->contains(kTasksExtension);
+}
+
 }  // namespace
 
 std::string negotiate_protocol_version(const nlohmann::json& requested) {
@@ -182,11 +187,14 @@ void McpSession::dispatch_modern(Message m, const EraDecision& era) {
     send_(answer(Era::Modern, m.id,
                  {{"tools", server_->tool_list}, {"ttlMs", kListTtlMs}, {"cacheScope", "private"}}));
   } else if (m.method == "tools/call") {
-    const auto& caps = era.client_capabilities;
-    const bool tasks = caps.contains("extensions") && caps["extensions"].is_object() &&
-                       caps["extensions"].contains(kTasksExtension);
-    start_call(m.id, m.params, Era::Modern, tasks);
+    start_call(m.id, m.params, Era::Modern, declares_tasks(era.client_capabilities));
   } else if (m.method == "tasks/get" || m.method == "tasks/cancel" || m.method == "tasks/update") {
+    if (!declares_tasks(era.client_capabilities))
+      return send_(make_error(m.id, kMissingRequiredClientCapability,
+                              "Missing required client capability: " + m.method + " needs the " +
+                                  std::string(kTasksExtension) + " extension in clientCapabilities",
+                              nlohmann::json{{"requiredCapabilities",
+                                              {{"extensions", {{kTasksExtension, nlohmann::json::object()}}}}}}));
     task_request(m);
   } else {
     // initialize, ping and logging/setLevel are gone from 2026-07-28.

@@ -271,7 +271,14 @@ private:
     std::optional<nlohmann::json> answer = std::move(session->waiting[key].answer);
     stateless_.erase(serial);
     if (!answer) co_return reply(req, http::status::accepted, "");
-    co_return reply(req, http::status::ok, answer->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    // 2026-07-28 over HTTP: a method this server does not serve is 404 as well as -32601.
+    // A missing client capability is 400 (the binding's one handler error with a status).
+    const int code = answer->contains("error") ? (*answer)["error"].value("code", 0) : 0;
+    const http::status status = code == kMethodNotFound                     ? http::status::not_found
+                                : code == kMissingRequiredClientCapability ? http::status::bad_request
+                                                                           : http::status::ok;
+    co_return reply(req, status,
+                    answer->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
 
   std::shared_ptr<HttpSession> open(const std::string& id) {
