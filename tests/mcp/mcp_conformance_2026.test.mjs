@@ -59,7 +59,7 @@ after(async () => {
 });
 
 for (const [scenario, { args, unmet }] of Object.entries(SCENARIOS)) {
-  test(`MCP-2026: conformance scenario ${scenario} passes against --http (bar the checks it cannot run here)`, () => {
+  test(`MCP-2, MCP-3: conformance scenario ${scenario} passes against --http (bar the checks it cannot run here)`, () => {
     const cwd = mkdtempSync(join(scratch, `${scenario}-`));
     const r = spawnSync(node22, [conformance, 'server', '--url', http.url, '--scenario', scenario, '--verbose', ...args],
                         { cwd, encoding: 'utf8', timeout: 120_000 });

@@ -105,7 +105,7 @@ async function openSandbox(client, args = {}) {
   return r.structuredContent.sandbox;
 }
 
-check('MCP-2026: the v2 client negotiates 2026-07-28 through server/discover and lists the handle tools', async () => {
+check('MCP-1, MCP-3: the v2 client negotiates 2026-07-28 through server/discover and lists the handle tools', async () => {
   assert.equal(v2.getNegotiatedProtocolVersion(), '2026-07-28');
   assert.equal(v2.getServerVersion()?.name, 'maf-sandbox');
   const { tools } = await v2.listTools();
@@ -115,14 +115,14 @@ check('MCP-2026: the v2 client negotiates 2026-07-28 through server/discover and
   assert.deepEqual(tools.find((t) => t.name === 'open_sandbox').inputSchema.properties.spec.enum, ['eras', 'eras-other']);
 });
 
-check('MCP-2026: the v1 SDK keeps the 2025-11-25 session on the same server', async () => {
+check('MCP-1: the v1 SDK keeps the 2025-11-25 session on the same server', async () => {
   assert.equal(v1.getServerVersion()?.name, 'maf-sandbox');
   const r = await v1.callTool({ name: 'run_command', arguments: { command: 'echo legacy' } });
   assert.equal(r.isError, false, text(r));
   assert.match(text(r), /legacy/);
 });
 
-check('MCP-2026: a handle keeps one sandbox across three calls (write, run, read)', async () => {
+check('MCP-4: a handle keeps one sandbox across three calls (write, run, read)', async () => {
   const sandbox = await openSandbox(v2);
   let r = await v2.callTool({ name: 'write_file', arguments: { sandbox, path: 'kept.txt', content: 'across calls\n' } });
   assert.equal(r.isError, false, text(r));
@@ -141,7 +141,7 @@ check('MCP-2026: a handle keeps one sandbox across three calls (write, run, read
   await v2.callTool({ name: 'close_sandbox', arguments: { sandbox } });
 });
 
-check('MCP-2026: a forged or malformed handle is refused, naming the problem', async () => {
+check('MCP-4: a forged or malformed handle is refused, naming the problem', async () => {
   const real = await openSandbox(v2);
   // One hex digit changed: well-formed, never issued.
   const forged = real.slice(0, -1) + (real.endsWith('0') ? '1' : '0');
@@ -154,7 +154,7 @@ check('MCP-2026: a forged or malformed handle is refused, naming the problem', a
   await v2.callTool({ name: 'close_sandbox', arguments: { sandbox: real } });
 });
 
-check('MCP-2026: a closed handle is refused as closed and its sandbox is gone', async () => {
+check('MCP-4, MCP-5: a closed handle is refused as closed and its sandbox is gone', async () => {
   const sandbox = await openSandbox(v2);
   await v2.callTool({ name: 'run_command', arguments: { sandbox, command: 'true' } });
   const before = engine.leftovers('shared').length;
@@ -166,7 +166,7 @@ check('MCP-2026: a closed handle is refused as closed and its sandbox is gone', 
   assert.match(text(r), /handle is closed/);
 });
 
-check('MCP-2026: an idle handle expires (--handle-idle 2s) and is refused as expired', async () => {
+check('MCP-4, MCP-5: an idle handle expires (--handle-idle 2s) and is refused as expired', async () => {
   const sandbox = await openSandbox(v2);
   await v2.callTool({ name: 'run_command', arguments: { sandbox, command: 'true' } });
   await new Promise((r) => setTimeout(r, 3000));  // past the idle timeout, whatever the reaper did
@@ -175,7 +175,7 @@ check('MCP-2026: an idle handle expires (--handle-idle 2s) and is refused as exp
   assert.match(text(r), /handle is expired/);
 });
 
-check('MCP-2026: the per-server cap (--max-sandboxes 3) refuses a fourth open handle', async () => {
+check('MCP-4: the per-server cap (--max-sandboxes 3) refuses a fourth open handle', async () => {
   const handles = [await openSandbox(v2), await openSandbox(v1), await openSandbox(v2, { spec: 'eras-other' })];
   const r = await v2.callTool({ name: 'open_sandbox', arguments: {} });
   assert.equal(r.isError, true);
@@ -199,14 +199,14 @@ async function rawPost(method, params, { meta, headers } = {}) {
   return { status: res.status, body: await res.json() };
 }
 
-check('MCP-2026: a raw stateless server/discover lists every revision', async () => {
+check('MCP-3: a raw stateless server/discover lists every revision', async () => {
   const { status, body } = await rawPost('server/discover', {});
   assert.equal(status, 200);
   assert.equal(body.result.resultType, 'complete');
   assert.deepEqual(body.result.supportedVersions, ['2026-07-28', '2025-11-25', '2025-06-18']);
 });
 
-check('MCP-2026: an unsupported version is -32022 listing the supported ones', async () => {
+check('MCP-2: an unsupported version is -32022 listing the supported ones', async () => {
   const { status, body } = await rawPost('tools/list', {}, {
     meta: { 'io.modelcontextprotocol/protocolVersion': '1999-01-01', 'io.modelcontextprotocol/clientCapabilities': {} },
     headers: { 'MCP-Protocol-Version': '1999-01-01', 'Mcp-Method': 'tools/list' } });
@@ -216,7 +216,7 @@ check('MCP-2026: an unsupported version is -32022 listing the supported ones', a
   assert.ok(body.error.data.supported.includes('2026-07-28'));
 });
 
-check('MCP-2026: a malformed or incomplete _meta envelope is -32602 naming the key', async () => {
+check('MCP-2: a malformed or incomplete _meta envelope is -32602 naming the key', async () => {
   let { status, body } = await rawPost('tools/list', {}, { meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } });
   assert.equal(status, 400);
   assert.equal(body.error.code, -32602);
@@ -227,7 +227,7 @@ check('MCP-2026: a malformed or incomplete _meta envelope is -32602 naming the k
   assert.match(body.error.message, /protocolVersion must be a string/);
 });
 
-check('MCP-2026: missing or disagreeing Mcp-Method / Mcp-Name headers are -32020', async () => {
+check('MCP-2: missing or disagreeing Mcp-Method / Mcp-Name headers are -32020', async () => {
   const cases = [
     [{ 'MCP-Protocol-Version': '2026-07-28' }, /Mcp-Method header is missing/],
     [{ 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/list' }, /Mcp-Method 'tools\/list' disagrees/],
@@ -258,7 +258,7 @@ async function pollTask(taskId, until) {
   }
 }
 
-check('MCP-2026: Tasks: run_command answers a task at once; tasks/get polls it to its result', async () => {
+check('MCP-6: Tasks: run_command answers a task at once; tasks/get polls it to its result', async () => {
   const sandbox = await openSandbox(v2);
   const { body } = await rawPost('tools/call', { name: 'run_command', arguments: { sandbox, command: 'sleep 1; echo done' } },
                                  { meta: withTasks });
@@ -276,7 +276,7 @@ check('MCP-2026: Tasks: run_command answers a task at once; tasks/get polls it t
   await v2.callTool({ name: 'close_sandbox', arguments: { sandbox } });
 });
 
-check('MCP-2026: Tasks: tasks/cancel stops the program and the task ends cancelled, without a result', async () => {
+check('MCP-6: Tasks: tasks/cancel stops the program and the task ends cancelled, without a result', async () => {
   const { body } = await rawPost('tools/call', { name: 'run_command', arguments: { command: 'sleep 300' } },
                                  { meta: withTasks });
   assert.equal(body.result.resultType, 'task');
@@ -289,7 +289,7 @@ check('MCP-2026: Tasks: tasks/cancel stops the program and the task ends cancell
   assert.equal(ended.result, undefined);
 });
 
-check('MCP-2026: Tasks: without the extension the call stays synchronous; an unknown task is -32602', async () => {
+check('MCP-6: Tasks: without the extension the call stays synchronous; an unknown task is -32602', async () => {
   const { body } = await rawPost('tools/call', { name: 'run_command', arguments: { command: 'echo sync' } });
   assert.equal(body.result.resultType, 'complete');
   assert.equal(body.result.structuredContent.stdout, 'sync\n');
@@ -298,12 +298,12 @@ check('MCP-2026: Tasks: without the extension the call stays synchronous; an unk
   assert.match(unknown.body.error.message, /no task/);
 });
 
-check('MCP-2026: server/discover declares the Tasks extension', async () => {
+check('MCP-6: server/discover declares the Tasks extension', async () => {
   const { body } = await rawPost('server/discover', {});
   assert.deepEqual(body.result.capabilities.extensions, { 'io.modelcontextprotocol/tasks': {} });
 });
 
-check('MCP-2026: no guest output is ever a log message: it is in the result only, labelled untrusted', async () => {
+check('MCP-7: no guest output is ever a log message: it is in the result only, labelled untrusted', async () => {
   const server = spawn(cli, serverArgs('quiet'), { stdio: ['pipe', 'pipe', 'ignore'] });
   const lines = [];
   let buffered = '';
@@ -334,7 +334,24 @@ check('MCP-2026: no guest output is ever a log message: it is in the result only
   }
 });
 
-check('MCP-2026: the v2 client over stdio, and nothing left after a kill and dispose-scope', async () => {
+check('MCP-8: without --spec the server serves run\'s minimal spec (kind cli) to the v2 client', async () => {
+  const args = ['mcp', '--backend', backend, '--config', configFile, '--min-isolation', 'none', '--scope', scope,
+                '--thread', 'nospec'];
+  const client = new ClientV2({ name: 'eras-nospec', version: '1.0.0' }, pinned);
+  await client.connect(new StdioV2({ command: cli, args, stderr: 'pipe' }));
+  try {
+    assert.match(client.getInstructions() ?? '', /workload kind 'cli'/);
+    const r = await client.callTool({ name: 'run_command', arguments: { command: 'echo first run' } });
+    assert.equal(r.isError, false, text(r));
+    assert.equal(r.structuredContent.stdout, 'first run\n');
+  } finally {
+    await client.close();
+  }
+  const help = spawnSync(cli, ['--help'], { encoding: 'utf8' });
+  assert.match(help.stdout + help.stderr, /without\s+--spec: kind `cli`/);
+});
+
+check('MCP-5: the v2 client over stdio, and nothing left after a kill and dispose-scope', async () => {
   const transport = new StdioV2({ command: cli, args: serverArgs('killed'), stderr: 'pipe' });
   const client = new ClientV2({ name: 'eras-stdio', version: '1.0.0' }, pinned);
   await client.connect(transport);
@@ -356,7 +373,7 @@ check('MCP-2026: the v2 client over stdio, and nothing left after a kill and dis
   assert.deepEqual(engine.leftovers('killed'), []);
 });
 
-check('MCP-2026: the server exits with handles open and disposes them', async () => {
+check('MCP-5: the server exits with handles open and disposes them', async () => {
   const sandbox = await openSandbox(v2);
   await v2.callTool({ name: 'run_command', arguments: { sandbox, command: 'true' } });
   assert.ok(engine.leftovers('shared').length >= 1);
