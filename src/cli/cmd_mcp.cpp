@@ -1,8 +1,10 @@
 // `maf-sandbox mcp` and `maf-sandbox tools` (docs/mcp.md).
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include "commands.hpp"
 #include "maf/sandbox/errors.hpp"
@@ -39,7 +41,26 @@ Cleanup cleanup_from(const Args& args) {
 /// router's checks included).
 mcp::ServeOptions prepare(Session& session) {
   const Args& args = session.args;
-  mcp::ServeOptions o(load_spec(args.required("spec")));
+  const std::vector<std::string> spec_files = args.all("spec");
+  mcp::ServeOptions o(spec_files.empty() ? minimal_spec() : load_spec(spec_files.front()));
+  std::set<std::string> kinds{o.spec.kind()};
+  for (std::size_t i = 1; i < spec_files.size(); ++i) {
+    SandboxSpec more = load_spec(spec_files[i]);
+    if (!kinds.insert(more.kind()).second)
+      throw UsageError("--spec: '" + spec_files[i] + "' has kind '" + more.kind() +
+                       "' like another --spec; open_sandbox names specs by kind, so each needs its own");
+    o.more_specs.push_back(std::move(more));
+  }
+  if (const auto idle = args.get("handle-idle")) {
+    o.handles.idle_timeout = parse_duration(*idle, "handle-idle");
+    if (o.handles.idle_timeout.count() <= 0) throw UsageError("--handle-idle: '" + *idle + "' must be positive");
+  }
+  if (const auto cap = args.get("max-sandboxes")) {
+    if (cap->empty() || cap->size() > 6 || cap->find_first_not_of("0123456789") != std::string::npos ||
+        std::stoul(*cap) == 0)
+      throw UsageError("--max-sandboxes: '" + *cap + "' is not a positive count");
+    o.handles.cap = std::stoul(*cap);
+  }
   const Isolation floor = min_isolation(args);
   o.toolset.scope = args.get("scope").value_or("mcp");
   o.toolset.thread = args.get("thread").value_or(random_thread());
@@ -48,7 +69,8 @@ mcp::ServeOptions prepare(Session& session) {
     const auto dir = std::filesystem::absolute(*out);
     std::filesystem::create_directories(dir);
     o.toolset.sink = make_file_system_sink(dir);
-  } else if (spec_lands_artifacts(o.spec)) {
+  } else if (spec_lands_artifacts(o.spec) ||
+             std::any_of(o.more_specs.begin(), o.more_specs.end(), [](const auto& s) { return spec_lands_artifacts(s); })) {
     throw UsageError("kind '" + o.spec.kind() + "' declares outputs that land; give --out DIR");
   }
   const nlohmann::json config = backend_config(args);
@@ -72,6 +94,7 @@ int cmd_mcp(Session& session) {
   // typed error on stderr and the client never gets an initialize answer.
   const auto tools = mcp::make_toolset(options.router, options.spec, options.toolset);
   if (tools.empty()) throw NoSandboxBackend("mcp: no tool could be attached (the router has no backend)");
+  for (const auto& more : options.more_specs) (void)mcp::make_toolset(options.router, more, options.toolset);
   session.phase = Phase::Work;
   fmt::print(stderr,
              "maf-sandbox mcp: {} tool(s) on backend '{}', cleanup {}; scope '{}' thread '{}' "

@@ -44,11 +44,7 @@ Input read_put(const std::string& text) {
 /// this run, as `docker run` users expect. --output paths are appended as declared outputs;
 /// any declared output makes FILES_OUT a requirement, so the router checks it before acquire.
 SandboxSpec build_spec(const Args& args) {
-  SandboxSpec::Fields f = args.get("spec") ? load_spec(*args.get("spec")).fields()
-                                           : SandboxSpec::Fields{.kind = "cli",
-                                                                 .requires_capabilities = {Capability::Exec,
-                                                                                           Capability::FilesIn,
-                                                                                           Capability::FilesOut}};
+  SandboxSpec::Fields f = args.get("spec") ? load_spec(*args.get("spec")).fields() : minimal_spec().fields();
   if (const auto image = args.get("image"); image && image != f.image) {
     f.image = *image;
     f.image_id.reset();  // a digest pinned by the spec file names the image being replaced

@@ -31,11 +31,15 @@ constexpr const char* kUsage = R"(usage: maf-sandbox SUBCOMMAND [options] [--jso
   reap --backend B [--config F] (--older-than DURATION | --expired) [--scope S]
       dispose sandboxes older than DURATION (e.g. 90s, 30m, 12h, 7d), or those past
       their spec's ttl or idle timeout (docs/limits.md LIM-7), if B offers it
-  mcp --backend B [--config F] --spec S.json [--min-isolation R]
+  mcp --backend B [--config F] [--spec S.json]... [--min-isolation R]
       [--cleanup dispose|reset|reclaim] [--out DIR] [--scope S] [--thread T]
-      [--http 127.0.0.1:PORT]
-      an MCP server (protocol 2025-11-25) on stdio, or Streamable HTTP on loopback;
-      one session is one conversation, disposed when the client goes (docs/mcp.md)
+      [--http 127.0.0.1:PORT] [--handle-idle DURATION] [--max-sandboxes N]
+      an MCP server on stdio, or Streamable HTTP on loopback: protocol 2026-07-28
+      (stateless; sandbox handles from open_sandbox, closed after --handle-idle, default
+      10m, at most --max-sandboxes, default 16) and 2025-11-25/2025-06-18 (a session is one
+      conversation, disposed when the client goes; --cleanup between its calls); without
+      --spec: kind `cli` requiring exec, files_in and files_out, as `run`; a further
+      --spec is a workload open_sandbox may name by kind (docs/mcp.md)
   tools --backend B [--config F] --spec S.json [--format mcp|openai] [...as mcp]
       print the tool definitions `mcp` serves, as MCP tools or OpenAI function tools
 
@@ -61,7 +65,8 @@ std::map<std::string, CommandSpec> command_specs() {
       {"dispose-scope", {{json, backend, config, {"scope"}, {"thread"}}}},
       {"reap", {{json, backend, config, {"older-than"}, {"expired", false}, {"scope"}}}},
       {"mcp",
-       {{json, backend, config, {"spec"}, {"min-isolation"}, {"cleanup"}, {"out"}, {"scope"}, {"thread"}, {"http"}}}},
+       {{json, backend, config, {"spec", true, true}, {"min-isolation"}, {"cleanup"}, {"out"}, {"scope"}, {"thread"},
+         {"http"}, {"handle-idle"}, {"max-sandboxes"}}}},
       {"tools",
        {{json, backend, config, {"spec"}, {"min-isolation"}, {"cleanup"}, {"out"}, {"scope"}, {"thread"}, {"format"}}}},
   };

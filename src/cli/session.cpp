@@ -30,6 +30,11 @@ nlohmann::json backend_config(const Args& args) {
   return config;
 }
 
+SandboxSpec minimal_spec() {
+  return SandboxSpec(SandboxSpec::Fields{
+      .kind = "cli", .requires_capabilities = {Capability::Exec, Capability::FilesIn, Capability::FilesOut}});
+}
+
 SandboxSpec load_spec(const std::filesystem::path& file) {
   const nlohmann::json j = read_json_file(file, "spec");
   try {

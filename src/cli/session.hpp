@@ -36,6 +36,10 @@ nlohmann::json backend_config(const Args& args);
 /// `--spec F` through spec_from_json.
 SandboxSpec load_spec(const std::filesystem::path& file);
 
+/// The spec `run` and `mcp` serve without --spec: kind `cli`, requiring exec, files_in and
+/// files_out, the backend's default image.
+SandboxSpec minimal_spec();
+
 /// `--min-isolation R` parsed per C-1 (ValueError for an unknown rung), default microvm.
 Isolation min_isolation(const Args& args);
 

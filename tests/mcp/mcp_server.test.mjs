@@ -114,7 +114,8 @@ test('issue 30: initialize negotiates 2025-11-25 and names the server', async ()
 test('issue 30: tools/list gives every tool a JSON Schema and says which are read-only', async () => {
   const { tools } = await session.client.listTools();
   const names = tools.map((t) => t.name).sort();
-  assert.deepEqual(names, ['collect_outputs', 'read_file', 'run_command', 'write_file']);
+  // open_sandbox and close_sandbox: the handle tools (issue 51, docs/mcp.md "Sandbox handles").
+  assert.deepEqual(names, ['close_sandbox', 'collect_outputs', 'open_sandbox', 'read_file', 'run_command', 'write_file']);
   const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
   assert.equal(byName.read_file.annotations.readOnlyHint, true);
   assert.equal(byName.run_command.annotations.readOnlyHint, false);

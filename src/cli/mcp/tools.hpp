@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "maf/sandbox/cleanup.hpp"
 #include "maf/sandbox/key.hpp"
 #include "maf/sandbox/sandboxed_tool.hpp"
@@ -33,5 +35,9 @@ struct ToolsetOptions {
 /// Attaches the tools (C-118 runs here: a spec the router refuses throws its typed refusal).
 std::vector<SandboxedTool> make_toolset(std::shared_ptr<SandboxRouter> router, const SandboxSpec& spec,
                                         const ToolsetOptions& options);
+
+/// What tools/list answers: each tool's MCP definition with an optional `sandbox` argument
+/// (a handle), then open_sandbox (its `spec` one of `specs`' kinds) and close_sandbox.
+nlohmann::json tool_list_json(const std::vector<SandboxedTool>& tools, const std::vector<SandboxSpec>& specs);
 
 }  // namespace maf::sandbox::mcp

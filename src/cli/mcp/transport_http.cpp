@@ -75,7 +75,8 @@ struct HttpSession {
 
 class HttpServer {
 public:
-  HttpServer(asio::io_context& io, const ServeOptions& options) : io_(io), options_(options) {}
+  HttpServer(asio::io_context& io, const ServeOptions& options)
+      : io_(io), options_(options), context_(make_server_context(options, io.get_executor())) {}
 
   awaitable<void> listen(tcp::acceptor& acceptor) {
     for (;;) {
@@ -94,6 +95,17 @@ public:
       sessions_.erase(it);
       co_await end(*session);
     }
+    while (!stateless_.empty()) {  // 2026-07-28 calls still running
+      auto session = stateless_.begin()->second;
+      stateless_.erase(stateless_.begin());
+      session->ended = true;
+      co_await session->mcp->drain();
+      for (auto& [key, waiter] : session->waiting) waiter.wake->expires_at(asio::steady_timer::time_point::min());
+    }
+    co_await context_->tasks->drain();
+    co_await context_->handles->close_all();
+    const ScopePurge purge = co_await options_.router->dispose_scope(options_.toolset.scope, options_.toolset.thread);
+    logger()->info("mcp: the server's handles and stateless calls ended; disposed {} sandbox(es)", purge.disposed);
   }
 
 private:
@@ -167,9 +179,15 @@ private:
       co_return res;
     }
 
-    const Message message = parse_message(req.body());
+    Message message = parse_message(req.body());
     if (message.kind == Message::Kind::Invalid)
       co_return reply(req, http::status::bad_request, message.error_response.dump());
+    const RequestHeaders headers = standard_headers(req);
+    const EraDecision era = decide_era(message, &headers);
+    if (era.error)
+      co_return reply(req, static_cast<http::status>(era.http_status),
+                      message.kind == Message::Kind::Request ? era.error->dump() : std::string());
+    if (era.era == Era::Modern) co_return co_await serve_stateless(req, std::move(message), era);
 
     std::shared_ptr<HttpSession> session;
     std::string new_id;
@@ -209,6 +227,60 @@ private:
     co_return res;
   }
 
+  static RequestHeaders standard_headers(const Request& req) {
+    RequestHeaders h;
+    auto read = [&](std::string_view name) -> std::optional<std::string> {
+      const auto it = req.find(beast::string_view(name.data(), name.size()));
+      if (it == req.end()) return std::nullopt;
+      return std::string(it->value().data(), it->value().size());
+    };
+    h.protocol_version = read("MCP-Protocol-Version");
+    h.method = read("Mcp-Method");
+    h.name = read("Mcp-Name");
+    return h;
+  }
+
+  /// A 2026-07-28 request: no session. Its own McpSession over the server's shared tools
+  /// and handles lives for this one POST, so two clients' equal request ids never meet.
+  awaitable<Response> serve_stateless(const Request& req, Message message, EraDecision era) {
+    if (message.kind != Message::Kind::Request) {
+      // Notifications of a stateless client have no request of theirs on this server to
+      // reach (a call is cancelled by closing its POST): accepted, as the binding says.
+      co_return reply(req, http::status::accepted, "");
+    }
+    auto session = std::make_shared<HttpSession>();
+    session->thread = options_.toolset.thread;
+    const std::string key = message.id.dump();
+    auto wake = std::make_shared<asio::steady_timer>(io_, asio::steady_timer::time_point::max());
+    session->waiting[key] = HttpSession::Waiter{std::nullopt, wake};
+    std::weak_ptr<HttpSession> weak = session;
+    session->mcp = std::make_unique<McpSession>(io_.get_executor(), context_, [weak](const nlohmann::json& m) {
+      auto s = weak.lock();
+      if (!s || !m.contains("id")) return;
+      const auto it = s->waiting.find(m["id"].dump());
+      if (it == s->waiting.end()) return;
+      it->second.answer = m;
+      it->second.wake->expires_at(asio::steady_timer::time_point::min());
+    });
+    const unsigned long serial = ++stateless_serial_;
+    stateless_.emplace(serial, session);
+    session->mcp->handle(std::move(message), era);
+    boost::system::error_code ignored;
+    while (!session->waiting[key].answer && !session->ended)
+      co_await wake->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    std::optional<nlohmann::json> answer = std::move(session->waiting[key].answer);
+    stateless_.erase(serial);
+    if (!answer) co_return reply(req, http::status::accepted, "");
+    // 2026-07-28 over HTTP: a method this server does not serve is 404 as well as -32601.
+    // A missing client capability is 400 (the binding's one handler error with a status).
+    const int code = answer->contains("error") ? (*answer)["error"].value("code", 0) : 0;
+    const http::status status = code == kMethodNotFound                     ? http::status::not_found
+                                : code == kMissingRequiredClientCapability ? http::status::bad_request
+                                                                           : http::status::ok;
+    co_return reply(req, status,
+                    answer->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+
   std::shared_ptr<HttpSession> open(const std::string& id) {
     auto session = std::make_shared<HttpSession>();
     session->thread = options_.toolset.thread + "-" + std::to_string(++opened_);
@@ -223,8 +295,10 @@ private:
       it->second.answer = message;
       it->second.wake->expires_at(asio::steady_timer::time_point::min());
     };
-    session->mcp = std::make_unique<McpSession>(io_.get_executor(), make_toolset(options_.router, options_.spec, toolset),
-                                                options_.identity, send);
+    // A 2025 session's tools run under its own thread (disposed when it ends).
+    auto context = std::make_shared<ServerContext>(*context_);
+    context->legacy_tools = make_toolset(options_.router, options_.spec, toolset);
+    session->mcp = std::make_unique<McpSession>(io_.get_executor(), std::move(context), send);
     sessions_.emplace(id, session);
     logger()->info("mcp: HTTP session {} opened (scope '{}' thread '{}')", id, toolset.scope, session->thread);
     return session;
@@ -240,7 +314,11 @@ private:
 
   asio::io_context& io_;
   const ServeOptions& options_;
+  std::shared_ptr<ServerContext> context_;
   std::map<std::string, std::shared_ptr<HttpSession>> sessions_;
+  /// 2026-07-28 requests being served, so shutdown can drain them.
+  std::map<unsigned long, std::shared_ptr<HttpSession>> stateless_;
+  unsigned long stateless_serial_ = 0;
   int opened_ = 0;
 };
 

@@ -82,8 +82,8 @@ int serve_stdio(const ServeOptions& options) {
       logger()->warn("{}; the session ends", e.what());
     }
   };
-  auto tools = make_toolset(options.router, options.spec, options.toolset);
-  McpSession session(io.get_executor(), std::move(tools), options.identity, send);
+  const auto context = make_server_context(options, io.get_executor());
+  McpSession session(io.get_executor(), context, send);
   LineFramer framer(
       options.max_message_bytes, [&](std::string line) { session.handle(line); },
       [&](std::size_t bytes) { session.refuse_oversize(bytes); });
@@ -99,9 +99,12 @@ int serve_stdio(const ServeOptions& options) {
     boost::asio::co_spawn(
         io,
         [&]() -> boost::asio::awaitable<void> {
-          co_await session.drain();
+          co_await session.drain(/*close_session_handle=*/false);
+          co_await context->tasks->drain();  // tasks outlive requests, not the server
+          // Every sandbox of this server — the session's, each handle's — is under its thread.
           const ScopePurge purge =
               co_await options.router->dispose_scope(options.toolset.scope, options.toolset.thread);
+          co_await context->handles->close_all();  // the table emptied (and its reaper stopped)
           // Said on stderr whatever the log level: it is the session's last word to its operator.
           std::fprintf(stderr, "maf-sandbox mcp: disposed %d sandbox(es) of scope '%s' thread '%s'%s\n", purge.disposed,
                        options.toolset.scope.c_str(), options.toolset.thread.c_str(),

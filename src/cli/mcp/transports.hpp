@@ -20,10 +20,17 @@ struct ServeOptions {
   explicit ServeOptions(SandboxSpec workload) : spec(std::move(workload)) {}
   std::shared_ptr<SandboxRouter> router;
   ToolsetOptions toolset;  ///< its `thread` is the stdio session's, or the prefix of HTTP sessions'
-  SandboxSpec spec;
+  SandboxSpec spec;        ///< what the tools serve without a handle, and open_sandbox's default
+  std::vector<SandboxSpec> more_specs;  ///< further specs open_sandbox may name (by kind)
+  HandleLimits handles;
   ServerIdentity identity;
   std::size_t max_message_bytes = std::size_t{16} << 20;
 };
+
+/// The tools of both eras and the handle table (its reaper started), for one server. Its
+/// sandboxes' keys: scope and `toolset.thread`, agent "mcp-stateless" for a 2026-07-28 call
+/// without a handle, "h<n>" for a handle's; the 2025 sessions' as before.
+std::shared_ptr<ServerContext> make_server_context(const ServeOptions& options, boost::asio::any_io_executor executor);
 
 /// Serves one session on stdin/stdout. stdout carries only protocol messages: the protocol
 /// writes to a private duplicate of fd 1, and fd 1 itself is pointed at stderr, so nothing a
