@@ -32,13 +32,14 @@ Capability gate_capability(Suite suite) {
     case Suite::Stream: return Capability::ExecStream;
     case Suite::Background: return Capability::Background;
     case Suite::EgressL7: return Capability::EgressPaths;  // and EgressMethods: require_gate
+    case Suite::AttachedIdentity: return Capability::AttachedIdentity;
   }
   return Capability::Exec;
 }
 
 /// The egress mode a suite attacks, when it attacks one.
 std::optional<Egress> gate_egress(Suite suite) {
-  if (suite == Suite::Egress || suite == Suite::EgressL7) return Egress::Allowlist;
+  if (suite == Suite::Egress || suite == Suite::EgressL7 || suite == Suite::AttachedIdentity) return Egress::Allowlist;
   if (suite == Suite::EgressClosed) return Egress::Closed;
   return std::nullopt;
 }
@@ -92,6 +93,7 @@ void plant_for(Suite suite, ConformanceSubject& subject, const ConformancePaths&
     case Suite::Stream:
     case Suite::Background:
     case Suite::EgressL7:
+    case Suite::AttachedIdentity:
       // R10: nothing guarantees the working directory exists; a marker creates it.
       subject.plant_file(paths.in_work(".probe-cwd"), "");
       break;
@@ -116,6 +118,7 @@ std::span<const Probe> probes(Suite suite) {
     case Suite::Stream: return detail::stream_probes();
     case Suite::Background: return detail::background_probes();
     case Suite::EgressL7: return detail::egress_l7_probes();
+    case Suite::AttachedIdentity: return detail::attached_identity_probes();
   }
   return {};
 }
@@ -161,6 +164,8 @@ std::vector<ProbeResult> run_suite(Suite suite, ConformanceSubject& subject, con
   if (suite == Suite::Egress && !egress)
     throw ConformanceUsageError("EGRESS needs EgressTargets: an allowed and a denied URL");
   if (suite == Suite::EgressL7) throw ConformanceUsageError("EGRESS_L7 needs EgressL7Targets: call run_egress_l7");
+  if (suite == Suite::AttachedIdentity)
+    throw ConformanceUsageError("ATTACHED_IDENTITY needs AttachedIdentityTargets: call run_attached_identity");
   const auto paths = ConformancePaths::from(subject.working_directory());
   plant_for(suite, subject, paths);  // R2: a planting error propagates raw
   ProbeContext ctx{subject, paths, egress};
@@ -174,6 +179,16 @@ std::vector<ProbeResult> run_egress_l7(ConformanceSubject& subject, const Egress
   plant_for(Suite::EgressL7, subject, paths);
   ProbeContext ctx{subject, paths, nullptr, &targets};
   return run_probes(probes(Suite::EgressL7), ctx, true);
+}
+
+std::vector<ProbeResult> run_attached_identity(ConformanceSubject& subject, const AttachedIdentityTargets& targets) {
+  require_gate(subject, Suite::AttachedIdentity);
+  if (targets.value.empty() || !targets.upstream_log || !targets.where_found)
+    throw ConformanceUsageError("ATTACHED_IDENTITY needs the supplied value, upstream_log and where_found");
+  const auto paths = ConformancePaths::from(subject.working_directory());
+  plant_for(Suite::AttachedIdentity, subject, paths);
+  ProbeContext ctx{subject, paths, nullptr, nullptr, &targets};
+  return run_probes(probes(Suite::AttachedIdentity), ctx, true);
 }
 
 std::vector<ProbeResult> check_suite(Suite suite, ConformanceSubject& subject, const EgressTargets* egress) {

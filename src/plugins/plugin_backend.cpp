@@ -54,6 +54,7 @@ public:
   void attach_observers(const std::shared_ptr<const ObserverSet>& observers) override {
     inner_->attach_observers(observers);
   }
+  void attach_credential_source(CredentialSource source) override { inner_->attach_credential_source(std::move(source)); }
 
   boost::asio::awaitable<ScopePurge> reap(std::chrono::seconds older_than,
                                           std::optional<std::string> scope) override {

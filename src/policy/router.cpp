@@ -48,6 +48,9 @@ SandboxRouter::SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backen
   for (const auto& b : backends_)
     if (!b) throw ValueError("SandboxRouter: a registered backend is null");
   attach_observers(std::move(observers));
+  // CRED-4: the host's value source goes to every backend, as the observers do.
+  if (options_.credentials)
+    for (const auto& b : backends_) b->attach_credential_source(options_.credentials);
   if (backends_.empty()) return;  // C-61: disabled, nothing raises
   if (options_.selection == Selection::PerSpec) {
     // [gap] C-63: refuse unknown rungs of any registered backend at construction.
@@ -103,6 +106,9 @@ std::optional<SandboxRouter::Refusal> SandboxRouter::first_refusal(const Sandbox
   // #1 host-denied capabilities, #2 host-denied identities
   if (!requires_caps.intersection(options_.denied_capabilities).empty()) return Refusal::DeniedCapability;
   if (!spec.identities().intersection(options_.denied_identities).empty()) return Refusal::DeniedIdentity;
+  // CRED-5, with the host's other denials: its ceiling on attached authority.
+  for (const auto& credential : spec.attached_identity())
+    if (credential.scope() > options_.max_identity_scope) return Refusal::IdentityScope;
   // #3 effective floor (C-66)
   if (!meets_floor(rung, stricter(options_.min_isolation, spec.min_isolation()))) return Refusal::BelowFloor;
   // #4…#8, C-68 and LIM-3: what the backend declares (spec_refusal.hpp; ACQ-1 runs the same).
@@ -132,6 +138,16 @@ void SandboxRouter::refuse(Refusal refusal, const SandboxBackend& backend, Isola
                                        "' declares '" + std::string(to_string(rung)) +
                                        "' (ladder, weakest first: " + isolation_ladder_text() + ")");
     }
+    case Refusal::IdentityScope:
+      for (const auto& credential : spec.attached_identity())
+        if (credential.scope() > options_.max_identity_scope)
+          throw SandboxIdentityScopeDenied(
+              "workload kind '" + kind + "' asks credential '" + credential.name() + "' at identity scope '" +
+              std::string(to_string(credential.scope())) + "' (lifetime '" +
+              std::string(to_string(credential.lifetime())) + "', sharing '" +
+              std::string(to_string(credential.sharing())) + "'), wider than the host's max_identity_scope '" +
+              std::string(to_string(options_.max_identity_scope)) + "' (backend '" + backend.name() + "')");
+      break;
     case Refusal::Unserved:
       detail::refuse_unserved(*detail::first_unserved(backend.declarations(), spec, options_.min_isolation_scope),
                               backend.name(), backend.declarations(), spec, options_.min_isolation_scope);

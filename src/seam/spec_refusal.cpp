@@ -33,6 +33,10 @@ std::optional<Unserved> first_unserved(const BackendDeclarations& d, const Sandb
   }
   // LIM-3 (docs/limits.md), last: every resource bound the spec asks is one the backend enforces.
   if (!spec.resources().asked().subset_of(d.resource_bounds)) return Unserved::ResourceBound;
+  // CRED-3, after LIM-3: a per-call credential needs a backend that swaps values live.
+  if (!d.per_call_credentials)
+    for (const auto& credential : spec.attached_identity())
+      if (credential.lifetime() == CredentialLifetime::Call) return Unserved::CredentialLifetime;
   return std::nullopt;
 }
 
@@ -82,6 +86,13 @@ void refuse_unserved(Unserved refusal, const std::string& backend_name, const Ba
       break;
     case Unserved::ResourceBound:
       refuse_unenforced_bounds(backend_name, d, spec);
+      break;
+    case Unserved::CredentialLifetime:
+      for (const auto& credential : spec.attached_identity())
+        if (credential.lifetime() == CredentialLifetime::Call)
+          throw SandboxCapabilityNotSupported("backend '" + backend_name + "' cannot serve credential '" +
+                                              credential.name() + "' of lifetime 'call' for workload kind '" + kind +
+                                              "': it holds a value for the sandbox's life only");
       break;
   }
   // Unreachable while first_unserved and this agree; a loud error beats a silent pass.

@@ -15,7 +15,7 @@
 namespace maf::sandbox::detail {
 
 /// Which declaration refused, in the router's order.
-enum class Unserved { Capability, OsFamily, FilesInLimits, FilesOutLimits, Egress, IsolationScope, EgressMethod, ResourceBound };
+enum class Unserved { Capability, OsFamily, FilesInLimits, FilesOutLimits, Egress, IsolationScope, EgressMethod, ResourceBound, CredentialLifetime };
 
 /// The first declaration of `d` that `spec` asks beyond, or none. `min_scope` is the host's
 /// isolation-scope floor (the router's option; IsolationScope's weakest for a direct acquire).

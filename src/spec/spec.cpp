@@ -1,6 +1,43 @@
 #include "maf/sandbox/spec.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 namespace maf::sandbox {
+namespace {
+
+bool same_host(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
+}  // namespace
+
+// CRED-1, CRED-2: each credential bound to hosts this spec allows, names and placeholder
+// variables unique, and the capability that gates the whole feature required.
+void SandboxSpec::check_attached_identity() {
+  const auto& creds = f_.attached_identity;
+  for (std::size_t i = 0; i < creds.size(); ++i) {
+    const auto& c = creds[i];
+    const std::string where = "SandboxSpec for kind '" + f_.kind + "': attached_identity credential '" + c.name() + "'";
+    for (std::size_t j = 0; j < i; ++j) {
+      if (creds[j].name() == c.name()) throw ValueError(where + " is named twice");
+      if (creds[j].env() == c.env())
+        throw ValueError(where + " puts its placeholder in env '" + c.env() + "', which credential '" +
+                         creds[j].name() + "' uses already");
+    }
+    for (const auto& host : c.hosts()) {
+      const bool allowed = std::any_of(f_.egress_allow.begin(), f_.egress_allow.end(),
+                                       [&](const EgressEntry& e) { return same_host(egress_entry_host(e), host); });
+      if (!allowed)
+        throw ValueError(where + " is bound to host '" + host +
+                         "', which is not an egress_allow host of the spec (egress '" +
+                         std::string(to_string(f_.egress)) + "'); a credential goes only where egress may");
+    }
+  }
+  if (!creds.empty()) f_.requires_capabilities.insert(Capability::AttachedIdentity);
+}
 
 SandboxSpec::SandboxSpec(Fields fields) : f_(std::move(fields)) {
   if (f_.kind.empty()) throw ValueError("SandboxSpec.kind must be a non-empty workload name");
@@ -28,6 +65,7 @@ SandboxSpec::SandboxSpec(Fields fields) : f_(std::move(fields)) {
   // HT-R5: the aggregate of a host-tool registry means the workload calls host tools, so it
   // requires HOST_TOOLS — added like EGRESS_METHODS (C-9): a requirement only strengthens.
   if (f_.host_tools) f_.requires_capabilities.insert(Capability::HostTools);
+  check_attached_identity();
   if (f_.work_dir && f_.work_dir->empty())
     throw ValueError("SandboxSpec for kind '" + f_.kind + "': work_dir is empty; omit it to let the backend choose");
 }

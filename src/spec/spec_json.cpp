@@ -14,11 +14,12 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 16> kSpecFields{
+constexpr std::array<std::string_view, 17> kSpecFields{
     "kind",       "image",        "image_id",      "egress_allow",
     "work_dir",   "labels",       "requires",      "min_isolation",
     "declared_outputs", "files_in", "files_out",   "outputs_named_at_call_time",
-    "egress",     "requires_os_family", "isolation_scope", "resources"};
+    "egress",     "requires_os_family", "isolation_scope", "resources",
+    "attached_identity"};
 
 [[noreturn]] void field_error(const std::string& field, const std::string& what) {
   throw ValueError("spec field '" + field + "': " + what);
@@ -176,6 +177,44 @@ ResourceLimits read_resources_object(const json& value, const std::string& field
   }
 }
 
+/// One "attached_identity" entry (docs/policy.md CRED-1): the value is never a field.
+AttachedCredential read_credential(const json& value, const std::string& field) {
+  read_object(value, field);
+  refuse_unknown_keys(value, field,
+                      {"name", "hosts", "header", "format", "env", "lifetime", "sharing", "allow_http", "allow_wildcard"});
+  AttachedCredential::Fields f;
+  if (!value.contains("name")) field_error(field + ".name", "is required");
+  f.name = read_string(value.at("name"), field + ".name");
+  const std::string where = field + " ('" + f.name + "')";
+  if (!value.contains("hosts")) field_error(where + ".hosts", "is required (the egress_allow hosts it may be sent to)");
+  const auto& hosts = read_array(value.at("hosts"), where + ".hosts");
+  for (std::size_t i = 0; i < hosts.size(); ++i) f.hosts.push_back(read_string(hosts[i], indexed(where + ".hosts", i)));
+  if (value.contains("header")) f.header = read_string(value.at("header"), where + ".header");
+  if (value.contains("format")) f.format = read_string(value.at("format"), where + ".format");
+  if (value.contains("env")) f.env = read_optional_string(value.at("env"), where + ".env");
+  if (value.contains("lifetime")) f.lifetime = read_enum<CredentialLifetime>(value.at("lifetime"), where + ".lifetime");
+  if (value.contains("sharing")) f.sharing = read_enum<CredentialSharing>(value.at("sharing"), where + ".sharing");
+  if (value.contains("allow_http")) f.allow_http = read_bool(value.at("allow_http"), where + ".allow_http");
+  if (value.contains("allow_wildcard")) f.allow_wildcard = read_bool(value.at("allow_wildcard"), where + ".allow_wildcard");
+  try {
+    return AttachedCredential(std::move(f));
+  } catch (const ValueError& e) {
+    field_error(field, e.what());
+  }
+}
+
+json credential_json(const AttachedCredential& c) {
+  return {{"name", c.name()},
+          {"hosts", c.hosts()},
+          {"header", c.header()},
+          {"format", c.format()},
+          {"env", c.env()},
+          {"lifetime", std::string(to_string(c.lifetime()))},
+          {"sharing", std::string(to_string(c.sharing()))},
+          {"allow_http", c.allow_http()},
+          {"allow_wildcard", c.allow_wildcard()}};
+}
+
 json resources_json(const ResourceLimits& r) {
   json j = json::object();
   if (r.memory_bytes()) j["memory_bytes"] = *r.memory_bytes();
@@ -237,6 +276,11 @@ SandboxSpec spec_from_json(const json& j) {
   if (j.contains("isolation_scope"))
     f.isolation_scope = read_enum<IsolationScope>(j.at("isolation_scope"), "isolation_scope");
   if (j.contains("resources") && !j.at("resources").is_null()) f.resources = read_resources_object(j.at("resources"), "resources");
+  if (j.contains("attached_identity") && !j.at("attached_identity").is_null()) {
+    const auto& list = read_array(j.at("attached_identity"), "attached_identity");
+    for (std::size_t i = 0; i < list.size(); ++i)
+      f.attached_identity.push_back(read_credential(list[i], indexed("attached_identity", i)));
+  }
   return SandboxSpec(std::move(f));
 }
 
@@ -280,6 +324,11 @@ json spec_to_json(const SandboxSpec& spec) {
   j["isolation_scope"] = std::string(to_string(spec.isolation_scope()));
   // Only when a bound is asked, so a spec file without bounds reads back unchanged.
   if (!spec.resources().empty()) j["resources"] = resources_json(spec.resources());
+  if (!spec.attached_identity().empty()) {
+    json creds = json::array();
+    for (const auto& c : spec.attached_identity()) creds.push_back(credential_json(c));
+    j["attached_identity"] = std::move(creds);
+  }
   return j;
 }
 

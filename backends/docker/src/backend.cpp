@@ -75,6 +75,8 @@ DockerSandboxBackend::DockerSandboxBackend(DockerConfig config, std::shared_ptr<
   if (config_.egress_proxy_terminates && declarations_.egress_modes.contains(Egress::Allowlist)) {
     declarations_.capabilities.insert(Capability::EgressMethods);
     declarations_.capabilities.insert(Capability::EgressPaths);
+    // Issue 46: the configuration's word; the image's feature label is checked at acquire.
+    declarations_.capabilities.insert(Capability::AttachedIdentity);
   }
   // The proxy's decisions reach the router's observers too (docs/observability.md).
   config_.egress_observer = detail::with_core_observers(std::move(config_.egress_observer), observer_hub());
@@ -103,6 +105,10 @@ awaitable<std::shared_ptr<DockerSandboxBackend>> DockerSandboxBackend::create(Do
       co_await detail::proxy_image_terminates(*backend->transport_, backend->config_)) {
     backend->declarations_.capabilities.insert(Capability::EgressMethods);
     backend->declarations_.capabilities.insert(Capability::EgressPaths);
+    // Issue 46: ATTACHED_IDENTITY only for a proxy image that lists brokered credentials.
+    const auto labels = co_await backend->transport_->image_labels(*backend->config_.egress_proxy_image);
+    if (labels && detail::labels_list_feature(*labels, detail::kBrokerFeature))
+      backend->declarations_.capabilities.insert(Capability::AttachedIdentity);
   }
   co_return backend;
 }
@@ -142,6 +148,11 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
   support::NameQualifiers qualifiers;
   if (proxied)
     for (const auto& entry : spec.egress_allow()) qualifiers.egress_allow.push_back(detail::entry_identity(entry));
+  // Issue 46: so are the credentials (a placeholder is fixed when the workload is created).
+  for (const auto& c : spec.attached_identity())
+    qualifiers.egress_allow.push_back("credential " + c.name() + " env=" + c.env() + " " + c.header() + ": " +
+                                      c.format() + " hosts=" + detail::join_hosts(c.hosts()) +
+                                      (c.allow_http() ? " http" : ""));
   // LIM-5: so are the resource bounds (a container's limits are fixed when it is created).
   if (!spec.resources().empty()) qualifiers.resources = spec.resources().to_string();
   const std::string container = support::sandbox_name(kContainerPrefix, key, spec.kind(), qualifiers);
@@ -168,8 +179,26 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
   const bool warm = state && state->running && !state->paused;
   if (!warm) co_await check_os_family(spec);  // 4. cold: create or restart
   // 5. Egress scaffolding, re-ensured on every acquire, warm reuse included.
-  std::optional<std::string> egress_ca;  // the per-sandbox CA, when the spec has method/path rules
-  if (proxied) egress_ca = co_await detail::ensure_egress_topology(*transport_, config_, container, key, spec, !state.has_value());
+  std::optional<std::string> egress_ca;  // the per-sandbox CA, when the spec has rules or credentials
+  // Issue 46 (CRED-6, CRED-7): a placeholder per credential — the workload's own when it
+  // exists, new ones for a new workload — and the values from the host's source, which go to
+  // the proxy only.
+  detail::Brokering brokering;
+  if (proxied && !spec.attached_identity().empty()) {
+    if (state) {
+      const auto doc = co_await transport_->inspect_container(container);
+      brokering.placeholders = detail::placeholders_in_inspect(spec, doc.value_or("{}"));
+    } else {
+      for (const auto& c : spec.attached_identity()) brokering.placeholders.push_back(detail::new_placeholder(c.name()));
+    }
+    brokering.values = supply_credentials(key, spec);
+    std::lock_guard lock(credential_env_mutex_);
+    credential_env_[container] = detail::credential_env(spec, brokering.placeholders);
+  }
+  if (proxied)
+    egress_ca = co_await detail::ensure_egress_topology(*transport_, config_, container, key, spec, !state.has_value(),
+                                                        brokering);
+  brokering.values.clear();  // wiped (SecretValue): the proxy holds them now
   bool fresh = false;  // created by this acquire: nothing but the image has run in it
   if (warm) {
     logger()->info("backend 'docker': reusing running container {} for kind '{}'", container, spec.kind());
@@ -189,6 +218,10 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
                          "' is not running after start (status '" + (state ? state->status : "absent") + "')"));
   }
   memory_->remember(key, container);
+  {
+    std::lock_guard lock(credential_env_mutex_);
+    credential_env_.erase(container);  // created by now, or never will be by this acquire
+  }
   if (egress_ca) co_await detail::install_egress_ca(*transport_, container, *egress_ca);  // a new CA per proxy
 
   // 7. Probes and the image user; the work directory follows, walked by the core (ACQ-4)

@@ -114,7 +114,11 @@ awaitable<bool> DockerSandboxBackend::create_container(const std::string& contai
   if (detail::behind_proxy(config_, *transport_, spec)) {
     // Only N, and the proxy variables; enforcement is the topology, not the variables.
     request.network = container + "-net";
-    request.env = detail::workload_proxy_env(container, detail::spec_has_rules(spec));
+    request.env = detail::workload_proxy_env(container, detail::spec_terminates(spec));
+    // Issue 46: the placeholders (CRED-6) — never a value.
+    std::lock_guard lock(credential_env_mutex_);
+    if (auto it = credential_env_.find(container); it != credential_env_.end())
+      request.env.insert(request.env.end(), it->second.begin(), it->second.end());
   }
   // Issue 54: a create that loses the name race to another process adopts the winner's
   // container; one that finds the name freed again creates again. Bounded as one lifecycle call.

@@ -186,13 +186,31 @@ std::vector<std::string> addresses_in_ip_json(const std::string& json_text) {
   return out;
 }
 
+bool spec_terminates(const SandboxSpec& spec) { return spec_has_rules(spec) || !spec.attached_identity().empty(); }
+
 awaitable<std::optional<std::string>> ensure_egress_topology(DockerTransport& transport, const DockerConfig& config,
                                                              const std::string& container, const SandboxKey& key,
-                                                             const SandboxSpec& spec, bool fresh) {
+                                                             const SandboxSpec& spec, bool fresh,
+                                                             const Brokering& brokering) {
   // Method/path rules need the proxy to terminate TLS: checked on the image itself at every
   // acquire, whatever was declared (a deferred backend declared from configuration).
-  const bool terminating = spec_has_rules(spec);
-  if (terminating && !co_await proxy_image_terminates(transport, config))
+  const bool terminating = spec_terminates(spec);
+  const bool brokers = !spec.attached_identity().empty();
+  if (brokers) {
+    const auto labels = co_await transport.image_labels(config.egress_proxy_image.value_or(""));
+    if (!labels || !labels_list_feature(*labels, kBrokerFeature))
+      throw SandboxCapabilityNotSupported(
+          "backend 'docker' cannot broker credential '" + spec.attached_identity().front().name() +
+          "' of workload kind '" + spec.kind() + "': proxy image '" + config.egress_proxy_image.value_or("") +
+          "' does not list the feature " + kBrokerFeature + " (rebuild it with scripts/egress-proxy-image); nothing "
+          "is written into the guest instead");
+    if (brokering.placeholders.size() != spec.attached_identity().size())
+      throw RuntimeError("backend 'docker': no placeholders were made for the credentials of kind '" + spec.kind() + "'");
+  }
+  std::vector<std::string> proxy_args = config.egress_proxy_args;
+  for (auto& a : proxy_credential_args(spec)) proxy_args.push_back(std::move(a));
+  const std::string credentials_json = proxy_credentials_json(spec, brokering.placeholders);
+  if (spec_has_rules(spec) && !co_await proxy_image_terminates(transport, config))
     not_enforced(container, spec,
                  "method and path rules need a proxy image that terminates TLS (label " +
                      std::string(egress_proxy::kFeaturesLabel) + " naming " + egress_proxy::kTerminationFeature + "); '" +
@@ -314,8 +332,14 @@ awaitable<std::optional<std::string>> ensure_egress_topology(DockerTransport& tr
         return (why = "another allowlist", false);
       if (their_rules != (terminating ? egress_proxy::rules_json(spec) : std::string()))
         return (why = "other method/path rules", false);
-      if (p.value("/Config/Cmd"_json_pointer, nlohmann::json::array()) != nlohmann::json(config.egress_proxy_args) &&
-          !(config.egress_proxy_args.empty() && p.value("/Config/Cmd"_json_pointer, nlohmann::json()).is_null()))
+      // Brokered credentials (issue 46): the same credentials under the same placeholders.
+      std::string their_credentials;
+      for (const auto& e : p.value("/Config/Env"_json_pointer, nlohmann::json::array()))
+        if (e.is_string() && e.get<std::string>().rfind("MAF_SANDBOX_CREDENTIALS=", 0) == 0)
+          their_credentials = e.get<std::string>().substr(std::string("MAF_SANDBOX_CREDENTIALS=").size());
+      if (their_credentials != credentials_json) return (why = "other brokered credentials", false);
+      if (p.value("/Config/Cmd"_json_pointer, nlohmann::json::array()) != nlohmann::json(proxy_args) &&
+          !(proxy_args.empty() && p.value("/Config/Cmd"_json_pointer, nlohmann::json()).is_null()))
         return (why = "other proxy arguments", false);
       if (!p.value("/State/Running"_json_pointer, false) || p.value("/State/Paused"_json_pointer, false))
         return (why = "not running", false);
@@ -366,7 +390,8 @@ awaitable<std::optional<std::string>> ensure_egress_topology(DockerTransport& tr
       run.pids_limit = config.pids_limit;
       run.cap_drop_all = true;  // it binds 3128 as nobody and needs no capability
       run.sysctls = egress_proxy::proxy_sysctls();  // a proxy, never a router (issue 22)
-      run.command = config.egress_proxy_args;
+      if (brokers) run.env.emplace_back("MAF_SANDBOX_CREDENTIALS", credentials_json);  // no value in it (CRED-7)
+      run.command = proxy_args;
       CreateResult started = co_await transport.create_and_start(run);
       if (started.outcome == CreateOutcome::Failed && without_ipv6(started.detail)) {
         // A kernel booted without IPv6 has no net.ipv6.* settings (the runtime cannot write
@@ -405,6 +430,13 @@ awaitable<std::optional<std::string>> ensure_egress_topology(DockerTransport& tr
     if (!kept) {
       // Without the outbound leg ALLOWLIST would quietly become CLOSED: fail instead.
       co_await transport.connect_network(config.outbound_network, proxy);
+      // CRED-7: the values, as a file in the proxy's container only; it waits for it, reads
+      // it once and unlinks it before it listens.
+      if (brokers) {
+        if (brokering.values.size() != spec.attached_identity().size())
+          throw RuntimeError("backend 'docker': proxy " + proxy + " was made without the values of its credentials");
+        co_await transport.archive_put(proxy, "/", credential_values_tar(spec, brokering));
+      }
 
       bool ready = false;
       std::string output;
@@ -451,7 +483,9 @@ awaitable<std::optional<std::string>> ensure_egress_topology(DockerTransport& tr
     std::rethrow_exception(failure);
   }
   logger()->info("backend 'docker': egress proxy {} ready on {} for {}{}", proxy, network, join(allow_hosts(spec), ","),
-                 terminating ? " (method/path rules: TLS terminated)" : "");
+                 terminating ? (brokers ? " (brokered credentials: every host TLS terminated)"
+                                        : " (method/path rules: TLS terminated)")
+                             : "");
   co_return ca_certificate;
 }
 

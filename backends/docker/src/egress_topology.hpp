@@ -14,6 +14,7 @@
 #include "maf/sandbox/egress_proxy/launch.hpp"
 #include "maf/sandbox/key.hpp"
 #include "maf/sandbox/spec.hpp"
+#include "brokered_credentials.hpp"
 
 namespace maf::sandbox::docker::detail {
 
@@ -67,9 +68,16 @@ std::vector<std::string> addresses_in_ip_json(const std::string& json_text);
 /// readiness). `fresh`: no workload exists yet, so a failure also removes N. Throws
 /// SandboxEgressNotEnforced when the isolation cannot be had or verified (or the spec has
 /// method/path rules and the proxy image does not terminate TLS), OSError when an engine
-/// step fails. Answers the per-sandbox CA certificate when the spec has rules.
+/// step fails. Answers the per-sandbox CA certificate when the spec has rules or credentials.
+/// `brokering`: the spec's placeholders and values (CRED-6, CRED-7); the values go to a proxy
+/// this call makes, as a file in its container, never to the workload.
 boost::asio::awaitable<std::optional<std::string>> ensure_egress_topology(DockerTransport& transport, const DockerConfig& config,
                                                     const std::string& container, const SandboxKey& key,
-                                                    const SandboxSpec& spec, bool fresh);
+                                                    const SandboxSpec& spec, bool fresh,
+                                                    const Brokering& brokering = {});
+
+/// True when the proxy terminates TLS for this spec: method/path rules, or brokered
+/// credentials (CRED-8: every host of a credentialed sandbox is terminated).
+bool spec_terminates(const SandboxSpec& spec);
 
 }  // namespace maf::sandbox::docker::detail

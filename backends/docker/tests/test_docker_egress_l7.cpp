@@ -28,6 +28,7 @@
 #include "maf/sandbox/support/tar.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/labels.hpp"
+#include "maf/sandbox/router.hpp"
 
 using namespace maf::sandbox;
 using namespace docker_test;
@@ -94,7 +95,17 @@ struct Upstream {
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
   }
-  std::string log() const { return docker_cli({"logs", container}); }
+  /// Both streams: the upstream writes its request and header lines to stderr (docker_cli
+  /// reads stdout alone, which holds only "ready").
+  std::string log() const {
+    std::string out;
+    FILE* pipe = ::popen(("docker logs " + container + " 2>&1").c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+    ::pclose(pipe);
+    return out;
+  }
   docker::DockerConfig config() const {
     auto c = test_config();
     c.egress_proxy_image = proxy_image();
@@ -337,4 +348,157 @@ TEST_CASE("EL-1 EL-2 EL-3 EL-4 EL-5 EL-6 EL-7 EL-8 EL-9 C-9 C-10 issue-45: EGRES
   INFO(describe(no_ca));
   const auto failed = failed_ids(no_ca);
   CHECK(std::find(failed.begin(), failed.end(), "EL-1") != failed.end());
+}
+
+// ---------------------------------------------------------------------------------------
+// Brokered credentials (issue 46; docs/policy.md CRED-1…CRED-5, docs/backends/egress-proxy.md
+// CRED-6…CRED-9), on the same upstream: the guest holds a placeholder, the bound host sees
+// the host's value, every other place is searched for it.
+
+namespace {
+
+SandboxSpec credential_spec() {
+  SandboxSpec::Fields f;
+  f.kind = "cred";
+  f.image = kClientsImage;
+  f.requires_capabilities = CapabilitySet{Capability::Exec, Capability::FilesIn};
+  f.egress = Egress::Allowlist;
+  f.egress_allow = {std::string("allowed.test"), std::string("other.test")};
+  AttachedCredential::Fields c;
+  c.name = "github";
+  c.hosts = {"allowed.test"};
+  c.env = "GITHUB_TOKEN";
+  f.attached_identity.push_back(AttachedCredential(std::move(c)));
+  return SandboxSpec(std::move(f));
+}
+
+/// A double that leaks (`leak`: the value also in the workload's environment, as a naive
+/// backend would pass it) or loses (`strip`: no placeholder variable) the credential.
+class CredentialDouble : public ForwardingTransport {
+public:
+  CredentialDouble(std::shared_ptr<docker::DockerTransport> real, std::string leak, bool strip)
+      : ForwardingTransport(std::move(real)), leak_(std::move(leak)), strip_(strip) {}
+  Aw<docker::CreateResult> create_and_start(docker::CreateRequest q) override {
+    const bool proxy = std::any_of(q.labels.begin(), q.labels.end(),
+                                   [](const auto& l) { return l.first == "maf-sandbox.role" && l.second == "proxy"; });
+    if (!proxy && !leak_.empty()) q.env.emplace_back("GITHUB_TOKEN_VALUE", leak_);
+    if (!proxy && strip_) std::erase_if(q.env, [](const auto& kv) { return kv.first == "GITHUB_TOKEN"; });
+    co_return co_await real_->create_and_start(std::move(q));
+  }
+
+private:
+  std::string leak_;
+  bool strip_;
+};
+
+/// Whether `secret` is anywhere in the container's file system (docker export, read on the host).
+bool in_filesystem(const std::string& container, const std::string& secret) {
+  return std::system(("docker export " + container + " | grep -qaF -- '" + secret + "'").c_str()) == 0;
+}
+
+}  // namespace
+
+std::string credential_container(const Scope& scope, const std::string& agent) {
+  support::NameQualifiers q;
+  const SandboxSpec spec = credential_spec();
+  for (const auto& e : spec.egress_allow()) q.egress_allow.push_back(docker::detail::entry_identity(e));
+  for (const auto& c : spec.attached_identity())
+    q.egress_allow.push_back("credential " + c.name() + " env=" + c.env() + " " + c.header() + ": " + c.format() +
+                             " hosts=" + docker::detail::join_hosts(c.hosts()));
+  return support::sandbox_name(docker::kContainerPrefix, scope.key(agent), "cred", q);
+}
+
+/// ATTACHED_IDENTITY from a fresh sandbox of credential_spec() over `transport` (null: the
+/// real one), the host's views searched by name.
+std::vector<conformance::ProbeResult> run_ai(const Upstream& up, std::shared_ptr<docker::DockerTransport> transport,
+                                             const std::string& agent, const std::string& value) {
+  Scope scope(up.config(), std::move(transport));
+  scope.backend->attach_credential_source([&](const CredentialRequest&) { return SecretValue(value); });
+  auto sandbox = scope.acquire(credential_spec(), agent);
+  const std::string name = credential_container(scope, agent);
+  conformance::AttachedIdentityTargets t;
+  t.bound_url = "https://allowed.test/repo/x";
+  t.other_url = "https://other.test/open";
+  t.env = "GITHUB_TOKEN";
+  t.value = value;
+  t.upstream_log = [&up] { return up.log(); };
+  t.where_found = [&](const std::string& v) {
+    std::vector<std::string> found;
+    if (docker_cli({"inspect", name}).find(v) != std::string::npos) found.push_back("the workload's inspect");
+    if (docker_cli({"inspect", name + "-proxy"}).find(v) != std::string::npos) found.push_back("the proxy's inspect");
+    if (docker_cli({"logs", name + "-proxy"}).find(v) != std::string::npos) found.push_back("the proxy's log");
+    if (in_filesystem(name, v)) found.push_back("the workload's file system");
+    if (in_filesystem(name + "-proxy", v)) found.push_back("the proxy's file system");
+    return found;
+  };
+  conformance::PosixGuestSubject subject(scope.run, sandbox, scope.backend->declarations().capabilities,
+                                         Egress::Allowlist);
+  return conformance::run_attached_identity(subject, t);
+}
+
+TEST_CASE("AI-1 AI-2 AI-3 AI-4 CRED-4 CRED-5 CRED-7 CRED-9 issue-46: ATTACHED_IDENTITY passes on Docker; the host's "
+          "source is asked by name; the proxy's log and the drained events name the credential, never the value") {
+  Upstream up;
+  const auto results = run_ai(up, nullptr, "agent-1", "ghs_" + random_hex(16));
+  INFO(describe(results));
+  CHECK(failed_ids(results).empty());
+  CHECK(std::none_of(results.begin(), results.end(), [](const auto& r) { return r.outcome == conformance::Outcome::Skip; }));
+
+  auto config = up.config();
+  std::vector<docker::EgressEvent> events;
+  config.egress_observer = [&events](const docker::EgressEvent& e) { events.push_back(e); };
+  Scope scope(config);
+  REQUIRE(scope.backend->declarations().capabilities.contains(Capability::AttachedIdentity));
+  const std::string secret = "ghs_" + random_hex(16);
+  std::vector<CredentialRequest> asked;
+  scope.backend->attach_credential_source([&](const CredentialRequest& r) {
+    asked.push_back(r);
+    return SecretValue(secret);
+  });
+  auto sandbox = scope.acquire(credential_spec());
+  REQUIRE(asked.size() == 1);
+  CHECK(asked[0].credential == "github");
+  CHECK(asked[0].hosts == Strings{"allowed.test"});
+  const auto refused = scope.sh(*sandbox, "curl -sS -H \"Authorization: Bearer $GITHUB_TOKEN\" https://other.test/open");
+  CHECK_THAT(refused.stdout_text(), Catch::Contains("refused: credential 'github' toward other.test"));
+  const std::string proxy = credential_container(scope, "agent-1") + "-proxy";
+  const auto proxy_log = docker_cli({"logs", proxy});
+  CHECK(proxy_log.find(secret) == std::string::npos);
+  CHECK_THAT(proxy_log, Catch::Contains(R"("credentials":"github")") && Catch::Contains(R"("credential":"github")"));
+
+  // A default router refuses the spec before any engine call (CRED-5).
+  SandboxRouter refusing({scope.backend}, RouterOptions::lowered_floor(Isolation::Container, LowerIsolationFloor{}));
+  CHECK_THROWS_AS(refusing.ensure_can_serve(credential_spec()), SandboxIdentityScopeDenied);
+
+  // CRED-9: the drained decisions name the credential, never its value.
+  scope.run([&] { return scope.backend->dispose_scope(scope.scope, scope.thread); });
+  bool refused_named = false;
+  for (const auto& e : events)
+    for (const auto& d : e.decisions) {
+      refused_named |= d.decision == "DENY" && d.reason.find("credential 'github'") != std::string::npos;
+      CHECK(d.reason.find(secret) == std::string::npos);
+    }
+  CHECK(refused_named);
+}
+
+TEST_CASE("AI-1 AI-2 AI-3 AI-4 issue-46: each ATTACHED_IDENTITY probe fails against a double") {
+  Upstream up;
+  const auto config = up.config();
+  // A proxy that swaps toward any host: AI-2 fails, the rest hold.
+  const auto through = run_ai(up, std::make_shared<L7Double>(real_transport(config), true, false), "agent-through",
+                              "ghs_" + random_hex(16));
+  INFO(describe(through));
+  CHECK(failed_ids(through) == std::vector<std::string>{"AI-2"});
+  // A backend that also puts the value in the workload's environment: AI-3 and AI-4 fail.
+  const std::string leaked = "ghs_" + random_hex(16);
+  const auto leaky = run_ai(up, std::make_shared<CredentialDouble>(real_transport(config), leaked, false), "agent-leaky",
+                            leaked);
+  INFO(describe(leaky));
+  CHECK(failed_ids(leaky) == std::vector<std::string>{"AI-3", "AI-4"});
+  // A backend that gives the guest no placeholder: AI-1 fails (nothing swapped), AI-3 too.
+  const auto stripped = run_ai(up, std::make_shared<CredentialDouble>(real_transport(config), "", true), "agent-stripped",
+                               "ghs_" + random_hex(16));
+  INFO(describe(stripped));
+  const auto stripped_ids = failed_ids(stripped);
+  CHECK(std::find(stripped_ids.begin(), stripped_ids.end(), "AI-1") != stripped_ids.end());
 }

@@ -17,6 +17,7 @@ std::string decision_json(const Decision& d) {
   j["bytes_down"] = d.bytes_down;
   if (!d.path.empty()) j["path"] = d.path;
   if (!d.rule.empty()) j["rule"] = d.rule;
+  if (!d.credential.empty()) j["credential"] = d.credential;
   if (!d.reason.empty()) j["reason"] = d.reason;
   // Client-controlled text can hold any byte: replace invalid UTF-8 rather than throw.
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -30,6 +30,7 @@ struct Decision {
   std::string reason;
   std::string path;  ///< terminated or plain-HTTP rule checks: the canonical path
   std::string rule;  ///< the rule that decided (L7Rule::describe)
+  std::string credential;  ///< brokered credentials swapped in or refused, by name (never a value)
 };
 
 /// The JSON line (without the newline) for one decision.

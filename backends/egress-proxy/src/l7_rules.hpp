@@ -42,6 +42,9 @@ public:
   /// Throws std::invalid_argument naming the first bad rule (its index and what is wrong).
   static L7Rules parse_json(std::string_view json);
   void add(const L7Rules& other);
+  /// Terminate `host` with a rule that narrows nothing (every method, every path): how the
+  /// proxy sees every request of a sandbox with brokered credentials (CRED-8).
+  void add_whole(const AllowEntry& host) { rules_.push_back(L7Rule{host, std::nullopt, std::nullopt}); }
   bool empty() const noexcept { return rules_.empty(); }
   const std::vector<L7Rule>& rules() const noexcept { return rules_; }
 

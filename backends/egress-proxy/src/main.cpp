@@ -14,6 +14,8 @@
 #include <memory>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
+#include <chrono>
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +27,38 @@
 
 namespace asio = boost::asio;
 using namespace maf::sandbox::egress_proxy;
+
+namespace {
+
+/// CRED-7/CRED-8: wait (bounded) for the values file, read it, unlink it, load the values;
+/// then terminate every allowed host, so a placeholder sent anywhere is seen and refused.
+void load_credential_values(ProxyOptions& options) {
+  const std::string& path = *options.credential_values_file;
+  const auto deadline = std::chrono::steady_clock::now() + options.credential_values_wait;
+  std::string text;
+  for (;;) {
+    std::ifstream in(path, std::ios::binary);
+    if (in) {
+      std::ostringstream all;
+      all << in.rdbuf();
+      text = all.str();
+      // The backend writes the file whole (one tar entry); an empty read is a write in flight.
+      if (!text.empty()) break;
+    }
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::invalid_argument("the credential values file '" + path + "' did not appear within " +
+                                  std::to_string(options.credential_values_wait.count() / 1000) + " s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::remove(path.c_str());
+  options.credentials.load_values(text);
+  std::fill(text.begin(), text.end(), '\0');
+  for (const auto& entry : options.allow.entries())
+    if (!options.rules.find(true, entry.wildcard ? "x." + entry.host : entry.host, entry.port.value_or(443)))
+      options.rules.add_whole(entry);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   ProxyOptions options;
@@ -80,6 +114,16 @@ int main(int argc, char** argv) {
     }
   }
   DecisionLog log(out);
+  if (!options.credentials.empty()) {
+    // CRED-7: the values arrive in a file the backend writes into this container after it
+    // starts; read once, then unlinked, so nothing of them stays on any file system.
+    try {
+      load_credential_values(options);
+    } catch (const std::exception& e) {
+      std::cerr << "maf-sandbox-egress-proxy: refusing to start: " << e.what() << "\n";
+      return 2;
+    }
+  }
   try {
     asio::io_context io(1);
     asio::ip::tcp::acceptor acceptor(io);
@@ -110,6 +154,11 @@ int main(int argc, char** argv) {
     ready["address"] = options.listen_address;
     ready["port"] = options.listen_port;
     ready["allowing"] = options.allow.describe();
+    if (!options.credentials.empty()) {
+      std::string names;
+      for (const auto& c : options.credentials.list()) names += (names.empty() ? "" : ",") + c.name;
+      ready["credentials"] = names;  // names only: the values are never printed
+    }
     if (terminator) {
       std::string rules;
       for (const auto& r : options.rules.rules()) rules += (rules.empty() ? "" : "; ") + r.describe();

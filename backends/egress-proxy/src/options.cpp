@@ -31,6 +31,7 @@ ProxyOptions parse_options(const std::vector<std::string>& args, const GetEnv& e
     if (auto list = env(var)) o.allow.add(Allowlist::parse(*list));
   if (auto rules = env("MAF_SANDBOX_RULES")) o.rules.add(L7Rules::parse_json(*rules));
   o.upstream_ca_pem = env("MAF_SANDBOX_UPSTREAM_CA_PEM");
+  if (auto creds = env("MAF_SANDBOX_CREDENTIALS")) o.credentials = Credentials::parse_json(*creds);
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
     if (flag == "-h" || flag == "--help") {
@@ -55,6 +56,11 @@ ProxyOptions parse_options(const std::vector<std::string>& args, const GetEnv& e
       o.allow.add(Allowlist::parse(value));
     } else if (flag == "--rules") {
       o.rules.add(L7Rules::parse_json(value));
+    } else if (flag == "--credentials") {
+      if (!o.credentials.empty()) throw std::invalid_argument("--credentials given twice (or with MAF_SANDBOX_CREDENTIALS)");
+      o.credentials = Credentials::parse_json(value);
+    } else if (flag == "--credential-values") {
+      o.credential_values_file = value;
     } else if (flag == "--upstream-ca") {
       o.upstream_ca_file = value;
     } else if (flag == "--resolve") {
@@ -89,17 +95,21 @@ ProxyOptions parse_options(const std::vector<std::string>& args, const GetEnv& e
       throw std::invalid_argument("unknown argument '" + flag + "'");
     }
   }
+  if (!o.credentials.empty() && !o.credential_values_file)
+    throw std::invalid_argument("credentials are named but --credential-values names no file for their values");
   return o;
 }
 
 std::string usage() {
   return "usage: maf-sandbox-egress-proxy [--allow host[:port],...]... [--rules JSON]... [--upstream-ca FILE]\n"
          "         [--resolve host=ip]... [--hosts-file PATH] [--features]\n"
+         "         [--credentials JSON --credential-values FILE]\n"
          "         [--listen [ADDR:]PORT] [--log PATH] [--max-connections N] [--max-head-bytes N]\n"
          "         [--head-timeout S] [--connect-timeout S] [--idle-timeout S] [--unsafe-allow-forwarding]\n"
          "environment: MAF_EGRESS_ALLOW, MAF_SANDBOX_ALLOW (allowlists, unioned with --allow),\n"
          "             MAF_SANDBOX_RULES (method/path rules, JSON, unioned with --rules),\n"
          "             MAF_SANDBOX_UPSTREAM_CA_PEM (upstream trust store as PEM text),\n"
+         "             MAF_SANDBOX_CREDENTIALS (brokered credentials, JSON; values from --credential-values),\n"
          "             MAF_SANDBOX_PROXY_PORT (listen port, default 3128)\n"
          "A bare host allows CONNECT to 443 and plain HTTP to 80; host:port allows that port only.\n"
          "A host with a method/path rule is TLS-terminated with a per-run CA and each request checked.\n"

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "allowlist.hpp"
+#include "credentials.hpp"
 #include "l7_rules.hpp"
 #include "pinned_names.hpp"
 
@@ -30,7 +31,7 @@ inline constexpr const char* kDefaultTrustStore = "/etc/ssl/certs/ca-certificate
 /// What this build of the proxy can do, printed by `--features` and carried by the image as
 /// a label, so a backend declares egress_methods/egress_paths only for a proxy that enforces
 /// them (issue 45 item 4).
-inline constexpr const char* kFeatures = "tls-termination,method-rules,path-rules";
+inline constexpr const char* kFeatures = "tls-termination,method-rules,path-rules,brokered-credentials";
 
 struct ProxyOptions {
   std::string listen_address = "0.0.0.0";
@@ -55,6 +56,12 @@ struct ProxyOptions {
   /// SNI match, no upstream verification. Only for the conformance double that must show
   /// every EGRESS_L7 probe able to fail (issue 45); never set by a backend.
   bool pass_through = false;
+  /// Brokered credentials (credentials.hpp): `--credentials JSON` / `$MAF_SANDBOX_CREDENTIALS`,
+  /// their values read from `credential_values_file` before the proxy listens.
+  Credentials credentials;
+  std::optional<std::string> credential_values_file;
+  /// How long to wait for that file to appear (the backend writes it after the start).
+  std::chrono::milliseconds credential_values_wait{30'000};
 };
 
 /// Reads a file's whole text (the hosts file); injected so tests need no files.

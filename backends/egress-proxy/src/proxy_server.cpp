@@ -186,6 +186,25 @@ awaitable<void> ProxyServer::serve(tcp::socket client) {
     co_await answer(client, 403);
     co_return;
   }
+  // CRED-8: a plain http:// request is brokered only where its credential allows http.
+  if (request.kind == RequestKind::Forward && !options_.credentials.empty()) {
+    const auto line_end = request.upstream_head.find("\r\n");
+    std::string fields = request.upstream_head.substr(line_end + 2);
+    const BrokerOutcome brokered =
+        options_.credentials.apply(std::string_view(request.upstream_head).substr(0, line_end), fields,
+                                   request.target.host, false, !options_.pass_through);
+    if (brokered.refused) {
+      d.decision = "deny";
+      d.status = 403;
+      d.reason = brokered.reason;
+      d.credential = brokered.credential;
+      log_.write(d);
+      co_await answer(client, 403, refusal_body(brokered.reason));
+      co_return;
+    }
+    request.upstream_head.replace(line_end + 2, std::string::npos, fields);
+    for (const auto& name : brokered.swapped) d.credential += (d.credential.empty() ? "" : ",") + name;
+  }
 
   // 3. Resolve here, never in the sandbox: a pin is trusted, anything else must be global.
   std::vector<tcp::endpoint> endpoints;

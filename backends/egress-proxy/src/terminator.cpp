@@ -250,7 +250,7 @@ awaitable<void> Terminator::serve(tcp::socket client_socket, Target target, cons
       co_await finish(parsed.status, r.reason);
       co_return;
     }
-    const TunnelRequest& request = *parsed.request;
+    TunnelRequest request = std::move(*parsed.request);
     r.method = request.method;
     L7Verdict verdict = check_request(rule, request.method, request.target, target.host);
     if (!check) verdict = L7Verdict{true, 0, request.target, request.target, {}};
@@ -268,6 +268,20 @@ awaitable<void> Terminator::serve(tcp::socket client_socket, Target target, cons
       log_.write(r);
       co_await finish(verdict.status, verdict.reason);
       co_return;
+    }
+    // CRED-8: brokered credentials, after the rule and Host checks, before a byte goes up.
+    if (!options_.credentials.empty()) {
+      const BrokerOutcome brokered = options_.credentials.apply(request.target, request.fields, target.host, true, check);
+      if (brokered.refused) {
+        r.decision = "deny";
+        r.status = 403;
+        r.reason = brokered.reason;
+        r.credential = brokered.credential;
+        log_.write(r);
+        co_await finish(403, brokered.reason);
+        co_return;
+      }
+      for (const auto& name : brokered.swapped) r.credential += (r.credential.empty() ? "" : ",") + name;
     }
 
     // 3. The upstream, dialled and verified at the first allowed request.

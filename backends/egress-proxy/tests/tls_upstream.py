@@ -1,7 +1,7 @@
 # A test upstream for test_proxy_tls.sh: HTTPS with the test's own CA, HTTP/1.1 kept alive,
 # serving files under ROOT for GET and echoing the byte count of a POST (Content-Length or
 # chunked). Usage: tls_upstream.py PORT ROOT CERT KEY [ADDRESS] (default 127.0.0.1)
-import http.server, ssl, sys, os
+import http.server, json, ssl, sys, os
 
 cert, key = os.path.abspath(sys.argv[3]), os.path.abspath(sys.argv[4])
 os.chdir(sys.argv[2])
@@ -32,6 +32,8 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, fmt, *args):
         sys.stderr.write("UPSTREAM %s %s\n" % (self.command, self.path))
+        # Every header as received, so a test can see what a brokered credential became.
+        sys.stderr.write("UPSTREAM-HEADERS %s\n" % json.dumps(dict(self.headers)))
         sys.stderr.flush()
 
 

@@ -93,6 +93,10 @@ public:
   /// own at construction; held weakly. Override only to forward (a wrapper backend).
   virtual void attach_observers(const std::shared_ptr<const ObserverSet>& observers) { hub_->attach(observers); }
 
+  /// The host's credential source (attached_identity.hpp, CRED-4); the router attaches
+  /// RouterOptions::credentials at construction. Override only to forward (a wrapper backend).
+  virtual void attach_credential_source(CredentialSource source) { credentials_ = std::move(source); }
+
 protected:
   /// The engine work of an acquire: find, adopt or create the sandbox `key` and `spec.kind()`
   /// name, and return it with `plan.storage_base` as its storage base. Runs with no other
@@ -111,12 +115,19 @@ protected:
   /// callback that outlives a call (a drain's publisher) can hold it.
   const std::shared_ptr<ObserverHub>& observer_hub() const noexcept { return hub_; }
 
+  /// The value of each of `spec`'s credentials, asked of the attached source (CRED-4), in
+  /// the spec's order. Throws SandboxCapabilityNotSupported when no source is attached (the
+  /// backend never falls back to anything), SandboxCredentialUnavailable when the source
+  /// throws or answers empty — neither message ever holds a value.
+  std::vector<SecretValue> supply_credentials(const SandboxKey& key, const SandboxSpec& spec) const;
+
 private:
   struct AcquireLocks;  // ACQ-3's per-(key, kind) locks (src/seam/backend.cpp)
   boost::asio::awaitable<void> walk_storage_base(Sandbox& sandbox, const std::string& kind);
 
   std::shared_ptr<ObserverHub> hub_ = std::make_shared<ObserverHub>();
   std::shared_ptr<AcquireLocks> acquire_locks_;
+  CredentialSource credentials_;
 };
 
 /// LIM-3, written once: throws SandboxResourceBoundNotEnforced naming the first bound `spec`

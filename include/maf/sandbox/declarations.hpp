@@ -36,6 +36,10 @@ struct BackendDeclarations {
   /// The resource bounds the backend enforces on every sandbox it serves (docs/limits.md
   /// LIM-3): declare only what a probe of the conformance LIMITS suite proves.
   ResourceBoundSet resource_bounds{};
+  /// With ATTACHED_IDENTITY: whether a credential of lifetime `call` is served — its value
+  /// asked again and swapped in the running proxy at each call (docs/policy.md CRED-3).
+  /// Silence: only lifetime `sandbox`.
+  bool per_call_credentials = false;
 
   /// isolation_scopes with silence read as {CONVERSATION}.
   IsolationScopeSet effective_isolation_scopes() const noexcept {

@@ -79,6 +79,9 @@ MAF_SANDBOX_DEFINE_ERROR(SandboxKeyUnclean, RuntimeError);
 MAF_SANDBOX_DEFINE_ERROR(SandboxToolRefused, RuntimeError);
 /// The spec requires a capability the backend does not declare or cannot serve (C-65 #4, C-54).
 MAF_SANDBOX_DEFINE_REFUSAL(SandboxCapabilityNotSupported, RuntimeError);
+/// The host's credential source failed or answered nothing for a credential (CRED-4); the
+/// message names the credential, never a value.
+MAF_SANDBOX_DEFINE_ERROR(SandboxCredentialUnavailable, RuntimeError);
 /// The spec asks for a guest OS family the backend does not state (C-65 #5).
 MAF_SANDBOX_DEFINE_REFUSAL(SandboxOsFamilyNotSupported, RuntimeError);
 
@@ -128,6 +131,8 @@ MAF_SANDBOX_DEFINE_ERROR(SandboxStateRootUnusable, PermissionError);
 MAF_SANDBOX_DEFINE_REFUSAL(SandboxBackendNotPermitted, PermissionError);
 MAF_SANDBOX_DEFINE_REFUSAL(SandboxCapabilityDenied, PermissionError);
 MAF_SANDBOX_DEFINE_REFUSAL(SandboxIdentityDenied, PermissionError);
+/// A spec's attached credential is wider than the host's max_identity_scope (CRED-5).
+MAF_SANDBOX_DEFINE_REFUSAL(SandboxIdentityScopeDenied, PermissionError);
 MAF_SANDBOX_DEFINE_REFUSAL(SandboxTransferLimitsNotPermitted, PermissionError);
 MAF_SANDBOX_DEFINE_REFUSAL(SandboxEgressNotEnforced, PermissionError);
 /// Exactly "the caller's timeout expired" (C-40). Backends with their own ceilings raise

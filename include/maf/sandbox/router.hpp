@@ -106,7 +106,7 @@ public:
 private:
   /// Which check of C-65/C-68 refused; the message is built only when it will be thrown.
   /// `Unserved`: one of the backend's declarations (src/seam/spec_refusal.hpp, shared with ACQ-1).
-  enum class Refusal { DeniedCapability, DeniedIdentity, BelowFloor, Unserved };
+  enum class Refusal { DeniedCapability, DeniedIdentity, BelowFloor, Unserved, IdentityScope };
   /// The first check `backend` fails for `spec`, or none. Allocates nothing.
   std::optional<Refusal> first_refusal(const SandboxBackend& backend, Isolation rung,
                                        const SandboxSpec& spec) const;

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "maf/sandbox/attached_identity.hpp"
 #include "maf/sandbox/capability.hpp"
 #include "maf/sandbox/declared_output.hpp"
 #include "maf/sandbox/egress.hpp"
@@ -58,13 +59,18 @@ public:
     /// Memory, CPUs, processes, TTL and idle timeout (docs/limits.md); unset bounds ask
     /// nothing. Validated by ResourceLimits itself (LIM-1).
     ResourceLimits resources{};
+    /// Credentials the egress proxy brokers toward bound hosts (attached_identity.hpp,
+    /// docs/policy.md CRED-1…CRED-5); never their values. Requires ATTACHED_IDENTITY.
+    std::vector<AttachedCredential> attached_identity{};
   };
 
   /// Validates in the order of C-18 and throws ValueError naming the offending value:
   /// an empty kind; an egress_allow entry that is not a host (egress_host_problem, naming
   /// the entry); egress_allow without ALLOWLIST (naming the hosts and the mode);
-  /// conflicting or malformed egress rules (C-8); host_tools without HOST_TOOLS (HT-R5). Adds EGRESS_METHODS to the requirements
-  /// when any rule is method-scoped (C-9).
+  /// conflicting or malformed egress rules (C-8); host_tools without HOST_TOOLS (HT-R5); an
+  /// attached credential bound to a host that is not an egress_allow host, or two credentials
+  /// of one name or one placeholder variable (CRED-2). Adds EGRESS_METHODS to the requirements
+  /// when any rule is method-scoped (C-9), ATTACHED_IDENTITY when a credential is named (CRED-1).
   explicit SandboxSpec(Fields fields);
 
   const std::string& kind() const noexcept { return f_.kind; }
@@ -93,10 +99,15 @@ public:
   /// `denied_identities` checks (C-65 #2). Empty without host tools.
   IdentitySet identities() const noexcept { return f_.host_tools ? f_.host_tools->identities : IdentitySet{}; }
 
+  /// The credentials the workload may use through the proxy (CRED-1); each bound only to
+  /// hosts of egress_allow (CRED-2).
+  const std::vector<AttachedCredential>& attached_identity() const noexcept { return f_.attached_identity; }
+
   /// The validated fields, e.g. to derive a modified spec (which is validated again).
   const Fields& fields() const noexcept { return f_; }
 
 private:
+  void check_attached_identity();
   Fields f_;
 };
 

@@ -8,10 +8,12 @@
 
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "maf/sandbox/capability.hpp"
 #include "maf/sandbox/conformance/layout.hpp"
@@ -42,12 +44,30 @@ struct EgressL7Targets {
   std::chrono::milliseconds exec_timeout{std::chrono::seconds(30)};
 };
 
+/// ATTACHED_IDENTITY inputs (AI-1…AI-4; issue 46): a sandbox whose spec binds one credential
+/// to the host of `bound_url`, with `other_url` on another allowed host, and the host's side
+/// of the test — the value it supplied, what its upstream logged, where the value shows.
+struct AttachedIdentityTargets {
+  std::string bound_url;  ///< HTTPS on the credential's bound host, answering 2xx (AI-1)
+  std::string other_url;  ///< HTTPS on another allowed host, answering 2xx (AI-2)
+  std::string env;        ///< the guest variable holding the placeholder (the spec's `env`)
+  std::string header_prefix = "Authorization: Bearer ";  ///< the header line before the placeholder
+  std::string value;      ///< the value the host's CredentialSource supplied
+  /// Everything the upstreams have received so far, headers included (AI-1, AI-2).
+  std::function<std::string()> upstream_log;
+  /// The host-side views that hold `value` (e.g. "the workload's inspect", "the proxy's log",
+  /// "the guest's file system"); empty when none does (AI-4).
+  std::function<std::vector<std::string>(const std::string& value)> where_found;
+  std::chrono::milliseconds exec_timeout{std::chrono::seconds(30)};
+};
+
 /// What a running probe sees.
 struct ProbeContext {
   ConformanceSubject& subject;
   const ConformancePaths& paths;
   const EgressTargets* egress = nullptr;  ///< set for EGRESS only
   const EgressL7Targets* egress_l7 = nullptr;  ///< set for EGRESS_L7 only
+  const AttachedIdentityTargets* attached_identity = nullptr;  ///< set for ATTACHED_IDENTITY only
 };
 
 struct Probe {

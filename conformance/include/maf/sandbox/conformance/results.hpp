@@ -33,6 +33,7 @@ enum class Suite {
   Stream,         ///< STREAM, probes ST-1…: exec_stream hands output over as it arrives (docs/streaming.md)
   Background,     ///< BACKGROUND, probes BG-1…: background processes (docs/background.md)
   EgressL7,       ///< EGRESS_L7, probes EL-1…EL-9: method/path rules (issue 45); run_egress_l7, or the runner with RunnerOptions::egress_l7
+  AttachedIdentity,  ///< ATTACHED_IDENTITY, probes AI-1…AI-4: brokered credentials (issue 46); run_attached_identity
 };
 
 /// Every suite, in the order a runner should run them: EXEC last because its timeout probe

@@ -64,6 +64,9 @@ inline std::vector<ProbeResult> check_egress(ConformanceSubject& s, const Egress
 /// EGRESS_L7 (issue 45): gated on EGRESS_PATHS and EGRESS_METHODS and an ALLOWLIST sandbox
 /// whose spec narrows the targets' host with a method/path rule (docs/conformance.md).
 std::vector<ProbeResult> run_egress_l7(ConformanceSubject& subject, const EgressL7Targets& targets);
+/// ATTACHED_IDENTITY (issue 46): gated on ATTACHED_IDENTITY and an ALLOWLIST sandbox whose spec
+/// binds a credential to the targets' bound host (docs/conformance.md).
+std::vector<ProbeResult> run_attached_identity(ConformanceSubject& subject, const AttachedIdentityTargets& targets);
 inline std::vector<ProbeResult> run_egress_closed(ConformanceSubject& s) { return run_suite(Suite::EgressClosed, s); }
 inline std::vector<ProbeResult> check_egress_closed(ConformanceSubject& s) {
   return check_suite(Suite::EgressClosed, s);

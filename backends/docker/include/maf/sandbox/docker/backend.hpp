@@ -164,6 +164,10 @@ private:
   /// image user, the work directory's facts, and the names acquired (memory.hpp). Shared with
   /// the sandboxes, which record their work directory and forget an abandoned container.
   std::shared_ptr<detail::DockerMemory> memory_;
+  /// Issue 46: each acquiring container's placeholder variables (CRED-6), set by do_acquire
+  /// before the workload is created and read by create_container; never a value.
+  std::mutex credential_env_mutex_;
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> credential_env_;
 };
 
 }  // namespace maf::sandbox::docker
