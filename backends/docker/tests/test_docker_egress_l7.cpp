@@ -38,6 +38,7 @@ namespace {
 using l7_test::kClientsImage;
 using l7_test::l7_targets;
 using l7_test::rule_spec;
+using Strings = std::vector<std::string>;
 
 std::string proxy_image() {
   const char* env = std::getenv("MAF_SANDBOX_EGRESS_PROXY_IMAGE");

@@ -180,15 +180,9 @@ void prepare_guest_egress_points(const GuestTree& tree) {
 }
 
 std::vector<std::pair<std::string, std::string>> guest_egress_env(const GuestEgress& egress) {
-  const std::string url = "http://127.0.0.1:" + std::to_string(kGuestProxyPort);
-  std::vector<std::pair<std::string, std::string>> env{{"HTTP_PROXY", url}, {"HTTPS_PROXY", url},
-                                                       {"http_proxy", url}, {"https_proxy", url},
-                                                       {"NO_PROXY", ""},    {"no_proxy", ""}};
-  if (!egress.ca_file.empty()) {
-    for (const char* name : {"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO"})
-      env.emplace_back(name, kGuestCaBundle);
-    env.emplace_back("NODE_EXTRA_CA_CERTS", kGuestCaFile);
-  }
+  auto env = egress_proxy::guest_proxy_env("http://127.0.0.1:" + std::to_string(kGuestProxyPort), !egress.ca_file.empty());
+  // No host is exempt from the proxy: there is no other way out of the guest's namespace.
+  env.insert(env.begin() + 4, {{"NO_PROXY", ""}, {"no_proxy", ""}});
   return env;
 }
 

@@ -11,6 +11,7 @@
 
 #include "guest_tree.hpp"
 #include "host_boundary.hpp"
+#include "maf/sandbox/egress_proxy/launch.hpp"
 #include "maf/sandbox/process/process_backend.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 
@@ -52,8 +53,8 @@ struct GuestEgress {
 /// Where the guest finds its egress pieces, and the loopback port the relay listens on.
 inline constexpr const char* kGuestRelay = "/run/maf-sandbox/egress-relay";
 inline constexpr const char* kGuestProxySocket = "/run/maf-sandbox/egress.sock";
-inline constexpr const char* kGuestCaFile = "/etc/maf-sandbox/egress-ca.pem";
-inline constexpr const char* kGuestCaBundle = "/etc/maf-sandbox/egress-ca-bundle.pem";
+using egress_proxy::kGuestCaBundle;  // egress_proxy/launch.hpp: the paths every backend uses
+using egress_proxy::kGuestCaFile;
 inline constexpr int kGuestProxyPort = 3128;
 
 /// Makes the mount points of GuestEgress's binds in a fresh private root (bubblewrap could

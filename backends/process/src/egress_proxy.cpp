@@ -25,6 +25,7 @@
 #include <spdlog/spdlog.h>
 
 #include "fd.hpp"
+#include "maf/sandbox/egress_proxy/launch.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "said.hpp"
@@ -154,11 +155,12 @@ pid_t spawn_proxy(const ProcessBackendConfig& config, const Boundary& boundary, 
   args.insert(args.end(), config.egress_proxy_args.begin(), config.egress_proxy_args.end());
   std::vector<std::string> env{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
   if (config.egress_upstream_ca_file) {
-    const std::string pem = read_text(*config.egress_upstream_ca_file, 8 << 20);
-    if (pem.find("-----BEGIN CERTIFICATE-----") == std::string::npos)
+    const auto pem = egress_proxy::upstream_ca_pem(*config.egress_upstream_ca_file);
+    if (!pem)
       throw OSError(said("egress_upstream_ca_file '") + *config.egress_upstream_ca_file +
                     "' cannot be read or holds no PEM certificate");
-    env.push_back("MAF_SANDBOX_UPSTREAM_CA_PEM=" + pem);  // read here: the proxy's identity may not
+    // Read here: the proxy's identity may not be able to read the operator's file.
+    env.push_back(std::string(egress_proxy::kUpstreamCaVariable) + "=" + *pem);
   }
 
   Fd log(high(::open((dir / "proxy.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)));
@@ -249,41 +251,16 @@ std::optional<EgressPrograms> find_egress_programs(const ProcessBackendConfig& c
 std::optional<EgressPolicy> egress_policy_of(const SandboxSpec& spec) {
   if (spec.egress() != Egress::Allowlist || spec.egress_allow().empty()) return std::nullopt;
   EgressPolicy p;
-  nlohmann::json rules = nlohmann::json::array();
-  for (const auto& entry : spec.egress_allow()) {
-    if (const auto* host = std::get_if<std::string>(&entry)) {
-      p.allow.push_back(*host);
-    } else if (const auto* rule = std::get_if<EgressRule>(&entry)) {
-      nlohmann::json r = {{"host", rule->host()}};
-      if (rule->methods()) r["methods"] = *rule->methods();
-      if (rule->paths()) r["paths"] = *rule->paths();
-      rules.push_back(std::move(r));
-    }
-  }
-  if (!rules.empty()) p.rules_json = rules.dump();
+  for (const auto& entry : spec.egress_allow())
+    if (const auto* host = std::get_if<std::string>(&entry)) p.allow.push_back(*host);
+  if (egress_proxy::spec_has_rules(spec)) p.rules_json = egress_proxy::rules_json(spec);
   return p;
 }
 
 std::vector<std::string> egress_identity(const SandboxSpec& spec) {
   std::vector<std::string> out;
   if (!egress_policy_of(spec)) return out;
-  auto sorted = [](std::vector<std::string> v) {
-    std::sort(v.begin(), v.end());
-    std::string joined;
-    for (const auto& s : v) joined += (joined.empty() ? "" : ",") + s;
-    return joined;
-  };
-  for (const auto& entry : spec.egress_allow()) {
-    const auto* rule = std::get_if<EgressRule>(&entry);
-    if (!rule) {
-      out.push_back(std::get<std::string>(entry));
-      continue;
-    }
-    std::string id = rule->host();
-    if (rule->methods()) id += " methods=" + sorted(*rule->methods());
-    if (rule->paths()) id += " paths=" + sorted(*rule->paths());
-    out.push_back(std::move(id));
-  }
+  for (const auto& entry : spec.egress_allow()) out.push_back(egress_proxy::entry_identity(entry));
   return out;
 }
 

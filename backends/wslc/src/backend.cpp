@@ -40,7 +40,7 @@ BackendDeclarations wslc_declarations(const WslcConfig& config) {
   // W-4: ALLOWLIST only with a proxy to enforce it; never UNRESTRICTED.
   d.egress_modes = proxy_configured ? EgressSet{Egress::Closed, Egress::Allowlist} : EgressSet{Egress::Closed};
   // Issue 45: method/path rules only behind a proxy the operator says terminates TLS; every
-  // acquire with rules checks the proxy itself (its readiness line carries the CA, W-35).
+  // acquire with rules checks the proxy itself (its readiness line carries the CA, W-44).
   if (proxy_configured && config.egress_proxy_terminates) {
     d.capabilities.insert(Capability::EgressMethods);
     d.capabilities.insert(Capability::EgressPaths);
