@@ -14,7 +14,7 @@ std::vector<SecretValue> SandboxBackend::supply_credentials(const SandboxKey& ke
   if (!credentials_)
     throw SandboxCapabilityNotSupported("backend '" + name() + "' has no credential source for workload kind '" +
                                         spec.kind() + "' (credential '" + spec.attached_identity().front().name() +
-                                        "'): the host sets RouterOptions::credentials; nothing is written into the "
+                                        "'): the host attaches one with SandboxRouter::attach_credential_source; nothing is written into the "
                                         "guest instead");
   for (const auto& credential : spec.attached_identity()) {
     CredentialRequest request{credential.name(), name(), spec.kind(), key.scope, key.thread_id, credential.hosts()};

@@ -38,9 +38,6 @@ struct RouterOptions {
   /// default, refuses every spec that names a credential — at ensure_can_serve and again at
   /// acquire — with SandboxIdentityScopeDenied naming the credential and both scopes.
   IdentityScope max_identity_scope = IdentityScope::None;
-  /// Supplies credential values at acquire (CRED-4); handed to every backend at
-  /// construction. Absent: a backend refuses a spec that names a credential.
-  CredentialSource credentials{};
 
   /// Options whose floor is lowered on purpose.
   static RouterOptions lowered_floor(Isolation floor, LowerIsolationFloor) {
