@@ -48,9 +48,6 @@ SandboxRouter::SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backen
   for (const auto& b : backends_)
     if (!b) throw ValueError("SandboxRouter: a registered backend is null");
   attach_observers(std::move(observers));
-  // CRED-4: the host's value source goes to every backend, as the observers do.
-  if (options_.credentials)
-    for (const auto& b : backends_) b->attach_credential_source(options_.credentials);
   if (backends_.empty()) return;  // C-61: disabled, nothing raises
   if (options_.selection == Selection::PerSpec) {
     // [gap] C-63: refuse unknown rungs of any registered backend at construction.
@@ -85,6 +82,11 @@ SandboxRouter::SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backen
 void SandboxRouter::ensure_can_serve(const SandboxSpec& spec) const {
   if (backends_.empty()) return;
   (void)select(spec);
+}
+
+void SandboxRouter::attach_credential_source(const CredentialSource& source) {
+  // CRED-4: the host's value source goes to every backend, as the observers do.
+  for (const auto& b : backends_) b->attach_credential_source(source);
 }
 
 std::shared_ptr<SandboxBackend> SandboxRouter::select(const SandboxSpec& spec) const {

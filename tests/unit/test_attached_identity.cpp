@@ -194,12 +194,12 @@ TEST_CASE("CRED-4: the backend asks the host's source at acquire; no source or a
                Catch::Contains("no credential source") && Catch::Contains("'github'"));
   }
   std::vector<CredentialRequest> asked;
-  o.credentials = [&](const CredentialRequest& r) {
-    asked.push_back(r);
-    return SecretValue("ghp_the-real-value");
-  };
   auto backend = std::make_shared<BrokeringFake>();
   SandboxRouter router({backend}, o);
+  router.attach_credential_source([&](const CredentialRequest& r) {
+    asked.push_back(r);
+    return SecretValue("ghp_the-real-value");
+  });
   run([&] { return router.acquire(SandboxKey{"s", "t", "a", ""}, spec); });
   REQUIRE(asked.size() == 1);
   CHECK(asked[0].credential == "github");
@@ -207,16 +207,17 @@ TEST_CASE("CRED-4: the backend asks the host's source at acquire; no source or a
   CHECK(asked[0].scope == "s");
   CHECK(backend->supplied == std::vector<std::string>{"ghp_the-real-value"});
 
-  o.credentials = [](const CredentialRequest&) -> SecretValue { throw std::runtime_error("vault said ghp_leak"); };
   auto failing = std::make_shared<BrokeringFake>();
   SandboxRouter refusing({failing}, o);
+  refusing.attach_credential_source(
+      [](const CredentialRequest&) -> SecretValue { throw std::runtime_error("vault said ghp_leak"); });
   const auto msg = message_of<SandboxCredentialUnavailable>(
       [&] { run([&] { return refusing.acquire(SandboxKey{"s", "t", "b", ""}, spec); }); });
   CHECK_THAT(msg, Catch::Contains("'github'"));
   CHECK(msg.find("ghp_leak") == std::string::npos);  // the source's words may hold the value
-  o.credentials = [](const CredentialRequest&) { return SecretValue("line\r\nX-Injected: 1"); };
   auto crlf = std::make_shared<BrokeringFake>();
   SandboxRouter crlf_router({crlf}, o);
+  crlf_router.attach_credential_source([](const CredentialRequest&) { return SecretValue("line\r\nX-Injected: 1"); });
   CHECK_THROWS_AS(run([&] { return crlf_router.acquire(SandboxKey{"s", "t", "c", ""}, spec); }),
                   SandboxCredentialUnavailable);
 }

@@ -7,7 +7,7 @@
 /// spec's `egress_allow`), the request header it fills (`Authorization: Bearer {value}`, or
 /// any named header), the guest environment variable that carries its *placeholder*, its
 /// lifetime and its sharing. The value is never in the spec: the host supplies it through a
-/// `CredentialSource` at acquire, the backend hands it to the proxy by a channel the guest
+/// `CredentialSource` (credential_source.hpp) at acquire, the backend hands it to the proxy by a channel the guest
 /// cannot read, and the guest sees only a random per-sandbox placeholder, which the proxy
 /// swaps for the value in requests to a bound host after its rule and Host checks.
 ///
@@ -15,7 +15,6 @@
 /// default, `none`, refuses every spec that names a credential.
 
 #include <array>
-#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -171,20 +170,5 @@ private:
   }
   std::string value_;
 };
-
-/// What a CredentialSource is asked for: which credential, for which sandbox.
-struct CredentialRequest {
-  std::string credential;  ///< AttachedCredential::name
-  std::string backend;
-  std::string kind;
-  std::string scope;      ///< SandboxKey::scope
-  std::string thread_id;  ///< SandboxKey::thread_id
-  std::vector<std::string> hosts;  ///< where the value will be sent
-};
-
-/// The host's callback that supplies a value (CRED-4), called by the backend at acquire,
-/// on the acquiring thread; it should answer promptly. Throwing refuses the acquire (the
-/// message is the host's, so it must not hold the value); an empty value is refused too.
-using CredentialSource = std::function<SecretValue(const CredentialRequest&)>;
 
 }  // namespace maf::sandbox

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "maf/sandbox/credential_source.hpp"
 #include "maf/sandbox/declarations.hpp"
 #include "maf/sandbox/disposal.hpp"
 #include "maf/sandbox/key.hpp"

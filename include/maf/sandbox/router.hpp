@@ -54,6 +54,12 @@ public:
   /// tool-call and cleanup events here (emit(router.observers().get(), …)).
   const std::shared_ptr<const ObserverSet>& observers() const noexcept { return observers_; }
 
+  /// The host's source of credential values (credential_source.hpp, docs/policy.md CRED-4),
+  /// handed to every registered backend; call it before the first acquire. Without one a
+  /// backend refuses a spec that names a credential (what max_identity_scope permits is
+  /// still decided here first).
+  void attach_credential_source(const CredentialSource& source);
+
   /// Every check of C-65/C-68 in order; the first failure throws its typed error. Returns
   /// silently when disabled. Never logs.
   void ensure_can_serve(const SandboxSpec& spec) const;
