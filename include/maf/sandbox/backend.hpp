@@ -95,7 +95,7 @@ public:
   virtual void attach_observers(const std::shared_ptr<const ObserverSet>& observers) { hub_->attach(observers); }
 
   /// The host's credential source (attached_identity.hpp, CRED-4); the router attaches
-  /// RouterOptions::credentials at construction. Override only to forward (a wrapper backend).
+  /// SandboxRouter::attach_credential_source. Override only to forward (a wrapper backend).
   virtual void attach_credential_source(CredentialSource source) { credentials_ = std::move(source); }
 
 protected:
