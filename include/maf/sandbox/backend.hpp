@@ -94,7 +94,7 @@ public:
   /// own at construction; held weakly. Override only to forward (a wrapper backend).
   virtual void attach_observers(const std::shared_ptr<const ObserverSet>& observers) { hub_->attach(observers); }
 
-  /// The host's credential source (attached_identity.hpp, CRED-4); the router attaches
+  /// The host's credential source (credential_source.hpp, CRED-4), attached through
   /// SandboxRouter::attach_credential_source. Override only to forward (a wrapper backend).
   virtual void attach_credential_source(CredentialSource source) { credentials_ = std::move(source); }
 
