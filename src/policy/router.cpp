@@ -79,14 +79,14 @@ SandboxRouter::SandboxRouter(std::vector<std::shared_ptr<SandboxBackend>> backen
         "); the host must lower the floor explicitly to use it");
 }
 
-void SandboxRouter::attach_credential_source(CredentialSource source) {
-  // CRED-4: the host's value source goes to every backend, as the observers do.
-  for (const auto& b : backends_) b->attach_credential_source(source);
-}
-
 void SandboxRouter::ensure_can_serve(const SandboxSpec& spec) const {
   if (backends_.empty()) return;
   (void)select(spec);
+}
+
+void SandboxRouter::attach_credential_source(const CredentialSource& source) {
+  // CRED-4: the host's value source goes to every backend, as the observers do.
+  for (const auto& b : backends_) b->attach_credential_source(source);
 }
 
 std::shared_ptr<SandboxBackend> SandboxRouter::select(const SandboxSpec& spec) const {

@@ -221,3 +221,20 @@ TEST_CASE("CRED-4: the backend asks the host's source at acquire; no source or a
   CHECK_THROWS_AS(run([&] { return crlf_router.acquire(SandboxKey{"s", "t", "c", ""}, spec); }),
                   SandboxCredentialUnavailable);
 }
+
+TEST_CASE("CRED-1: a backend that does not declare attached_identity refuses a credentialed spec, never falls back") {
+  // The process backend, WSLC and ACAS declare no ATTACHED_IDENTITY: the router (and ACQ-1 on
+  // a direct acquire) refuses before the backend runs, so nothing can be written into a guest.
+  auto d = brokering();
+  d.capabilities = d.capabilities.difference(CapabilitySet{Capability::AttachedIdentity});
+  auto backend = std::make_shared<maf::sandbox::test::PolicyFakeBackend>("plain", "microvm", d);
+  RouterOptions o;
+  o.max_identity_scope = IdentityScope::Shared;
+  SandboxRouter router({backend}, o);
+  CHECK_THAT(message_of<SandboxCapabilityNotSupported>([&] { router.ensure_can_serve(with_github_token()); }),
+             Catch::Contains("attached_identity") && Catch::Contains("'plain'"));
+  BlockingRunner run;
+  CHECK_THROWS_AS(run([&] { return backend->acquire(SandboxKey{"s", "t", "a", ""}, with_github_token()); }),
+                  SandboxCapabilityNotSupported);
+  CHECK(backend->acquired.empty());
+}

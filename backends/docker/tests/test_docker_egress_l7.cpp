@@ -29,6 +29,11 @@
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/labels.hpp"
 #include "maf/sandbox/router.hpp"
+#include "maf/sandbox/logging.hpp"
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+#include <sstream>
 
 using namespace maf::sandbox;
 using namespace docker_test;
@@ -448,6 +453,16 @@ TEST_CASE("AI-1 AI-2 AI-3 AI-4 CRED-4 CRED-5 CRED-7 CRED-9 issue-46: ATTACHED_ID
   auto config = up.config();
   std::vector<docker::EgressEvent> events;
   config.egress_observer = [&events](const docker::EgressEvent& e) { events.push_back(e); };
+  // CRED-9: every line the library logs while it brokers, at every level, is searched too.
+  std::ostringstream log_lines;
+  auto previous = maf::sandbox::logger();
+  auto capture = std::make_shared<spdlog::logger>("maf.sandbox", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_lines));
+  capture->set_level(spdlog::level::trace);
+  maf::sandbox::set_logger(capture);
+  struct Restore {
+    std::shared_ptr<spdlog::logger> logger;
+    ~Restore() { maf::sandbox::set_logger(logger); }
+  } restore{previous};
   Scope scope(config);
   REQUIRE(scope.backend->declarations().capabilities.contains(Capability::AttachedIdentity));
   const std::string secret = "ghs_" + random_hex(16);
@@ -480,6 +495,8 @@ TEST_CASE("AI-1 AI-2 AI-3 AI-4 CRED-4 CRED-5 CRED-7 CRED-9 issue-46: ATTACHED_ID
       CHECK(d.reason.find(secret) == std::string::npos);
     }
   CHECK(refused_named);
+  CHECK_THAT(log_lines.str(), Catch::Contains("brokered credentials"));  // the capture saw the acquire
+  CHECK(log_lines.str().find(secret) == std::string::npos);
 }
 
 TEST_CASE("AI-1 AI-2 AI-3 AI-4 issue-46: each ATTACHED_IDENTITY probe fails against a double") {

@@ -7,7 +7,7 @@
 /// spec's `egress_allow`), the request header it fills (`Authorization: Bearer {value}`, or
 /// any named header), the guest environment variable that carries its *placeholder*, its
 /// lifetime and its sharing. The value is never in the spec: the host supplies it through a
-/// `CredentialSource` at acquire, the backend hands it to the proxy by a channel the guest
+/// `CredentialSource` (credential_source.hpp) at acquire, the backend hands it to the proxy by a channel the guest
 /// cannot read, and the guest sees only a random per-sandbox placeholder, which the proxy
 /// swaps for the value in requests to a bound host after its rule and Host checks.
 ///
@@ -137,6 +137,38 @@ public:
 
 private:
   Fields f_;
+};
+
+/// A credential's value as the host hands it over: movable, never printable (no operator<<,
+/// no to_string), wiped when destroyed. `reveal()` is for the one place that writes it to
+/// the proxy's private channel.
+class SecretValue {
+public:
+  SecretValue() = default;
+  explicit SecretValue(std::string value) : value_(std::move(value)) {}
+  SecretValue(SecretValue&& other) noexcept : value_(std::move(other.value_)) { other.wipe(); }
+  SecretValue& operator=(SecretValue&& other) noexcept {
+    if (this != &other) {
+      wipe();
+      value_ = std::move(other.value_);
+      other.wipe();
+    }
+    return *this;
+  }
+  SecretValue(const SecretValue&) = delete;
+  SecretValue& operator=(const SecretValue&) = delete;
+  ~SecretValue() { wipe(); }
+
+  bool empty() const noexcept { return value_.empty(); }
+  const std::string& reveal() const noexcept { return value_; }
+
+private:
+  void wipe() noexcept {
+    volatile char* p = value_.data();
+    for (std::size_t i = 0; i < value_.size(); ++i) p[i] = 0;
+    value_.clear();
+  }
+  std::string value_;
 };
 
 }  // namespace maf::sandbox

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "maf/sandbox/credential_source.hpp"
 #include "maf/sandbox/declarations.hpp"
 #include "maf/sandbox/disposal.hpp"
 #include "maf/sandbox/key.hpp"
@@ -93,8 +94,8 @@ public:
   /// own at construction; held weakly. Override only to forward (a wrapper backend).
   virtual void attach_observers(const std::shared_ptr<const ObserverSet>& observers) { hub_->attach(observers); }
 
-  /// The host's credential source (credential_source.hpp, CRED-4); the router hands it over
-  /// in SandboxRouter::attach_credential_source. Override only to forward (a wrapper backend).
+  /// The host's credential source (credential_source.hpp, CRED-4), attached through
+  /// SandboxRouter::attach_credential_source. Override only to forward (a wrapper backend).
   virtual void attach_credential_source(CredentialSource source) { credentials_ = std::move(source); }
 
 protected:

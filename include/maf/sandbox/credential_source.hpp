@@ -1,51 +1,16 @@
 #pragma once
 /// @file credential_source.hpp
-/// How a credential's value travels from the host to the backend that brokers it (CRED-4,
-/// docs/policy.md "Attached identity"): the host's CredentialSource, asked at acquire with a
-/// CredentialRequest, answering a SecretValue that is movable, never printable and wiped
-/// when destroyed. Kept apart from attached_identity.hpp (what a spec *declares*, part of the
-/// light entry) because the source is a std::function and the value lives only on the
-/// host side: SandboxRouter::attach_credential_source and SandboxBackend take it.
+/// The host's side of attached identity (docs/policy.md CRED-4): the callback that supplies a
+/// credential's value at acquire. Apart from attached_identity.hpp, which the light entry
+/// reaches through spec.hpp, because a callback type needs <functional>.
 
-#include <cstddef>
 #include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
+#include "maf/sandbox/attached_identity.hpp"
+
 namespace maf::sandbox {
-
-/// A credential's value as the host hands it over: movable, never printable (no operator<<,
-/// no to_string), wiped when destroyed. `reveal()` is for the one place that writes it to
-/// the proxy's private channel.
-class SecretValue {
-public:
-  SecretValue() = default;
-  explicit SecretValue(std::string value) : value_(std::move(value)) {}
-  SecretValue(SecretValue&& other) noexcept : value_(std::move(other.value_)) { other.wipe(); }
-  SecretValue& operator=(SecretValue&& other) noexcept {
-    if (this != &other) {
-      wipe();
-      value_ = std::move(other.value_);
-      other.wipe();
-    }
-    return *this;
-  }
-  SecretValue(const SecretValue&) = delete;
-  SecretValue& operator=(const SecretValue&) = delete;
-  ~SecretValue() { wipe(); }
-
-  bool empty() const noexcept { return value_.empty(); }
-  const std::string& reveal() const noexcept { return value_; }
-
-private:
-  void wipe() noexcept {
-    volatile char* p = value_.data();
-    for (std::size_t i = 0; i < value_.size(); ++i) p[i] = 0;
-    value_.clear();
-  }
-  std::string value_;
-};
 
 /// What a CredentialSource is asked for: which credential, for which sandbox.
 struct CredentialRequest {

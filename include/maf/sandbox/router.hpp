@@ -24,7 +24,6 @@
 #include "maf/sandbox/backend.hpp"
 #include "maf/sandbox/call_admission.hpp"
 #include "maf/sandbox/call_defaults.hpp"
-#include "maf/sandbox/credential_source.hpp"
 #include "maf/sandbox/router_options.hpp"
 
 namespace maf::sandbox {
@@ -55,10 +54,11 @@ public:
   /// tool-call and cleanup events here (emit(router.observers().get(), …)).
   const std::shared_ptr<const ObserverSet>& observers() const noexcept { return observers_; }
 
-  /// CRED-4: the host's source of credential values, handed to every backend (as the
-  /// observers are). Without one, a backend refuses a spec that names a credential. Not a
-  /// RouterOptions field, so the light entry's options stay free of <functional>.
-  void attach_credential_source(CredentialSource source);
+  /// The host's source of credential values (credential_source.hpp, docs/policy.md CRED-4),
+  /// handed to every registered backend; call it before the first acquire. Without one a
+  /// backend refuses a spec that names a credential (what max_identity_scope permits is
+  /// still decided here first).
+  void attach_credential_source(const CredentialSource& source);
 
   /// Every check of C-65/C-68 in order; the first failure throws its typed error. Returns
   /// silently when disabled. Never logs.

@@ -36,7 +36,8 @@ struct RouterOptions {
   IsolationScope min_isolation_scope = IsolationScope::Conversation;
   /// The widest attached authority a spec may ask (docs/policy.md CRED-5): `none`, the
   /// default, refuses every spec that names a credential — at ensure_can_serve and again at
-  /// acquire — with SandboxIdentityScopeDenied naming the credential and both scopes.
+  /// acquire — with SandboxIdentityScopeDenied naming the credential and both scopes. The
+  /// values come from SandboxRouter::attach_credential_source (CRED-4).
   IdentityScope max_identity_scope = IdentityScope::None;
 
   /// Options whose floor is lowered on purpose.
