@@ -32,6 +32,8 @@ Capability gate_capability(Suite suite) {
     case Suite::Stream: return Capability::ExecStream;
     case Suite::Background: return Capability::Background;
     case Suite::EgressL7: return Capability::EgressPaths;  // and EgressMethods: require_gate
+    case Suite::ExecEnv: return Capability::ExecEnv;
+    case Suite::ExecStdin: return Capability::ExecStdin;
   }
   return Capability::Exec;
 }
@@ -92,6 +94,8 @@ void plant_for(Suite suite, ConformanceSubject& subject, const ConformancePaths&
     case Suite::Stream:
     case Suite::Background:
     case Suite::EgressL7:
+    case Suite::ExecEnv:
+    case Suite::ExecStdin:
       // R10: nothing guarantees the working directory exists; a marker creates it.
       subject.plant_file(paths.in_work(".probe-cwd"), "");
       break;
@@ -116,6 +120,8 @@ std::span<const Probe> probes(Suite suite) {
     case Suite::Stream: return detail::stream_probes();
     case Suite::Background: return detail::background_probes();
     case Suite::EgressL7: return detail::egress_l7_probes();
+    case Suite::ExecEnv: return detail::exec_env_probes();
+    case Suite::ExecStdin: return detail::exec_stdin_probes();
   }
   return {};
 }

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,10 +43,14 @@ std::vector<std::string> proc_closure_args();
 class Launch {
 public:
   /// `command` (argv form) inside the sandbox rooted at `root_dir`, started inside the
-  /// cgroups whose `cgroup.procs` files `join_cgroups` names (none: the caller's cgroups).
+  /// cgroups whose `cgroup.procs` files `join_cgroups` names (none: the caller's cgroups),
+  /// with `environment` added to or overriding the guest's base environment (ENV-4: through
+  /// bubblewrap's `--args` descriptor, never on any command line and never in the
+  /// environment of the host-side programs — sh, setpriv, bwrap — that start the guest).
   Launch(const ProcessBackendConfig& config, const Boundary& boundary, const std::string& root_dir,
          const std::string& working_directory, const std::string& home, const std::vector<std::string>& command,
-         const std::vector<std::string>& join_cgroups = {});
+         const std::vector<std::string>& join_cgroups = {},
+         const std::map<std::string, std::string>& environment = {});
   ~Launch();
   Launch(const Launch&) = delete;
   Launch& operator=(const Launch&) = delete;

@@ -33,6 +33,8 @@ enum class Suite {
   Stream,         ///< STREAM, probes ST-1…: exec_stream hands output over as it arrives (docs/streaming.md)
   Background,     ///< BACKGROUND, probes BG-1…: background processes (docs/background.md)
   EgressL7,       ///< EGRESS_L7, probes EL-1…EL-9: method/path rules (issue 45); run_egress_l7, not in kAllSuites
+  ExecEnv,        ///< EXEC_ENV, probes EE-1…EE-5: a command's own environment (docs/exec-input.md)
+  ExecStdin,      ///< EXEC_STDIN, probes SI-1…SI-5: one-shot stdin (docs/exec-input.md)
 };
 
 /// Every suite, in the order a runner should run them: EXEC last because its timeout probe
@@ -43,7 +45,8 @@ enum class Suite {
 inline constexpr Suite kAllSuites[] = {Suite::FilesOut,      Suite::ReadCap,  Suite::FilesIn,   Suite::FilesDelete,
                                        Suite::Egress,        Suite::EgressClosed, Suite::HostIntegrity,
                                        Suite::Cleanup,       Suite::HostTools, Suite::Stream,
-                                       Suite::Background,    Suite::Exec};
+                                       Suite::Background,    Suite::ExecEnv,      Suite::ExecStdin,
+                                       Suite::Exec};
 
 /// "FILES_OUT", "EXEC", … (the upstream labels).
 std::string_view suite_label(Suite suite) noexcept;
