@@ -13,8 +13,10 @@ namespace maf::sandbox::detail {
 // - The last statement, when an expression, is evaluated apart so its value is returned
 //   (the REPL's rule); rich outputs follow the IPython _repr_*_ protocol, then open
 //   matplotlib figures, all under a count and a byte cap (a plot bomb is cut, and flagged).
-// - Polling starts at 1 ms after a call and backs off to 50 ms when idle.
-const char* const kPythonContextDriver = R"PY(import ast, base64, io, json, os, signal, sys, time, traceback
+// - The driver sleeps on the `wake` FIFO (opened read-write, so it never sees end of file and
+//   a writer never blocks), which each call pokes after its code is in place; it also looks
+//   once a second, so a lost poke costs a second, never a hang.
+const char* const kPythonContextDriver = R"PY(import ast, base64, io, json, os, select, signal, sys, traceback
 signal.signal(signal.SIGINT, signal.default_int_handler)
 D = sys.argv[1]
 CAP_TEXT = 1 << 20
@@ -96,18 +98,18 @@ def run(code):
     return res
 
 n = 0
-idle = 0.001
+wake = os.open(os.path.join(D, "wake"), os.O_RDWR)
 while True:
     try:
         src = os.path.join(D, "%d.py" % n)
         if not os.path.exists(src):
-            time.sleep(idle)
-            idle = min(idle * 2, 0.05)
+            if select.select([wake], [], [], 1.0)[0]:
+                os.read(wake, 4096)
             continue
         with open(src, encoding="utf-8", errors="replace") as f:
             code = f.read()
         os.remove(src)  # taken: a late interrupt never runs it twice
-        cur, n, idle = n, n + 1, 0.001
+        cur, n = n, n + 1
         res = run(code)
         part = os.path.join(D, "%d.json.part" % cur)
         with open(part, "w", encoding="ascii") as f:
@@ -120,6 +122,7 @@ while True:
 const char* const kContextCall = R"SH(d=$1; n=$2; bg=$3; polls=$4
 if [ "$5" = send ]; then
   cat > "$d/$n.py.part" && mv "$d/$n.py.part" "$d/$n.py" || exit 90
+  printf x 1<>"$d/wake" 2>/dev/null
 fi
 while [ ! -e "$d/$n.json" ]; do
   if [ -e "$bg/status" ]; then [ -e "$d/$n.json" ] && break; exit 91; fi

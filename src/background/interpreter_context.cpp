@@ -139,7 +139,8 @@ awaitable<void> InterpreterContext::start() {
   const std::string dir = directory_of(s, id_);
   // The driver goes in on stdin, so a context needs no FILES_IN; a restart starts from an
   // empty directory (a call file left by the killed interpreter is not run by the next).
-  const Command install({"sh", "-c", "rm -rf \"$1\" && mkdir -p \"$1\" && cat > \"$1/driver.py\"", "maf-context", dir});
+  const Command install({"sh", "-c", "rm -rf \"$1\" && mkdir -p \"$1\" && mkfifo \"$1/wake\" && cat > \"$1/driver.py\"",
+                         "maf-context", dir});
   const ExecInput driver{.stdin_bytes = std::string(detail::kPythonContextDriver)};
   auto installing = exec_in(s, install, driver, std::chrono::seconds(30));
   const ExecResult installed = co_await std::move(installing);
