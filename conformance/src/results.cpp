@@ -11,7 +11,7 @@ struct SuiteNames {
   std::string_view label;
   std::string_view option;
 };
-constexpr std::array<SuiteNames, 16> kSuiteNames{{
+constexpr std::array<SuiteNames, 17> kSuiteNames{{
     {Suite::FilesOut, "FILES_OUT", "files_out"},
     {Suite::FilesIn, "FILES_IN", "files_in"},
     {Suite::Exec, "EXEC", "exec"},
@@ -28,6 +28,7 @@ constexpr std::array<SuiteNames, 16> kSuiteNames{{
     {Suite::EgressL7, "EGRESS_L7", "egress_l7"},
     {Suite::ExecEnv, "EXEC_ENV", "exec_env"},
     {Suite::ExecStdin, "EXEC_STDIN", "exec_stdin"},
+    {Suite::Context, "CONTEXT", "context"},
 }};
 
 std::string render_failure(Suite suite, const std::vector<ProbeResult>& results) {

@@ -1,11 +1,13 @@
 // Interpreter contexts on a real engine (docs/contexts.md CTX-1…CTX-8), once per transport
-// (MAF_DOCKER_TRANSPORT): the driver over the transport's attached stdin, the interrupt through
-// the background supervisor. The image with python3 is maf-sandbox-test/clients:2
-// (scripts/docker-test-images).
+// (MAF_DOCKER_TRANSPORT): the shared CONTEXT suite (CX-1…CX-6) — the driver over the
+// transport's attached stdin, the interrupt through the background supervisor. The image with
+// python3 is maf-sandbox-test/clients:2 (scripts/docker-test-images).
 #include <utility>
 
+#include <maf/sandbox/conformance/conformance.hpp>
+
 #include "engine_fixture.hpp"
-#include "support/interpreter_context_checks.hpp"
+#include "maf/sandbox/interpreter_context.hpp"
 
 using namespace maf::sandbox;
 
@@ -14,24 +16,28 @@ const std::string kPythonImage = "maf-sandbox-test/clients:2";
 const CapabilitySet kContextCaps{Capability::Exec, Capability::ExecStdin, Capability::Background};
 }  // namespace
 
-TEST_CASE("CTX-2 CTX-3 CTX-4 on Docker: a Python context keeps its state across calls and returns rich outputs") {
+TEST_CASE("CTX-2…CTX-7 on Docker: the CONTEXT suite passes with no skips, on this transport") {
   docker_test::Scope scope;
-  auto sb = scope.acquire(docker_test::spec_for(kPythonImage, kContextCaps));
-  test::check_context_keeps_state(scope.run, sb);
-  test::check_context_rich_outputs(scope.run, sb);
-}
-
-TEST_CASE("CTX-5 CTX-6 CTX-7 on Docker: death is reported and restarted; a hung call is interrupted or killed") {
-  docker_test::Scope scope;
-  auto sb = scope.acquire(docker_test::spec_for(kPythonImage, kContextCaps));
-  test::check_context_death_and_hangs(scope.run, sb);
+  auto sb = scope.acquire(docker_test::spec_for(kPythonImage, kContextCaps, "conformance"));
+  conformance::PosixGuestSubject subject(scope.run, sb, scope.backend->declarations().capabilities, Egress::Closed);
+  const auto results = conformance::run_context(subject);
+  for (const auto& r : results)
+    if (!r.passed()) UNSCOPED_INFO(r.id << " " << to_string(r.outcome) << ": " << r.message);
+  REQUIRE(results.size() == 6);
+  for (const auto& r : results) CHECK(r.outcome == conformance::Outcome::Pass);
   // The sandbox itself is untouched by what its contexts went through.
   CHECK(scope.sh(*sb, "echo alive").stdout_bytes == "alive\n");
 }
 
-TEST_CASE("CTX-1 on Docker: a guest without python3 is refused at create, with the interpreter's words") {
+TEST_CASE("CTX-1 on Docker: a guest without python3 is refused at create, with the interpreter's words; CONTEXT "
+          "skips there, saying why") {
   docker_test::Scope scope;
-  auto sb = scope.acquire(docker_test::spec_for(docker_test::kImage, kContextCaps));
+  auto sb = scope.acquire(docker_test::spec_for(docker_test::kImage, kContextCaps, "conformance"));
   CHECK_THROWS_WITH(scope.run([&] { return InterpreterContext::create(sb, "python"); }),
                     Catch::Contains("the interpreter did not start"));
+  conformance::PosixGuestSubject subject(scope.run, sb, scope.backend->declarations().capabilities, Egress::Closed);
+  for (const auto& r : conformance::run_context(subject)) {
+    CHECK(r.skipped());
+    CHECK_THAT(r.message, Catch::Contains("cannot run python3"));
+  }
 }

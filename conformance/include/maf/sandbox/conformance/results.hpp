@@ -35,6 +35,7 @@ enum class Suite {
   EgressL7,       ///< EGRESS_L7, probes EL-1…EL-9: method/path rules (issue 45); run_egress_l7, not in kAllSuites
   ExecEnv,        ///< EXEC_ENV, probes EE-1…EE-5: a command's own environment (docs/exec-input.md)
   ExecStdin,      ///< EXEC_STDIN, probes SI-1…SI-5: one-shot stdin (docs/exec-input.md)
+  Context,        ///< CONTEXT, probes CX-1…CX-6: interpreter contexts (docs/contexts.md); run_context, not in kAllSuites
 };
 
 /// Every suite, in the order a runner should run them: EXEC last because its timeout probe
