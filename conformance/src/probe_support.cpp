@@ -46,6 +46,12 @@ ExecResult exec(ProbeContext& ctx, Command command, std::string wd, std::optiona
   return s.runner()([&] { return s.sandbox().exec(command, wd, bound); });
 }
 
+ExecResult exec_with(ProbeContext& ctx, Command command, ExecInput input) {
+  auto& s = ctx.subject;
+  const std::string wd = ctx.paths.work;
+  return s.runner()([&] { return s.sandbox().exec(command, input, wd, s.exec_timeout()); });
+}
+
 std::optional<SandboxEntry> stat(ProbeContext& ctx, std::string path, std::string wd) {
   wd = wd_or_work(ctx, std::move(wd));
   return ctx.subject.runner()([&] { return ctx.subject.sandbox().stat_file(path, wd); });

@@ -21,6 +21,8 @@ std::string type_name(const std::exception& e);
 /// Calls on the subject's sandbox; an empty working directory means W.
 ExecResult exec(ProbeContext& ctx, Command command, std::string working_directory = {},
                 std::optional<std::chrono::milliseconds> timeout = {});
+/// exec in W with the command's own environment and stdin (EXEC_ENV, EXEC_STDIN).
+ExecResult exec_with(ProbeContext& ctx, Command command, ExecInput input);
 std::optional<SandboxEntry> stat(ProbeContext& ctx, std::string path, std::string working_directory = {});
 std::string read(ProbeContext& ctx, std::string path, std::string working_directory = {},
                  std::int64_t max_bytes = kProbeReadCap);

@@ -11,7 +11,7 @@ struct SuiteNames {
   std::string_view label;
   std::string_view option;
 };
-constexpr std::array<SuiteNames, 15> kSuiteNames{{
+constexpr std::array<SuiteNames, 18> kSuiteNames{{
     {Suite::FilesOut, "FILES_OUT", "files_out"},
     {Suite::FilesIn, "FILES_IN", "files_in"},
     {Suite::Exec, "EXEC", "exec"},
@@ -27,6 +27,9 @@ constexpr std::array<SuiteNames, 15> kSuiteNames{{
     {Suite::Background, "BACKGROUND", "background"},
     {Suite::EgressL7, "EGRESS_L7", "egress_l7"},
     {Suite::AttachedIdentity, "ATTACHED_IDENTITY", "attached_identity"},
+    {Suite::ExecEnv, "EXEC_ENV", "exec_env"},
+    {Suite::ExecStdin, "EXEC_STDIN", "exec_stdin"},
+    {Suite::Context, "CONTEXT", "context"},
 }};
 
 std::string render_failure(Suite suite, const std::vector<ProbeResult>& results) {

@@ -21,6 +21,9 @@ std::span<const Probe> stream_probes();      // suite_stream.cpp
 std::span<const Probe> background_probes();  // suite_background.cpp
 std::span<const Probe> egress_l7_probes();   // suite_egress_l7.cpp
 std::span<const Probe> attached_identity_probes();  // suite_attached_identity.cpp
+std::span<const Probe> exec_env_probes();    // suite_exec_env.cpp
+std::span<const Probe> exec_stdin_probes();  // suite_exec_stdin.cpp
+std::span<const Probe> context_probes();     // suite_context.cpp
 
 /// READ_CAP's fixture: a file of kOverCapSize bytes at W/cap/over-cap.bin.
 void plant_read_cap_fixture(ConformanceSubject& subject, const ConformancePaths& paths);

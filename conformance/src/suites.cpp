@@ -33,6 +33,9 @@ Capability gate_capability(Suite suite) {
     case Suite::Background: return Capability::Background;
     case Suite::EgressL7: return Capability::EgressPaths;  // and EgressMethods: require_gate
     case Suite::AttachedIdentity: return Capability::AttachedIdentity;
+    case Suite::ExecEnv: return Capability::ExecEnv;
+    case Suite::ExecStdin: return Capability::ExecStdin;
+    case Suite::Context: return Capability::Background;  // and EXEC_STDIN: InterpreterContext::create
   }
   return Capability::Exec;
 }
@@ -94,6 +97,9 @@ void plant_for(Suite suite, ConformanceSubject& subject, const ConformancePaths&
     case Suite::Background:
     case Suite::EgressL7:
     case Suite::AttachedIdentity:
+    case Suite::ExecEnv:
+    case Suite::ExecStdin:
+    case Suite::Context:
       // R10: nothing guarantees the working directory exists; a marker creates it.
       subject.plant_file(paths.in_work(".probe-cwd"), "");
       break;
@@ -119,6 +125,9 @@ std::span<const Probe> probes(Suite suite) {
     case Suite::Background: return detail::background_probes();
     case Suite::EgressL7: return detail::egress_l7_probes();
     case Suite::AttachedIdentity: return detail::attached_identity_probes();
+    case Suite::ExecEnv: return detail::exec_env_probes();
+    case Suite::ExecStdin: return detail::exec_stdin_probes();
+    case Suite::Context: return detail::context_probes();
   }
   return {};
 }

@@ -49,7 +49,7 @@ const SuiteReport* find(const RunReport& r, Suite s) {
 }  // namespace
 
 TEST_CASE("conformance: the process backend is green on every suite it declares (FO, CAP, FI, FD, EC, HI, CLEANUP, STREAM, "
-          "BG, EX)") {
+          "BG, EXEC_ENV, EXEC_STDIN, EX)") {
   test::TempDir root("maf-conformance-process");
   PluginRegistry registry({MAF_TEST_PLUGIN_DIR});
   auto backend = process_backend(registry, {{"root", root.path().string()}});
@@ -59,7 +59,7 @@ TEST_CASE("conformance: the process backend is green on every suite it declares 
   std::cout << render_table(report);
   for (Suite s : {Suite::FilesOut, Suite::ReadCap, Suite::FilesIn, Suite::FilesDelete, Suite::EgressClosed,
                   Suite::HostIntegrity, Suite::Cleanup, Suite::HostTools, Suite::Stream, Suite::Background,
-                  Suite::Exec}) {
+                  Suite::ExecEnv, Suite::ExecStdin, Suite::Exec}) {
     INFO(suite_label(s));
     const auto* sr = find(report, s);
     REQUIRE(sr);
@@ -137,6 +137,41 @@ TEST_CASE("conformance: broken double — a process backend whose bwrap drops --
   REQUIRE(report.suites.size() == 1);
   const auto failed = ids_with(report.suites[0].results, Outcome::Fail);
   CHECK(failed == (test::host_has_non_loopback_address() ? Ids{"EC-1", "EC-2", "EC-3"} : Ids{"EC-1", "EC-3"}));
+  CHECK(report.exit_code() == 1);
+}
+
+TEST_CASE("conformance: broken double — a process backend whose bwrap puts the --args environment on its own argv "
+          "fails EE-4 only (ENV-4)") {
+  test::TempDir root("maf-conformance-process-argv-env");
+  const fs::path wrapper = root.path() / "bwrap-env-on-argv";
+  const std::string real_bwrap = [] {
+    for (const char* p : {"/usr/bin/bwrap", "/usr/local/bin/bwrap", "/bin/bwrap"})
+      if (fs::exists(p)) return std::string(p);
+    return std::string("bwrap");
+  }();
+  {
+    // Test-only: reads bubblewrap's `--args` descriptor and passes its words on the command
+    // line instead — the values are then readable in /proc/<pid>/cmdline on the host.
+    std::ofstream w(wrapper);
+    w << "#!/bin/bash\n"
+         "out=()\n"
+         "while [ $# -gt 0 ]; do\n"
+         "  if [ \"$1\" = --args ]; then mapfile -d '' -u \"$2\" extra; out+=(\"${extra[@]}\"); shift 2; continue; fi\n"
+         "  out+=(\"$1\"); shift\n"
+         "done\n"
+         "exec '" << real_bwrap << "' \"${out[@]}\"\n";
+  }
+  fs::permissions(wrapper, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
+  PluginRegistry registry({MAF_TEST_PLUGIN_DIR});
+  auto backend = process_backend(registry, {{"root", (root.path() / "state").string()}, {"bwrap_path", wrapper.string()}});
+  RunnerOptions o;
+  o.suites = {Suite::ExecEnv};
+  const auto report = run_conformance(*backend, o);
+  std::cout << render_table(report);
+  REQUIRE(report.suites.size() == 1);
+  CHECK(ids_with(report.suites[0].results, Outcome::Fail) == Ids{"EE-4"});
+  CHECK(ids_with(report.suites[0].results, Outcome::Pass) == Ids{"EE-1", "EE-2", "EE-3", "EE-5"});
   CHECK(report.exit_code() == 1);
 }
 

@@ -23,6 +23,7 @@
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/paths.hpp"
 #include "maf/sandbox/sandbox.hpp"
+#include "seam/exec_input.hpp"
 #include "support/random_name.hpp"
 
 namespace maf::sandbox {
@@ -321,7 +322,13 @@ awaitable<BackgroundProcess> start_in(std::shared_ptr<Sandbox> sandbox, Command 
     throw ValueError("start_background: start_timeout must be positive, got " +
                      std::to_string(options.start_timeout.count()) + " ms");
   if (options.id) validate_background_id(*options.id);
+  if (options.input.stdin_bytes)
+    throw ValueError("start_background: a background program's stdin stays closed; stdin_bytes is not taken (ENV-6)");
   require_background(*sandbox, "start a background process");
+  if (!options.input.environment.empty() && !sandbox->capabilities().contains(Capability::ExecEnv))
+    throw NotImplementedError("backend '" + sandbox->backend_name() + "' does not declare capability 'exec_env', so " +
+                              "start_background cannot give the program an environment (kind '" + sandbox->kind() + "')");
+  detail::check_exec_input(options.input, "start_background", where(*sandbox));
   const std::string id = options.id ? *options.id : detail::random_hex(kIdLength);
   const std::string wd = resolve_working_directory(options.working_directory, sandbox->storage_base());
   const std::string dir = directory_of(*sandbox, id);
@@ -345,8 +352,10 @@ awaitable<BackgroundProcess> start_in(std::shared_ptr<Sandbox> sandbox, Command 
   // The supervisor's coroutine holds the sandbox: the exec must not outlive its object.
   boost::asio::co_spawn(
       executor,
-      [sandbox, argv = std::move(argv), wd, backstop]() -> awaitable<ExecResult> {
-        auto running = sandbox->exec(Command(argv), wd, backstop);
+      [sandbox, argv = std::move(argv), wd, backstop, input = options.input]() -> awaitable<ExecResult> {
+        // ENV-6: the supervisor's exec carries the program's environment, which its shell
+        // and then the program inherit; the values reach no command line here either.
+        auto running = sandbox->exec(Command(argv), input, wd, backstop);
         co_return co_await std::move(running);
       },
       [st, id](std::exception_ptr e, ExecResult r) {

@@ -2,6 +2,7 @@
 #include <fmt/core.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -39,6 +40,42 @@ Input read_put(const std::string& text) {
   return in;
 }
 
+/// `--env NAME=VALUE` or `--env NAME` (repeatable) and `--stdin` as the command's ExecInput. Our stdin is read
+/// whole, at most one read past the cap, so an over-cap stdin is refused (STDIN-2) without
+/// being held in full.
+ExecInput read_exec_input(const Args& args) {
+  ExecInput input;
+  for (const auto& text : args.all("env")) {
+    // `--env NAME` takes the value from our own environment, as `docker run -e NAME` does: a
+    // secret then never sits on this program's command line either (ENV-4).
+    const auto eq = text.find('=');
+    const std::string name = text.substr(0, eq);
+    std::string value;
+    if (eq != std::string::npos) {
+      value = text.substr(eq + 1);
+    } else if (const char* own = std::getenv(name.c_str())) {
+      value = own;
+    } else {
+      throw UsageError("--env " + name + ": no '=' and no such variable in this environment");
+    }
+    if (!input.environment.emplace(name, std::move(value)).second) throw UsageError("--env names '" + name + "' twice");
+  }
+  if (args.flag("stdin")) {
+    std::string bytes;
+    char buffer[64 * 1024];
+    while (bytes.size() <= kMaxExecStdinBytes) {
+      const std::size_t n = std::fread(buffer, 1, sizeof buffer, stdin);
+      if (n == 0) break;
+      bytes.append(buffer, n);
+    }
+    if (bytes.size() > kMaxExecStdinBytes)
+      throw UsageError("--stdin: more than max_stdin_bytes=" + std::to_string(kMaxExecStdinBytes) +
+                       " bytes on stdin; nothing was run (STDIN-2)");
+    input.stdin_bytes = std::move(bytes);
+  }
+  return input;
+}
+
 /// The spec of `run`: the --spec file; or, without one, the minimal `cli` spec (exec and
 /// files in and out, the backend's default image); --image sets or overrides the image for
 /// this run, as `docker run` users expect. --output paths are appended as declared outputs;
@@ -50,6 +87,9 @@ SandboxSpec build_spec(const Args& args) {
     f.image_id.reset();  // a digest pinned by the spec file names the image being replaced
   }
   for (const auto& path : args.all("output")) f.declared_outputs.push_back(DeclaredOutput{.path = path});
+  // ENV-1, STDIN-1: the router refuses, before anything is made, a backend that cannot.
+  if (!args.all("env").empty()) f.requires_capabilities.insert(Capability::ExecEnv);
+  if (args.flag("stdin")) f.requires_capabilities.insert(Capability::ExecStdin);
   if (!f.declared_outputs.empty()) f.requires_capabilities.insert(Capability::FilesOut);
   return SandboxSpec(std::move(f));
 }
@@ -128,6 +168,7 @@ int cmd_run(Session& session) {
   if (read_timeout.count() == 0) throw ValueError("--read-timeout must be positive");
   std::vector<Input> inputs;
   for (const auto& put : args.all("put")) inputs.push_back(read_put(put));
+  const ExecInput exec_input = read_exec_input(args);
   const auto out_dir = args.get("out");
   if (spec_lands_artifacts(spec) && !out_dir)
     throw UsageError("kind '" + spec.kind() + "' declares outputs that land; give --out DIR");
@@ -167,12 +208,12 @@ int cmd_run(Session& session) {
     streamed = !session.reporter.json() && sandbox->capabilities().contains(Capability::ExecStream);
     if (streamed) {
       const StreamedExit done = session.run([&] {
-        return sandbox->exec_stream(Command(args.argv), print_chunk, {".", timeout, read_timeout});
+        return sandbox->exec_stream(Command(args.argv), print_chunk, {".", timeout, read_timeout, exec_input});
       });
       result.exit_code = done.exit_code;
       result.limits_hit = done.limits_hit;
     } else {
-      result = session.run([&] { return sandbox->exec(Command(args.argv), ".", timeout); });
+      result = session.run([&] { return sandbox->exec(Command(args.argv), exec_input, ".", timeout); });
     }
     ran = true;
     if (!spec.declared_outputs().empty()) {

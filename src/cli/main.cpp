@@ -20,12 +20,15 @@ constexpr const char* kUsage = R"(usage: maf-sandbox SUBCOMMAND [options] [--jso
       would the router let B serve the spec? prints what matched or the refusal
   run --backend B [--config F] [--spec S.json] [--image I] [--put LOCAL=GUEST]...
       [--output PATH]... [--out DIR] [--keep] [--min-isolation R] [--timeout T] [--read-timeout T]
-      [--scope S] [--thread T] [--agent A] [--call C] [--events FILE] -- ARGV...
+      [--scope S] [--thread T] [--agent A] [--call C] [--events FILE] [--env NAME=VALUE]...
+      [--stdin] -- ARGV...
       acquire, write inputs, run ARGV, collect outputs into DIR, dispose unless --keep
       (also when a step failed); without --spec: kind `cli` requiring exec, files_in
       and files_out; --image sets the image, or overrides the spec's for this run;
       --events appends every observer event to FILE as a JSON line; spans are exported
-      over OTLP/HTTP JSON when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set
+      over OTLP/HTTP JSON when OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set;
+      --env gives ARGV a variable (off every command line; the spec then requires
+      exec_env), --stdin feeds it our own stdin, read whole first (requires exec_stdin)
   dispose-scope --backend B [--config F] --scope S --thread T
       dispose every sandbox of one conversation
   reap --backend B [--config F] (--older-than DURATION | --expired) [--scope S]
@@ -60,7 +63,7 @@ std::map<std::string, CommandSpec> command_specs() {
       {"run",
        {{json, backend, config, {"spec"}, {"image"}, {"put", true, true}, {"output", true, true}, {"out"},
          {"keep", false}, {"min-isolation"}, {"timeout"}, {"read-timeout"}, {"scope"}, {"thread"}, {"agent"},
-         {"call"}, {"events"}},
+         {"call"}, {"events"}, {"env", true, true}, {"stdin", false}},
         true}},
       {"dispose-scope", {{json, backend, config, {"scope"}, {"thread"}}}},
       {"reap", {{json, backend, config, {"older-than"}, {"expired", false}, {"scope"}}}},

@@ -125,6 +125,10 @@ std::string event_to_json(const SandboxEvent& event) {
                    j["stderr_bytes"] = e.stderr_bytes;
                    j["error_type"] = e.error_type;
                    j["duration_ns"] = nanos(e.duration);
+                   // ENV-5: names, and only the values the host made public; never the rest.
+                   if (!e.env_names.empty()) j["env_names"] = e.env_names;
+                   if (!e.env_public.empty()) j["env_public"] = e.env_public;
+                   if (e.stdin_bytes) j["stdin_bytes"] = e.stdin_bytes;
                  },
                  [&](const TransferEvent& e) {
                    j["direction"] = to_string(e.direction);

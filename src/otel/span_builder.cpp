@@ -196,6 +196,15 @@ void SpanBuilder::add(const SandboxEvent& event, std::vector<json>& out) {
                    if (e.streamed) attributes.push_back(attr("maf_sandbox.streamed", true));
                    attributes.push_back(attr("maf_sandbox.stdout_bytes", static_cast<std::int64_t>(e.stdout_bytes)));
                    attributes.push_back(attr("maf_sandbox.stderr_bytes", static_cast<std::int64_t>(e.stderr_bytes)));
+                   // ENV-5: the names, and only the values the host made public.
+                   if (!e.env_names.empty()) {
+                     std::string names;
+                     for (const auto& n : e.env_names) names += (names.empty() ? "" : ",") + n;
+                     attributes.push_back(attr("maf_sandbox.env_names", names));
+                   }
+                   for (const auto& [n, v] : e.env_public) attributes.push_back(attr("maf_sandbox.env." + n, v));
+                   if (e.stdin_bytes)
+                     attributes.push_back(attr("maf_sandbox.stdin_bytes", static_cast<std::int64_t>(e.stdin_bytes)));
                    error_type = e.error_type;
                  },
                  [&](const TransferEvent& e) {

@@ -3,6 +3,7 @@
 #include "maf/sandbox/sandbox.hpp"
 
 #include "maf/sandbox/errors.hpp"
+#include "seam/exec_input.hpp"
 #include "spec/command_check.hpp"
 #include "maf/sandbox/paths.hpp"
 #include "maf/sandbox/support/labels.hpp"
@@ -126,13 +127,31 @@ boost::asio::awaitable<void> Sandbox::do_abandon() {
 
 boost::asio::awaitable<ExecResult> Sandbox::exec(Command command, std::string working_directory,
                                                  std::chrono::milliseconds timeout) {
+  co_return co_await exec(std::move(command), ExecInput{}, std::move(working_directory), timeout);
+}
+
+namespace {
+/// ENV-1, STDIN-1: the input's capabilities are required only when it uses them, so a
+/// caller that gives none is served exactly as before on every backend.
+void require_input_capabilities(const ExecInput& input, const std::function<void(Capability)>& require) {
+  if (!input.environment.empty()) require(Capability::ExecEnv);
+  if (input.stdin_bytes) require(Capability::ExecStdin);
+}
+}  // namespace
+
+boost::asio::awaitable<ExecResult> Sandbox::exec(Command command, ExecInput input, std::string working_directory,
+                                                 std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   require_capability(Capability::Exec, "exec");
+  require_input_capabilities(input, [&](Capability c) { require_capability(c, "exec"); });
   detail::refuse_malformed_command("exec", command);
   if (timeout.count() <= 0)
     throw ValueError("exec timeout must be positive, got " + std::to_string(timeout.count()) + " ms");
+  detail::check_exec_input(input, "exec", descriptor_.backend_name + " sandbox (kind '" + descriptor_.kind + "')");
   ExecRequest request{command, command.shell_line(),
                       resolve_working_directory(working_directory, descriptor_.storage_base), timeout, deadline};
+  request.environment = input.environment;
+  request.stdin_bytes = input.stdin_bytes;
   const auto observed = observation();
   if (!observed) {
     ExecReport report = co_await do_exec(request);
@@ -146,7 +165,9 @@ boost::asio::awaitable<ExecResult> Sandbox::exec(Command command, std::string wo
   } catch (...) {
     o.failure = std::current_exception();
   }
-  deliver(*observed, exec_event(o, request.shell_line, result, false));
+  ExecEvent e = exec_event(o, request.shell_line, result, false);
+  detail::describe_exec_input(input, e);
+  deliver(*observed, std::move(e));
   o.rethrow();
   co_return result;
 }
@@ -204,9 +225,14 @@ boost::asio::awaitable<StreamedExit> Sandbox::exec_stream(Command command, Outpu
     throw ValueError("exec_stream read_timeout must be positive, got " +
                      std::to_string(options.read_timeout.count()) + " ms");
   if (!on_output) throw ValueError("exec_stream needs an output handler, got an empty one");
+  require_input_capabilities(options.input, [&](Capability c) { require_capability(c, "exec_stream"); });
+  detail::check_exec_input(options.input, "exec_stream",
+                           descriptor_.backend_name + " sandbox (kind '" + descriptor_.kind + "')");
   ExecRequest request{command, command.shell_line(),
                       resolve_working_directory(options.working_directory, descriptor_.storage_base), options.timeout,
                       deadline, options.read_timeout};
+  request.environment = options.input.environment;
+  request.stdin_bytes = options.input.stdin_bytes;
   const std::string what = descriptor_.backend_name + " sandbox (kind '" + descriptor_.kind + "')";
   ExecOutputSink sink(std::move(on_output));
   const auto observed = observation();
@@ -224,6 +250,7 @@ boost::asio::awaitable<StreamedExit> Sandbox::exec_stream(Command command, Outpu
   }
   ExecEvent e = exec_event(o, request.shell_line, ExecResult{}, false);
   e.streamed = true;
+  detail::describe_exec_input(options.input, e);
   e.stdout_bytes = sink.total(OutputStream::Stdout);
   e.stderr_bytes = sink.total(OutputStream::Stderr);
   if (!o.failure) e.exit_code = exit.exit_code;

@@ -49,13 +49,14 @@ struct Scratch {
 
 /// Runs the command; `env` is prepended as shell assignments (`NAME='value' ...`).
 Outcome cli(const std::vector<std::string>& args, const std::string& plugin_path = MAF_TEST_GOOD_PLUGIN_DIR,
-            const std::vector<std::pair<std::string, std::string>>& env = {}) {
+            const std::vector<std::pair<std::string, std::string>>& env = {}, const std::string& stdin_path = {}) {
   const fs::path err_file = fs::temp_directory_path() / ("maf-cli-stderr-" + std::to_string(getpid()));
   std::string command = "MAF_SANDBOX_PLUGIN_PATH=" + quote(plugin_path) + " ";
   for (const auto& [name, value] : env) command += name + "=" + quote(value) + " ";
   command += quote(MAF_TEST_CLI);
   for (const auto& a : args) command += " " + quote(a);
   command += " 2>" + quote(err_file.string());
+  if (!stdin_path.empty()) command += " <" + quote(stdin_path);
   Outcome o;
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -561,4 +562,29 @@ TEST_CASE("cli: STR-1: run prints a streaming backend's output as it arrives, be
   CHECK(out == "firstsaw-marker\n");
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
+}
+
+TEST_CASE("cli: ENV-4 STDIN-1: run --env NAME=VALUE, --env NAME from our own environment, and --stdin (process)") {
+  Scratch s;
+  const auto config = s.write("process.json", json{{"root", (s.dir / "root").string()}}.dump());
+  const auto input = s.write("stdin.txt", "piped bytes");
+  const fs::path events = s.dir / "events.jsonl";
+  const std::string secret = "cli-secret-" + std::to_string(getpid());
+  const Outcome o = cli({"run", "--backend", "process", "--config", config.string(), "--min-isolation", "os_process",
+                         "--env", "GREETING=hello", "--env", "MAF_CLI_SECRET", "--stdin", "--events", events.string(),
+                         "--json", "--", "sh", "-c", "printf '%s %s ' \"$GREETING\" \"$MAF_CLI_SECRET\"; cat"},
+                        MAF_TEST_PROCESS_PLUGIN_DIR, {{"MAF_CLI_SECRET", secret}}, input.string());
+  REQUIRE(o.exit_code == 0);
+  CHECK(o.parsed()["stdout"] == "hello " + secret + " piped bytes");
+  std::ifstream in(events);
+  std::stringstream lines;
+  lines << in.rdbuf();
+  CHECK(lines.str().find("MAF_CLI_SECRET") != std::string::npos);  // the name is there…
+  CHECK(lines.str().find(secret) == std::string::npos);            // …its value never
+  // A name with no '=' and no such variable is a usage error, naming it.
+  const Outcome missing = cli({"run", "--backend", "process", "--config", config.string(), "--min-isolation",
+                               "os_process", "--env", "MAF_NO_SUCH_VARIABLE_48", "--", "true"},
+                              MAF_TEST_PROCESS_PLUGIN_DIR);
+  CHECK(missing.exit_code == 2);
+  CHECK_THAT(missing.err, Catch::Contains("MAF_NO_SUCH_VARIABLE_48"));
 }

@@ -16,6 +16,7 @@
 #include "docker_http.hpp"
 #include "maf/sandbox/docker/cli_transport.hpp"
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/exec_result.hpp"
 #include "maf/sandbox/support/capture_buffer.hpp"
 #include "maf/sandbox/support/sleep.hpp"
 #include "said.hpp"
@@ -402,7 +403,8 @@ public:
                                std::to_string(c.timeout ? c.timeout->count() : 0) + " ms"));
     };
     ExecOutcome o;
-    HttpRequest request = co_await exec_create_request(c.container, c.argv, c.working_directory, c.user, deadline);
+    HttpRequest request = co_await exec_create_request(c.container, c.argv, c.working_directory, c.user, deadline,
+                                                       c.env, c.stdin_bytes.has_value());
     HttpResponse created;
     try {
       created = co_await http_.request(std::move(request));
@@ -422,6 +424,7 @@ public:
     }
     const std::string exec_id = exec_id_of(created, c.container);
     HttpRequest start_request = co_await exec_start_request(exec_id, deadline);
+    start_request.stdin_after_header = std::move(c.stdin_bytes);
     Demux demux;
     demux.out = &o;
     demux.max_stdout = c.max_stdout;
@@ -465,7 +468,8 @@ public:
     // sink as its bytes arrive. The deadline is the command's and the silence bound re-arms
     // at every read, so nothing of the transport's own cuts a stream that still produces.
     const auto deadline_end = [] { return ExecStreamEnd{ExecStreamEnd::How::DeadlineExpired, 0}; };
-    HttpRequest request = co_await exec_create_request(c.container, c.argv, c.working_directory, c.user, c.deadline);
+    HttpRequest request = co_await exec_create_request(c.container, c.argv, c.working_directory, c.user, c.deadline,
+                                                       c.env, c.stdin_bytes.has_value());
     HttpResponse created;
     bool expired = false;
     try {
@@ -486,6 +490,7 @@ public:
     if (created.status != 201) co_return refused(created);
     const std::string exec_id = exec_id_of(created, c.container);
     HttpRequest start_request = co_await exec_start_request(exec_id, c.deadline);
+    start_request.stdin_after_header = std::move(c.stdin_bytes);
     start_request.live = true;
     start_request.idle_timeout = c.idle_timeout;
     FrameSplitter frames;
@@ -733,14 +738,28 @@ public:
   }
 
 private:
-  /// Exec create (both exec forms): attached stdout and stderr, no stdin, no tty.
+  /// Exec create (both exec forms): attached stdout and stderr, stdin only when given
+  /// (closed otherwise, STDIN-1), no tty; the command's own environment in `Env` (ENV-4).
   awaitable<HttpRequest> exec_create_request(const std::string& container, const std::vector<std::string>& argv,
                                              const std::string& working_directory,
                                              const std::optional<std::string>& user,
-                                             std::optional<std::chrono::steady_clock::time_point> deadline) {
-    json create = {{"AttachStdin", false}, {"AttachStdout", true}, {"AttachStderr", true}, {"Tty", false},
+                                             std::optional<std::chrono::steady_clock::time_point> deadline,
+                                             const std::map<std::string, std::string>& env, bool attach_stdin) {
+    json create = {{"AttachStdin", attach_stdin}, {"AttachStdout", true}, {"AttachStderr", true}, {"Tty", false},
                    {"Cmd", argv}, {"WorkingDir", working_directory}};
     if (user) create["User"] = *user;
+    if (!env.empty()) {
+      json list = json::array();
+      for (const auto& [name, value] : env) {
+        // JSON carries text: bytes that are not UTF-8 would be changed on the way, never passed.
+        if (!is_valid_utf8(value))
+          throw SandboxEnvironmentRefused(said("environment variable '" + name +
+                                               "' has a value that is not UTF-8, which the Engine API cannot carry "
+                                               "unchanged (ENV-4)"));
+        list.push_back(name + "=" + value);
+      }
+      create["Env"] = std::move(list);
+    }
     HttpRequest request;
     request.method = "POST";
     co_await negotiate();

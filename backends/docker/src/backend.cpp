@@ -40,6 +40,11 @@ BackendDeclarations base_declarations() {
   // exec's output as it comes and stop the program's group in the guest on every ending but
   // its own exit; proven on a real engine by test_docker_stream (each transport).
   d.capabilities.insert(Capability::ExecStream);
+  // ExecEnv, ExecStdin (docs/exec-input.md ENV-4, STDIN-4): the Engine API's Env and attached
+  // stdin, the CLI's --env-file descriptor and -i; proven by EXEC_ENV and EXEC_STDIN on a real
+  // engine by test_docker_exec_input (each transport).
+  d.capabilities.insert(Capability::ExecEnv);
+  d.capabilities.insert(Capability::ExecStdin);
   // "Declarations": 64 MiB per file, 256 MiB total, 256 files, in each direction.
   const TransferLimits limits{64 * kMiB, 256 * kMiB, 256};
   d.limits = SandboxLimits{limits, limits};

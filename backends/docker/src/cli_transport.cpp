@@ -9,10 +9,14 @@
 #include <limits>
 #include <sstream>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "maf/sandbox/support/async_mutex.hpp"
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/exec_result.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 #include "said.hpp"
 
@@ -68,6 +72,54 @@ struct RunOptions {
   const char* verb = nullptr;
   bool exec = false;  // exec's bound is the caller's, and absent means none
   support::ChunkSource stdin_source{};  // more stdin after stdin_bytes
+  std::vector<int> keep_fds{};  // descriptors the client inherits (an exec's --env-file)
+};
+
+/// A command's own environment as the client's `--env-file` reads it (ENV-4), in a memfd the
+/// client opens as /dev/fd/N: the values are on no command line, in no file, and never in the
+/// client's own environment, where a name like DOCKER_HOST or LD_PRELOAD would steer the
+/// client itself. The format is one `NAME=VALUE` line each, read as UTF-8 with a trailing CR
+/// dropped: a value it cannot carry is refused, naming the variable.
+class EnvFile {
+public:
+  explicit EnvFile(const std::map<std::string, std::string>& env) {
+    if (env.empty()) return;
+    std::string text;
+    for (const auto& [name, value] : env) {
+      if (value.find_first_of("\r\n") != std::string::npos || !is_valid_utf8(value))
+        throw SandboxEnvironmentRefused(said("environment variable '" + name +
+                                             "' has a value the Docker CLI transport cannot carry (a line break "
+                                             "or bytes that are not UTF-8; ENV-4): use the Engine API transport"));
+      text += name + "=" + value + "\n";
+    }
+    fd_ = ::memfd_create("maf-exec-env", MFD_CLOEXEC);
+    if (fd_ < 0) throw OSError(said(std::string("memfd_create: ") + std::strerror(errno)));
+    for (std::size_t done = 0; done < text.size();) {
+      const ssize_t n = ::pwrite(fd_, text.data() + done, text.size() - done, static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const int e = errno;
+        ::close(fd_);
+        throw OSError(said(std::string("writing an exec's environment: ") + std::strerror(e)));
+      }
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  ~EnvFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  EnvFile(const EnvFile&) = delete;
+  EnvFile& operator=(const EnvFile&) = delete;
+  /// `docker exec` options: `--env-file /dev/fd/N` and, if stdin is given, `-i`.
+  void add_options(std::vector<std::string>& args, std::vector<int>& keep_fds, bool with_stdin) const {
+    if (with_stdin) args.push_back("-i");
+    if (fd_ < 0) return;
+    args.insert(args.end(), {"--env-file", "/dev/fd/" + std::to_string(fd_)});
+    keep_fds.push_back(fd_);
+  }
+
+private:
+  int fd_ = -1;
 };
 
 class CliTransport final : public DockerTransport {
@@ -218,11 +270,16 @@ public:
   awaitable<ExecOutcome> exec(ExecCall call) override {
     std::vector<std::string> args{"exec", "-w", call.working_directory};
     if (call.user) args.insert(args.end(), {"--user", *call.user});
+    const EnvFile env_file(call.env);
+    std::vector<int> keep_fds;
+    env_file.add_options(args, keep_fds, call.stdin_bytes.has_value());
     args.push_back(call.container);
     args.insert(args.end(), call.argv.begin(), call.argv.end());
     SubprocessResult r;
-    RunOptions options{.timeout = call.timeout, .max_stdout = call.max_stdout, .max_stderr = call.max_stderr,
-                       .verb = "exec", .exec = true};
+    // Without `-i` the client gives the command a closed stdin (STDIN-1).
+    RunOptions options{.stdin_bytes = std::move(call.stdin_bytes), .timeout = call.timeout,
+                       .max_stdout = call.max_stdout, .max_stderr = call.max_stderr,
+                       .verb = "exec", .exec = true, .keep_fds = std::move(keep_fds)};
     try {
       r = co_await run(std::move(args), std::move(options));
     } catch (const support::SubprocessTimeout&) {
@@ -248,6 +305,9 @@ public:
     SubprocessOptions o;
     o.argv = {config_.docker_path, "--context", context_, "exec", "-w", call.working_directory};
     if (call.user) o.argv.insert(o.argv.end(), {"--user", *call.user});
+    const EnvFile env_file(call.env);
+    env_file.add_options(o.argv, o.keep_fds, call.stdin_bytes.has_value());
+    o.stdin_bytes = std::move(call.stdin_bytes);
     o.argv.push_back(call.container);
     o.argv.insert(o.argv.end(), call.argv.begin(), call.argv.end());
     o.env_mode = support::EnvMode::replace;
@@ -478,6 +538,7 @@ private:
     o.argv.insert(o.argv.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
     o.stdin_bytes = std::move(ro.stdin_bytes);
     o.stdin_source = std::move(ro.stdin_source);
+    o.keep_fds = std::move(ro.keep_fds);
     o.timeout = ro.exec ? ro.timeout : ro.timeout.value_or(config_.command_timeout());
     o.max_stdout = ro.max_stdout;
     o.max_stderr = ro.max_stderr;

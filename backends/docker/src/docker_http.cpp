@@ -5,10 +5,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -27,6 +30,7 @@
 #include <cctype>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "maf/sandbox/errors.hpp"
@@ -233,8 +237,42 @@ asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::func
     if (const std::size_t expected = request.expected_body(response); expected > 0)
       response.body.reserve(std::min(expected, request.max_body));
 
+  // STDIN-4: the writer runs beside the reads below (a filter's output must be drained while
+  // its input is written) and is always waited for before this frame ends: it uses `stream`.
+  struct StdinWriter {
+    explicit StdinWriter(const asio::any_io_executor& ex) : done(ex, std::chrono::steady_clock::time_point::max()) {}
+    asio::steady_timer done;
+    bool finished = false;
+  };
+  std::shared_ptr<StdinWriter> writer;
+  if (request.stdin_after_header && to_sink) {
+    writer = std::make_shared<StdinWriter>(executor);
+    asio::co_spawn(
+        executor,
+        [&stream, bytes = std::string_view(*request.stdin_after_header), writer]() -> asio::awaitable<void> {
+          boost::system::error_code write_ec;
+          co_await asio::async_write(stream.socket(), asio::buffer(bytes),
+                                     asio::redirect_error(asio::use_awaitable, write_ec));
+          if (!write_ec) stream.socket().shutdown(asio::socket_base::shutdown_send, write_ec);
+          writer->finished = true;
+          writer->done.cancel();
+        },
+        asio::detached);
+  }
+  const auto await_writer = [&]() -> asio::awaitable<void> {
+    if (!writer || writer->finished) co_return;
+    boost::system::error_code cancel_ec;
+    stream.socket().cancel(cancel_ec);  // the command ended without reading all its input
+    while (!writer->finished) {
+      boost::system::error_code wait_ec;
+      co_await writer->done.async_wait(asio::redirect_error(asio::use_awaitable, wait_ec));
+    }
+  };
+
   std::array<char, 64 * 1024> chunk;
   bool stopped = false;
+  std::exception_ptr read_failure;
+  try {
   while (!parser.is_done()) {
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();
@@ -265,10 +303,15 @@ asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::func
       break;
     }
   }
+  } catch (...) {
+    read_failure = std::current_exception();
+  }
+  co_await await_writer();
+  if (read_failure) std::rethrow_exception(read_failure);
   response.cut = stopped;
 
   // Reuse only a connection whose exchange ended cleanly at a message boundary.
-  if (!stopped && parser.is_done() && parser.keep_alive() && buffer.size() == 0 && stream.socket().is_open()) {
+  if (!writer && !stopped && parser.is_done() && parser.keep_alive() && buffer.size() == 0 && stream.socket().is_open()) {
     stream.expires_never();
     boost::system::error_code release_ec;
     const int fd = stream.socket().release(release_ec);

@@ -63,6 +63,10 @@ struct HttpRequest {
   /// goes to HttpResponse::body (bounded by max_body), not to the sink.
   bool live = false;
   std::optional<std::chrono::milliseconds> idle_timeout;
+  /// A hijacked exec's stdin (docs/exec-input.md STDIN-4): once a 2xx/101 header is read,
+  /// these bytes are written on the connection while the body is read, then the write side
+  /// is shut down, which the engine passes on as the command's end of file.
+  std::optional<std::string> stdin_after_header;
 };
 
 struct HttpResponse {

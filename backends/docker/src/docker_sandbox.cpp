@@ -202,6 +202,8 @@ awaitable<ExecReport> DockerSandbox::do_exec(const ExecRequest& request) {
     call.timeout = std::max(remaining, std::chrono::milliseconds(1));
     call.max_stdout = p_.max_exec_output_bytes;
     call.max_stderr = p_.max_exec_output_bytes;
+    call.env = request.environment;
+    call.stdin_bytes = request.stdin_bytes;
     return call;
   };
   ExecOutcome outcome;
@@ -283,6 +285,8 @@ awaitable<StreamOutcome> DockerSandbox::do_exec_stream(const ExecRequest& reques
     call.working_directory = request.working_directory;
     call.deadline = request.deadline;
     call.idle_timeout = request.read_timeout;
+    call.env = request.environment;
+    call.stdin_bytes = request.stdin_bytes;
     ExecChunkSink feed = [&gate](OutputStream stream, std::string_view bytes) { return gate->feed(stream, bytes); };
     end = co_await p_.transport->exec_stream(std::move(call), std::move(feed));
     co_return end.how == ExecStreamEnd::How::Exited && !gate->started() && end.exit_code == 1 &&

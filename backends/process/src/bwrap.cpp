@@ -105,7 +105,8 @@ std::vector<std::string> proc_closure_args() {
 
 Launch::Launch(const ProcessBackendConfig& config, const Boundary& boundary, const std::string& root_dir,
                const std::string& working_directory, const std::string& home, const std::vector<std::string>& command,
-               const std::vector<std::string>& join_cgroups, const GuestEgress* egress) {
+               const std::vector<std::string>& join_cgroups, const GuestEgress* egress,
+               const std::map<std::string, std::string>& environment) {
   if (!join_cgroups.empty()) {
     // posix_spawn cannot place a child in a cgroup, and moving it afterwards races its first
     // fork: a shell (still the host's identity) joins each cgroup itself, then execs the rest,
@@ -154,12 +155,27 @@ Launch::Launch(const ProcessBackendConfig& config, const Boundary& boundary, con
                            "--unshare-net", "--unshare-cgroup-try", "--hostname", "maf-sandbox",
                            "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv",
                            "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin", "--setenv", "HOME", home,
-                           "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp", "--chdir",
-                           working_directory});
+                           "--setenv", "LANG", "C.UTF-8", "--setenv", "TMPDIR", "/tmp"});
   // After --clearenv, which bubblewrap applies where it stands.
   if (egress)
     for (const auto& [name, value] : guest_egress_env(*egress)) argv.insert(argv.end(), {"--setenv", name, value});
-  argv.push_back("--");
+  if (!environment.empty()) {
+    // ENV-4: bubblewrap reads these `--setenv` triples, NUL-separated, from a descriptor at
+    // this point of its arguments (after the base, so they override it) and closes it. On
+    // its argv they would be readable in /proc/<pid>/cmdline by every host user; in its own
+    // environment they would steer the host-side programs before it (LD_PRELOAD, PATH).
+    std::string args;
+    for (const auto& [name, value] : environment) {
+      for (const std::string_view part : {std::string_view("--setenv"), std::string_view(name), std::string_view(value)}) {
+        args.append(part);
+        args.push_back('\0');
+      }
+    }
+    const int fd = seccomp_program_fd(args);  // the same one-shot memfd, read to EOF
+    keep_fds.push_back(fd);
+    argv.insert(argv.end(), {"--args", std::to_string(fd)});
+  }
+  argv.insert(argv.end(), {"--chdir", working_directory, "--"});
   // The relay listens on the guest's loopback, then execs the command (egress_relay.cpp).
   if (egress) argv.insert(argv.end(), {kGuestRelay, std::to_string(kGuestProxyPort), kGuestProxySocket, "--"});
   argv.insert(argv.end(), command.begin(), command.end());

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -73,10 +74,14 @@ class Launch {
 public:
   /// `command` (argv form) inside the sandbox rooted at `root_dir`, started inside the
   /// cgroups whose `cgroup.procs` files `join_cgroups` names (none: the caller's cgroups);
-  /// with `egress`, behind the relay to its proxy.
+  /// with `egress`, behind the relay to its proxy; with `environment` added to or overriding
+  /// the guest's base environment (ENV-4: through bubblewrap's `--args` descriptor, never on
+  /// any command line and never in the environment of the host-side programs — sh, setpriv,
+  /// bwrap — that start the guest).
   Launch(const ProcessBackendConfig& config, const Boundary& boundary, const std::string& root_dir,
          const std::string& working_directory, const std::string& home, const std::vector<std::string>& command,
-         const std::vector<std::string>& join_cgroups = {}, const GuestEgress* egress = nullptr);
+         const std::vector<std::string>& join_cgroups = {}, const GuestEgress* egress = nullptr,
+         const std::map<std::string, std::string>& environment = {});
   ~Launch();
   Launch(const Launch&) = delete;
   Launch& operator=(const Launch&) = delete;

@@ -92,6 +92,9 @@ public:
     declarations_.capabilities.insert(Capability::Background);
     // ExecStream: proven by the STREAM suite on this backend (docs/streaming.md).
     declarations_.capabilities.insert(Capability::ExecStream);
+    // ExecEnv, ExecStdin: proven by the EXEC_ENV and EXEC_STDIN suites (docs/exec-input.md).
+    declarations_.capabilities.insert(Capability::ExecEnv);
+    declarations_.capabilities.insert(Capability::ExecStdin);
     declarations_.os_families = {OsFamily::Posix};
     declarations_.isolation_scopes = {IsolationScope::Conversation, IsolationScope::Call};
     if (probe_network_namespace(*config_, *boundary_)) {

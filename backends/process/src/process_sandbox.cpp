@@ -36,7 +36,8 @@ ProcessSandbox::ProcessSandbox(std::shared_ptr<const ProcessBackendConfig> confi
 ProcessSandbox::Confined ProcessSandbox::prepare_confined(const std::vector<std::string>& command,
                                                           const std::string& working_directory,
                                                           std::optional<std::string> stdin_bytes,
-                                                          std::chrono::steady_clock::time_point deadline) {
+                                                          std::chrono::steady_clock::time_point deadline,
+                                                          const std::map<std::string, std::string>& environment) {
   const auto wd = tree_.lstat(working_directory);
   if (!wd) throw FileNotFoundError("working directory '" + working_directory + "' does not exist in the sandbox");
   if (wd->kind != EntryKind::Directory)
@@ -47,7 +48,7 @@ ProcessSandbox::Confined ProcessSandbox::prepare_confined(const std::vector<std:
   c.cgroups = join_cgroups();
   c.launch = std::make_unique<const Launch>(*config_, *boundary_, tree_.root_dir(), working_directory,
                                             storage_base(), command, c.cgroups->procs_files,
-                                            egress_ ? &*egress_ : nullptr);
+                                            egress_ ? &*egress_ : nullptr, environment);
   const Launch& launch = *c.launch;
   // LIM-6: what the kernel counts over this command's run (overlapping commands of the same
   // sandbox share the counters, so either may see the other's event).
@@ -98,8 +99,9 @@ ResourceBoundSet ProcessSandbox::Confined::limits_hit() const {
 boost::asio::awaitable<ExecReport> ProcessSandbox::run_confined(std::vector<std::string> command,
                                                                 std::string working_directory,
                                                                 std::optional<std::string> stdin_bytes,
-                                                                std::chrono::steady_clock::time_point deadline) {
-  Confined c = prepare_confined(command, working_directory, std::move(stdin_bytes), deadline);
+                                                                std::chrono::steady_clock::time_point deadline,
+                                                                std::map<std::string, std::string> environment) {
+  Confined c = prepare_confined(command, working_directory, std::move(stdin_bytes), deadline, environment);
   support::SubprocessResult r;
   bool timed_out = false;
   try {
@@ -124,7 +126,8 @@ boost::asio::awaitable<ExecReport> ProcessSandbox::run_confined(std::vector<std:
 boost::asio::awaitable<StreamOutcome> ProcessSandbox::do_exec_stream(const ExecRequest& request,
                                                                      ExecOutputSink& sink) {
   std::vector<std::string> command = guest_argv(request);
-  Confined c = prepare_confined(command, request.working_directory, std::nullopt, request.deadline);
+  Confined c =
+      prepare_confined(command, request.working_directory, request.stdin_bytes, request.deadline, request.environment);
   // bwrap's own set-up failure arrives on stderr before the program runs; its first bytes
   // are held back until they cannot be one (STR-7: the caller never sees bwrap's words as
   // the program's, and the program's bytes are never changed).
@@ -187,7 +190,8 @@ std::vector<std::string> ProcessSandbox::guest_argv(const ExecRequest& request) 
 }
 
 boost::asio::awaitable<ExecReport> ProcessSandbox::do_exec(const ExecRequest& request) {
-  co_return co_await run_confined(guest_argv(request), request.working_directory, std::nullopt, request.deadline);
+  co_return co_await run_confined(guest_argv(request), request.working_directory, request.stdin_bytes, request.deadline,
+                                  request.environment);
 }
 
 boost::asio::awaitable<ExecReport> ProcessSandbox::do_run_code(const std::string& code,

@@ -1,5 +1,6 @@
 #pragma once
 // One process sandbox: a private root on the host, commands run in it under bubblewrap.
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -64,12 +65,14 @@ private:
   };
   static std::vector<std::string> guest_argv(const ExecRequest& request);
   Confined prepare_confined(const std::vector<std::string>& command, const std::string& working_directory,
-                            std::optional<std::string> stdin_bytes, std::chrono::steady_clock::time_point deadline);
+                            std::optional<std::string> stdin_bytes, std::chrono::steady_clock::time_point deadline,
+                            const std::map<std::string, std::string>& environment = {});
   /// OSError for bubblewrap's own set-up failures, which are not the program's status (C-39).
   void refuse_setup_failure(int exit_code, const std::string& stderr_head) const;
   boost::asio::awaitable<ExecReport> run_confined(std::vector<std::string> command, std::string working_directory,
                                                   std::optional<std::string> stdin_bytes,
-                                                  std::chrono::steady_clock::time_point deadline);
+                                                  std::chrono::steady_clock::time_point deadline,
+                                                  std::map<std::string, std::string> environment = {});
 
   /// The cgroups a command of this sandbox runs in (created on first use, recorded).
   std::shared_ptr<const Joined> join_cgroups();

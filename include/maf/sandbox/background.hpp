@@ -29,6 +29,7 @@
 #include "maf/sandbox/fwd.hpp"
 #include "maf/sandbox/command.hpp"
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/exec_input.hpp"
 
 namespace maf::sandbox {
 
@@ -56,6 +57,10 @@ struct BackgroundOptions {
   std::chrono::milliseconds lifetime = std::chrono::hours(24);
   /// Bound on the start: until the supervisor has recorded the program's process group.
   std::chrono::milliseconds start_timeout = std::chrono::seconds(30);
+  /// The program's own environment (docs/exec-input.md ENV-6): given to the supervisor's exec
+  /// and inherited by the program. `stdin_bytes` is refused (ValueError): a background
+  /// program's stdin stays closed.
+  ExecInput input{};
 };
 
 /// Where a background process is. `exit_code` is set once it ended: the program's own

@@ -28,12 +28,14 @@ enum class Capability {
   Reclaim,           ///< "reclaim": the RECLAIM cleanup rung (phase 2)
   ExecStream,        ///< "exec_stream": Sandbox::exec_stream, output handed over as it arrives
   Background,        ///< "background": programs started to run on, found by id by later calls
+  ExecEnv,           ///< "exec_env": a command's own environment, off every command line (ENV-1)
+  ExecStdin,         ///< "exec_stdin": one-shot stdin bytes for exec and exec_stream (STDIN-1)
 };
 
 template <>
 struct EnumTraits<Capability> {
   static constexpr std::string_view type_name = "Capability";
-  static constexpr std::array<std::pair<Capability, std::string_view>, 14> values{{
+  static constexpr std::array<std::pair<Capability, std::string_view>, 16> values{{
       {Capability::Exec, "exec"},
       {Capability::RunCode, "run_code"},
       {Capability::HostTools, "host_tools"},
@@ -48,6 +50,8 @@ struct EnumTraits<Capability> {
       {Capability::Reclaim, "reclaim"},
       {Capability::ExecStream, "exec_stream"},
       {Capability::Background, "background"},
+      {Capability::ExecEnv, "exec_env"},
+      {Capability::ExecStdin, "exec_stdin"},
   }};
 };
 

@@ -56,6 +56,9 @@ protected:
 /// A value was refused: an unknown enum string, an invalid spec, a path that escapes its
 /// working directory (a *confinement refusal*).
 MAF_SANDBOX_DEFINE_ERROR(ValueError, Error);
+/// A command's own environment was refused (docs/exec-input.md ENV-2, ENV-3): the message
+/// names the variable, never its value.
+MAF_SANDBOX_DEFINE_ERROR(SandboxEnvironmentRefused, ValueError);
 /// A host tool without a declaration, registered where the registry requires one
 /// (docs/host-tools.md, HT-R2).
 MAF_SANDBOX_DEFINE_ERROR(HostToolNotDeclared, ValueError);

@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "maf/sandbox/call_defaults.hpp"
+#include "maf/sandbox/exec_input.hpp"
 #include "maf/sandbox/resource_limits.hpp"
 
 namespace maf::sandbox {
@@ -53,6 +54,8 @@ struct ExecStreamOptions {
   /// SandboxStreamIdle. Must be positive; it may exceed `timeout` (then only the deadline
   /// can fire).
   std::chrono::milliseconds read_timeout = kDefaultStreamReadTimeout;
+  /// The command's own environment and one-shot stdin, as for exec (docs/exec-input.md).
+  ExecInput input{};
 };
 
 /// How a streamed program ended by itself. The bytes went to the handler and are not kept.

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -100,6 +101,12 @@ struct ExecEvent {
   std::uint64_t stderr_bytes = 0;
   std::string error_type{};  ///< class name when exec threw; empty otherwise
   std::chrono::nanoseconds duration{};
+  /// The names of the command's own environment (ExecInput), never their values (ENV-5)…
+  std::vector<std::string> env_names{};
+  /// …except those the host marked public (ExecInput::public_names).
+  std::map<std::string, std::string> env_public{};
+  /// Bytes given on stdin (ExecInput::stdin_bytes); never the bytes themselves.
+  std::uint64_t stdin_bytes = 0;
 };
 
 enum class TransferDirection { In, Out };

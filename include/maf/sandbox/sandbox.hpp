@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -30,6 +31,7 @@
 #include "maf/sandbox/capability.hpp"
 #include "maf/sandbox/command.hpp"
 #include "maf/sandbox/entry.hpp"
+#include "maf/sandbox/exec_input.hpp"
 #include "maf/sandbox/exec_report.hpp"
 #include "maf/sandbox/exec_result.hpp"
 #include "maf/sandbox/exec_stream.hpp"
@@ -50,6 +52,12 @@ struct ExecRequest {
   std::chrono::steady_clock::time_point deadline;
   /// exec_stream only: the longest silence tolerated on both streams (STR-4); zero for exec.
   std::chrono::milliseconds read_timeout{0};
+  /// Variables added to or overriding the guest's base environment, validated (ENV-2, ENV-3);
+  /// empty unless the backend declares Capability::ExecEnv. Never put on a command line.
+  std::map<std::string, std::string> environment{};
+  /// Bytes for the program's stdin, then end of file; absent: stdin closed from the start
+  /// (STDIN-1). Present only when the backend declares Capability::ExecStdin.
+  std::optional<std::string> stdin_bytes{};
 };
 
 /// A guest entry as a backend's unconfined, no-follow stat sees it.
@@ -104,6 +112,12 @@ public:
 
   /// Run an argv or a shell line (EXEC). TimeoutError means exactly "`timeout` expired".
   boost::asio::awaitable<ExecResult> exec(Command command, std::string working_directory = ".",
+                                          std::chrono::milliseconds timeout = kDefaultExecTimeout);
+  /// exec with the command's own environment and stdin (docs/exec-input.md): the same
+  /// ExecResult and errors, after `input` is validated (SandboxEnvironmentRefused,
+  /// SandboxTransferCapExceeded for stdin past kMaxExecStdinBytes) and its capabilities
+  /// checked (NotImplementedError naming exec_env / exec_stdin).
+  boost::asio::awaitable<ExecResult> exec(Command command, ExecInput input, std::string working_directory = ".",
                                           std::chrono::milliseconds timeout = kDefaultExecTimeout);
   /// Run an argv or a shell line and hand its stdout and stderr to `on_output` as they arrive
   /// (EXEC_STREAM; docs/streaming.md). The three bounds are apart: `options.timeout` is the

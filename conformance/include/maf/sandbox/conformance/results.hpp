@@ -34,6 +34,9 @@ enum class Suite {
   Background,     ///< BACKGROUND, probes BG-1…: background processes (docs/background.md)
   EgressL7,       ///< EGRESS_L7, probes EL-1…EL-9: method/path rules (issue 45); run_egress_l7, or the runner with RunnerOptions::egress_l7
   AttachedIdentity,  ///< ATTACHED_IDENTITY, probes AI-1…AI-4: brokered credentials (issue 46); run_attached_identity
+  ExecEnv,        ///< EXEC_ENV, probes EE-1…EE-5: a command's own environment (docs/exec-input.md)
+  ExecStdin,      ///< EXEC_STDIN, probes SI-1…SI-5: one-shot stdin (docs/exec-input.md)
+  Context,        ///< CONTEXT, probes CX-1…CX-6: interpreter contexts (docs/contexts.md); run_context, not in kAllSuites
 };
 
 /// Every suite, in the order a runner should run them: EXEC last because its timeout probe
@@ -44,7 +47,8 @@ enum class Suite {
 inline constexpr Suite kAllSuites[] = {Suite::FilesOut,      Suite::ReadCap,  Suite::FilesIn,   Suite::FilesDelete,
                                        Suite::Egress,        Suite::EgressClosed, Suite::HostIntegrity,
                                        Suite::Cleanup,       Suite::HostTools, Suite::Stream,
-                                       Suite::Background,    Suite::Exec,         Suite::EgressL7};
+                                       Suite::Background,    Suite::ExecEnv,      Suite::ExecStdin,
+                                       Suite::Exec,          Suite::EgressL7};
 
 /// "FILES_OUT", "EXEC", … (the upstream labels).
 std::string_view suite_label(Suite suite) noexcept;

@@ -87,6 +87,12 @@ inline std::vector<ProbeResult> check_stream(ConformanceSubject& s) { return che
 
 inline std::vector<ProbeResult> run_background(ConformanceSubject& s) { return run_suite(Suite::Background, s); }
 inline std::vector<ProbeResult> check_background(ConformanceSubject& s) { return check_suite(Suite::Background, s); }
+/// EXEC_ENV and EXEC_STDIN (docs/exec-input.md): a command's own environment and stdin.
+inline std::vector<ProbeResult> run_exec_env(ConformanceSubject& s) { return run_suite(Suite::ExecEnv, s); }
+inline std::vector<ProbeResult> run_exec_stdin(ConformanceSubject& s) { return run_suite(Suite::ExecStdin, s); }
+/// CONTEXT (docs/contexts.md): interpreter contexts, on a subject whose guest has python3
+/// (not in kAllSuites: without python3 every probe is a skip).
+inline std::vector<ProbeResult> run_context(ConformanceSubject& s) { return run_suite(Suite::Context, s); }
 
 /// The HOST_INTEGRITY probes a guest sharing *this host's* kernel finds nothing to attack
 /// with (so they skip, with their reason): "HI-2" on a kernel without /proc/sysrq-trigger.

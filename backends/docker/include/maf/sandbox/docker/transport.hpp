@@ -101,6 +101,11 @@ struct ExecCall {
   std::optional<std::chrono::milliseconds> timeout;
   std::size_t max_stdout = std::size_t{16} << 20;
   std::size_t max_stderr = std::size_t{1} << 20;
+  /// The command's own environment (docs/exec-input.md ENV-4): the Engine API's `Env`; the
+  /// CLI's `--env-file` on a descriptor. Never on a command line.
+  std::map<std::string, std::string> env{};
+  /// Bytes for the command's stdin, then end of file (STDIN-1); absent: stdin closed.
+  std::optional<std::string> stdin_bytes{};
 };
 
 struct ExecOutcome {
@@ -126,6 +131,9 @@ struct ExecStreamCall {
   std::chrono::steady_clock::time_point deadline;
   /// The longest silence on both streams together (STR-4).
   std::chrono::milliseconds idle_timeout{60'000};
+  /// As ExecCall's.
+  std::map<std::string, std::string> env{};
+  std::optional<std::string> stdin_bytes{};
 };
 
 /// Receives each chunk as the transport reads it; false: stop reading.

@@ -1,0 +1,23 @@
+#pragma once
+// The core's checks of a command's own environment and stdin (docs/exec-input.md), made once
+// for every backend before any do_… hook sees them.
+#include <string>
+
+#include "maf/sandbox/exec_input.hpp"
+#include "maf/sandbox/observer.hpp"
+
+namespace maf::sandbox::detail {
+
+/// Refuses a name or value outside ENV-2/ENV-3 (SandboxEnvironmentRefused naming the
+/// variable, never its value), stdin past kMaxExecStdinBytes (SandboxTransferCapExceeded),
+/// and a public name that is not in the environment (ValueError). `what` names the
+/// operation, `where` the sandbox.
+void check_exec_input(const ExecInput& input, const std::string& what, const std::string& where);
+
+/// Whether `name` is a POSIX portable environment name (ENV-2).
+bool valid_env_name(const std::string& name) noexcept;
+
+/// Fills an event's env_names, env_public and stdin_bytes from `input` (ENV-5).
+void describe_exec_input(const ExecInput& input, ExecEvent& event);
+
+}  // namespace maf::sandbox::detail
