@@ -20,6 +20,7 @@ std::span<const Probe> limits_probes();
 std::span<const Probe> stream_probes();      // suite_stream.cpp
 std::span<const Probe> background_probes();  // suite_background.cpp
 std::span<const Probe> egress_l7_probes();   // suite_egress_l7.cpp
+std::span<const Probe> snapshot_probes();    // suite_snapshot.cpp
 
 /// READ_CAP's fixture: a file of kOverCapSize bytes at W/cap/over-cap.bin.
 void plant_read_cap_fixture(ConformanceSubject& subject, const ConformancePaths& paths);

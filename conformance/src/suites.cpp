@@ -32,6 +32,7 @@ Capability gate_capability(Suite suite) {
     case Suite::Stream: return Capability::ExecStream;
     case Suite::Background: return Capability::Background;
     case Suite::EgressL7: return Capability::EgressPaths;  // and EgressMethods: require_gate
+    case Suite::Snapshot: return Capability::Snapshot;
   }
   return Capability::Exec;
 }
@@ -92,6 +93,7 @@ void plant_for(Suite suite, ConformanceSubject& subject, const ConformancePaths&
     case Suite::Stream:
     case Suite::Background:
     case Suite::EgressL7:
+    case Suite::Snapshot:
       // R10: nothing guarantees the working directory exists; a marker creates it.
       subject.plant_file(paths.in_work(".probe-cwd"), "");
       break;
@@ -116,6 +118,7 @@ std::span<const Probe> probes(Suite suite) {
     case Suite::Stream: return detail::stream_probes();
     case Suite::Background: return detail::background_probes();
     case Suite::EgressL7: return detail::egress_l7_probes();
+    case Suite::Snapshot: return detail::snapshot_probes();
   }
   return {};
 }
@@ -174,6 +177,14 @@ std::vector<ProbeResult> run_egress_l7(ConformanceSubject& subject, const Egress
   plant_for(Suite::EgressL7, subject, paths);
   ProbeContext ctx{subject, paths, nullptr, &targets};
   return run_probes(probes(Suite::EgressL7), ctx, true);
+}
+
+std::vector<ProbeResult> run_snapshot(ConformanceSubject& subject, const SnapshotForkTarget& fork) {
+  require_gate(subject, Suite::Snapshot);
+  const auto paths = ConformancePaths::from(subject.working_directory());
+  plant_for(Suite::Snapshot, subject, paths);
+  ProbeContext ctx{subject, paths, nullptr, nullptr, &fork};
+  return run_probes(probes(Suite::Snapshot), ctx, true);
 }
 
 std::vector<ProbeResult> check_suite(Suite suite, ConformanceSubject& subject, const EgressTargets* egress) {

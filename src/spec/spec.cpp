@@ -28,6 +28,8 @@ SandboxSpec::SandboxSpec(Fields fields) : f_(std::move(fields)) {
   // HT-R5: the aggregate of a host-tool registry means the workload calls host tools, so it
   // requires HOST_TOOLS — added like EGRESS_METHODS (C-9): a requirement only strengthens.
   if (f_.host_tools) f_.requires_capabilities.insert(Capability::HostTools);
+  // SNAP-2: asking a snapshot fidelity asks the operations that keep one.
+  if (f_.min_snapshot_fidelity) f_.requires_capabilities.insert(Capability::Snapshot);
   if (f_.work_dir && f_.work_dir->empty())
     throw ValueError("SandboxSpec for kind '" + f_.kind + "': work_dir is empty; omit it to let the backend choose");
 }

@@ -14,11 +14,12 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 16> kSpecFields{
+constexpr std::array<std::string_view, 17> kSpecFields{
     "kind",       "image",        "image_id",      "egress_allow",
     "work_dir",   "labels",       "requires",      "min_isolation",
     "declared_outputs", "files_in", "files_out",   "outputs_named_at_call_time",
-    "egress",     "requires_os_family", "isolation_scope", "resources"};
+    "egress",     "requires_os_family", "isolation_scope", "resources",
+    "min_snapshot_fidelity"};
 
 [[noreturn]] void field_error(const std::string& field, const std::string& what) {
   throw ValueError("spec field '" + field + "': " + what);
@@ -237,6 +238,8 @@ SandboxSpec spec_from_json(const json& j) {
   if (j.contains("isolation_scope"))
     f.isolation_scope = read_enum<IsolationScope>(j.at("isolation_scope"), "isolation_scope");
   if (j.contains("resources") && !j.at("resources").is_null()) f.resources = read_resources_object(j.at("resources"), "resources");
+  if (j.contains("min_snapshot_fidelity"))
+    f.min_snapshot_fidelity = read_optional_enum<SnapshotFidelity>(j.at("min_snapshot_fidelity"), "min_snapshot_fidelity");
   return SandboxSpec(std::move(f));
 }
 
@@ -280,6 +283,7 @@ json spec_to_json(const SandboxSpec& spec) {
   j["isolation_scope"] = std::string(to_string(spec.isolation_scope()));
   // Only when a bound is asked, so a spec file without bounds reads back unchanged.
   if (!spec.resources().empty()) j["resources"] = resources_json(spec.resources());
+  if (spec.min_snapshot_fidelity()) j["min_snapshot_fidelity"] = std::string(to_string(*spec.min_snapshot_fidelity()));
   return j;
 }
 

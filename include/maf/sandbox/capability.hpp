@@ -21,19 +21,20 @@ enum class Capability {
   FilesOut,          ///< "files_out": Sandbox::stat_file, Sandbox::read_file
   FilesList,         ///< "files_list": Sandbox::list_dir
   FilesDelete,       ///< "files_delete": Sandbox::remove
-  Snapshot,          ///< "snapshot": the RESET cleanup rung (phase 2)
+  Snapshot,          ///< "snapshot": the RESET cleanup rung, and snapshot/restore/fork/release (docs/snapshots.md)
   AttachedIdentity,  ///< "attached_identity": platform identity scoped to the sandbox (phase 2)
   EgressMethods,     ///< "egress_methods": method-scoped egress rules (C-9)
   EgressPaths,       ///< "egress_paths": path-scoped egress rules (C-10)
   Reclaim,           ///< "reclaim": the RECLAIM cleanup rung (phase 2)
   ExecStream,        ///< "exec_stream": Sandbox::exec_stream, output handed over as it arrives
   Background,        ///< "background": programs started to run on, found by id by later calls
+  Pause,             ///< "pause": Sandbox::pause / resume, every guest process frozen (docs/snapshots.md SNAP-9)
 };
 
 template <>
 struct EnumTraits<Capability> {
   static constexpr std::string_view type_name = "Capability";
-  static constexpr std::array<std::pair<Capability, std::string_view>, 14> values{{
+  static constexpr std::array<std::pair<Capability, std::string_view>, 15> values{{
       {Capability::Exec, "exec"},
       {Capability::RunCode, "run_code"},
       {Capability::HostTools, "host_tools"},
@@ -48,6 +49,7 @@ struct EnumTraits<Capability> {
       {Capability::Reclaim, "reclaim"},
       {Capability::ExecStream, "exec_stream"},
       {Capability::Background, "background"},
+      {Capability::Pause, "pause"},
   }};
 };
 

@@ -10,7 +10,9 @@
 ///  - os_families: empty — no answer, refuses only a spec that asks;
 ///  - isolation_scopes: empty — read as {CONVERSATION};
 ///  - resource_bounds: empty — enforces no resource bound, so a spec that asks one is
-///    refused (docs/limits.md LIM-3).
+///    refused (docs/limits.md LIM-3);
+///  - snapshot_fidelity: absent — keeps no snapshot, so a spec asking a fidelity is refused
+///    (docs/snapshots.md SNAP-2).
 
 #include <optional>
 #include <set>
@@ -22,6 +24,7 @@
 #include "maf/sandbox/limits.hpp"
 #include "maf/sandbox/os_family.hpp"
 #include "maf/sandbox/resource_limits.hpp"
+#include "maf/sandbox/snapshot.hpp"
 
 namespace maf::sandbox {
 
@@ -36,6 +39,9 @@ struct BackendDeclarations {
   /// The resource bounds the backend enforces on every sandbox it serves (docs/limits.md
   /// LIM-3): declare only what a probe of the conformance LIMITS suite proves.
   ResourceBoundSet resource_bounds{};
+  /// The rung its snapshots keep (docs/snapshots.md SNAP-1); absent — silence — keeps none,
+  /// so a spec asking any fidelity is refused. Declare only what the SNAPSHOT suite proves.
+  std::optional<SnapshotFidelity> snapshot_fidelity{};
 
   /// isolation_scopes with silence read as {CONVERSATION}.
   IsolationScopeSet effective_isolation_scopes() const noexcept {

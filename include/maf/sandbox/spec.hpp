@@ -26,6 +26,7 @@
 #include "maf/sandbox/limits.hpp"
 #include "maf/sandbox/os_family.hpp"
 #include "maf/sandbox/resource_limits.hpp"
+#include "maf/sandbox/snapshot.hpp"
 
 namespace maf::sandbox {
 
@@ -58,6 +59,10 @@ public:
     /// Memory, CPUs, processes, TTL and idle timeout (docs/limits.md); unset bounds ask
     /// nothing. Validated by ResourceLimits itself (LIM-1).
     ResourceLimits resources{};
+    /// The least a snapshot of this sandbox must keep (docs/snapshots.md SNAP-2); absent asks
+    /// nothing. Asking one adds SNAPSHOT to the requirements; a backend declaring a lower
+    /// rung, or none, is refused (SandboxSnapshotFidelityNotSupported), never substituted.
+    std::optional<SnapshotFidelity> min_snapshot_fidelity{};
   };
 
   /// Validates in the order of C-18 and throws ValueError naming the offending value:
@@ -92,6 +97,9 @@ public:
   /// Whose authority the workload's host tools exercise (HT-R5): what the router's
   /// `denied_identities` checks (C-65 #2). Empty without host tools.
   IdentitySet identities() const noexcept { return f_.host_tools ? f_.host_tools->identities : IdentitySet{}; }
+
+  /// The snapshot fidelity asked (docs/snapshots.md SNAP-2); absent = none.
+  std::optional<SnapshotFidelity> min_snapshot_fidelity() const noexcept { return f_.min_snapshot_fidelity; }
 
   /// The validated fields, e.g. to derive a modified spec (which is validated again).
   const Fields& fields() const noexcept { return f_; }

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "maf/sandbox/capability.hpp"
+#include "maf/sandbox/fwd.hpp"
 #include "maf/sandbox/conformance/layout.hpp"
 #include "maf/sandbox/conformance/results.hpp"
 
@@ -42,12 +43,20 @@ struct EgressL7Targets {
   std::chrono::milliseconds exec_timeout{std::chrono::seconds(30)};
 };
 
+/// SNAPSHOT's fork probe (SN-6; docs/snapshots.md SNAP-8): the backend that made the
+/// subject's sandbox and the spec a fork is made with (under a key of its own, disposed after).
+struct SnapshotForkTarget {
+  SandboxBackend* backend = nullptr;
+  const SandboxSpec* spec = nullptr;
+};
+
 /// What a running probe sees.
 struct ProbeContext {
   ConformanceSubject& subject;
   const ConformancePaths& paths;
   const EgressTargets* egress = nullptr;  ///< set for EGRESS only
   const EgressL7Targets* egress_l7 = nullptr;  ///< set for EGRESS_L7 only
+  const SnapshotForkTarget* fork = nullptr;  ///< set for SNAPSHOT through run_snapshot only
 };
 
 struct Probe {

@@ -33,6 +33,7 @@ enum class Suite {
   Stream,         ///< STREAM, probes ST-1…: exec_stream hands output over as it arrives (docs/streaming.md)
   Background,     ///< BACKGROUND, probes BG-1…: background processes (docs/background.md)
   EgressL7,       ///< EGRESS_L7, probes EL-1…EL-9: method/path rules (issue 45); run_egress_l7, not in kAllSuites
+  Snapshot,       ///< SNAPSHOT, probes SN-1…SN-6: snapshot, restore, release and fork (docs/snapshots.md; run_snapshot)
 };
 
 /// Every suite, in the order a runner should run them: EXEC last because its timeout probe
@@ -42,7 +43,7 @@ enum class Suite {
 /// a sandbox of its own.
 inline constexpr Suite kAllSuites[] = {Suite::FilesOut,      Suite::ReadCap,  Suite::FilesIn,   Suite::FilesDelete,
                                        Suite::Egress,        Suite::EgressClosed, Suite::HostIntegrity,
-                                       Suite::Cleanup,       Suite::HostTools, Suite::Stream,
+                                       Suite::Snapshot,      Suite::Cleanup,       Suite::HostTools, Suite::Stream,
                                        Suite::Background,    Suite::Exec};
 
 /// "FILES_OUT", "EXEC", … (the upstream labels).

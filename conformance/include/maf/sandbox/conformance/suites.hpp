@@ -64,6 +64,9 @@ inline std::vector<ProbeResult> check_egress(ConformanceSubject& s, const Egress
 /// EGRESS_L7 (issue 45): gated on EGRESS_PATHS and EGRESS_METHODS and an ALLOWLIST sandbox
 /// whose spec narrows the targets' host with a method/path rule (docs/conformance.md).
 std::vector<ProbeResult> run_egress_l7(ConformanceSubject& subject, const EgressL7Targets& targets);
+/// SNAPSHOT (docs/snapshots.md): gated on SNAPSHOT; SN-6 forks through `fork.backend` (the
+/// backend that made the subject's sandbox). Through run_suite, SN-6 is a skip, never a pass.
+std::vector<ProbeResult> run_snapshot(ConformanceSubject& subject, const SnapshotForkTarget& fork);
 inline std::vector<ProbeResult> run_egress_closed(ConformanceSubject& s) { return run_suite(Suite::EgressClosed, s); }
 inline std::vector<ProbeResult> check_egress_closed(ConformanceSubject& s) {
   return check_suite(Suite::EgressClosed, s);
