@@ -139,6 +139,10 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxBackend::fork(std::share
   if (snapshot_id.empty()) throw ValueError("fork: snapshot id must not be empty");
   if (!declarations().capabilities.contains(Capability::Snapshot))
     throw NotImplementedError("backend '" + name() + "' does not declare capability 'snapshot', so fork is not available");
+  if (forwards_acquire()) {  // ACQ-5: the wrapped backend's own fork runs everything below
+    auto forwarded = do_fork(std::move(source), std::move(snapshot_id), std::move(key), std::move(spec), AcquirePlan{});
+    co_return co_await std::move(forwarded);
+  }
   auto engine = [this, source = std::move(source), snapshot_id = std::move(snapshot_id)](
                     SandboxKey k, SandboxSpec s, AcquirePlan p) {
     return do_fork(source, snapshot_id, std::move(k), std::move(s), std::move(p));
