@@ -216,6 +216,9 @@ public:
 
   boost::asio::awaitable<ScopePurge> reap_expired(std::optional<std::string> scope) override {
     const std::int64_t now = now_unix();
+    // SNAP-6: snapshots past their ttl go too, in every sandbox this walk reads anyway.
+    for (const auto& r : store_.all_records())
+      if (!scope || r.key.scope == *scope) (void)held_snapshots(r.dir);
     co_return purge([&] { return store_.all_records(); }, [&](const Record& r) {
       return keeps_lifetimes() && expired(r, now) && (!scope || r.key.scope == *scope);
     });

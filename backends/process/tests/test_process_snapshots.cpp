@@ -157,6 +157,17 @@ TEST_CASE("SNAP-5, SNAP-6: released or expired snapshots are not found; ids are 
   CHECK(!fs::exists(only_dir(g) / "snapshots" / expired.id));
 }
 
+TEST_CASE("SNAP-6: reap --expired removes snapshots past their ttl from the sandboxes it walks") {
+  Fixture f([](process::ProcessBackendConfig& c) { c.snapshot_ttl = 0s; });
+  auto sb = f.acquire(f.key, snapshot_spec(f));
+  const SnapshotInfo expired = f.run([&] { return sb->snapshot(); });
+  const fs::path kept = only_dir(f) / "snapshots" / expired.id;
+  REQUIRE(fs::exists(kept));  // taken, and not yet looked at since
+  f.run([&] { return f.backend->reap_expired(std::nullopt); });
+  CHECK_FALSE(fs::exists(kept));
+  CHECK(f.sandbox_dirs() == 1);  // the sandbox itself has no ttl: it stays
+}
+
 TEST_CASE("SNAP-7: a snapshot past the budget is refused, naming the sizes, and nothing is kept") {
   Fixture f([](process::ProcessBackendConfig& c) { c.snapshot_budget_bytes = 150000; });
   auto sb = f.acquire(f.key, snapshot_spec(f));
