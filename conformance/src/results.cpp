@@ -11,7 +11,7 @@ struct SuiteNames {
   std::string_view label;
   std::string_view option;
 };
-constexpr std::array<SuiteNames, 15> kSuiteNames{{
+constexpr std::array<SuiteNames, 16> kSuiteNames{{
     {Suite::FilesOut, "FILES_OUT", "files_out"},
     {Suite::FilesIn, "FILES_IN", "files_in"},
     {Suite::Exec, "EXEC", "exec"},
@@ -27,6 +27,7 @@ constexpr std::array<SuiteNames, 15> kSuiteNames{{
     {Suite::Background, "BACKGROUND", "background"},
     {Suite::EgressL7, "EGRESS_L7", "egress_l7"},
     {Suite::Snapshot, "SNAPSHOT", "snapshot"},
+    {Suite::Pool, "POOL", "pool"},
 }};
 
 std::string render_failure(Suite suite, const std::vector<ProbeResult>& results) {

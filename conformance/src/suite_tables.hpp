@@ -21,6 +21,7 @@ std::span<const Probe> stream_probes();      // suite_stream.cpp
 std::span<const Probe> background_probes();  // suite_background.cpp
 std::span<const Probe> egress_l7_probes();   // suite_egress_l7.cpp
 std::span<const Probe> snapshot_probes();    // suite_snapshot.cpp
+std::span<const Probe> pool_probes();        // suite_pool.cpp
 
 /// READ_CAP's fixture: a file of kOverCapSize bytes at W/cap/over-cap.bin.
 void plant_read_cap_fixture(ConformanceSubject& subject, const ConformancePaths& paths);

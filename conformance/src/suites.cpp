@@ -33,6 +33,7 @@ Capability gate_capability(Suite suite) {
     case Suite::Background: return Capability::Background;
     case Suite::EgressL7: return Capability::EgressPaths;  // and EgressMethods: require_gate
     case Suite::Snapshot: return Capability::Snapshot;
+    case Suite::Pool: return Capability::Exec;
   }
   return Capability::Exec;
 }
@@ -94,6 +95,7 @@ void plant_for(Suite suite, ConformanceSubject& subject, const ConformancePaths&
     case Suite::Background:
     case Suite::EgressL7:
     case Suite::Snapshot:
+    case Suite::Pool:
       // R10: nothing guarantees the working directory exists; a marker creates it.
       subject.plant_file(paths.in_work(".probe-cwd"), "");
       break;
@@ -119,6 +121,7 @@ std::span<const Probe> probes(Suite suite) {
     case Suite::Background: return detail::background_probes();
     case Suite::EgressL7: return detail::egress_l7_probes();
     case Suite::Snapshot: return detail::snapshot_probes();
+    case Suite::Pool: return detail::pool_probes();
   }
   return {};
 }
@@ -185,6 +188,15 @@ std::vector<ProbeResult> run_snapshot(ConformanceSubject& subject, const Snapsho
   plant_for(Suite::Snapshot, subject, paths);
   ProbeContext ctx{subject, paths, nullptr, nullptr, &fork};
   return run_probes(probes(Suite::Snapshot), ctx, true);
+}
+
+std::vector<ProbeResult> run_pool(ConformanceSubject& subject, const PoolTarget& pool) {
+  require_gate(subject, Suite::Pool);
+  if (!pool.backend || !pool.spec) throw ConformanceUsageError("POOL needs the backend whose pool serves the spec");
+  const auto paths = ConformancePaths::from(subject.working_directory());
+  plant_for(Suite::Pool, subject, paths);
+  ProbeContext ctx{subject, paths, nullptr, nullptr, nullptr, &pool};
+  return run_probes(probes(Suite::Pool), ctx, true);
 }
 
 std::vector<ProbeResult> check_suite(Suite suite, ConformanceSubject& subject, const EgressTargets* egress) {

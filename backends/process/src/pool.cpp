@@ -106,6 +106,11 @@ std::optional<Record> WarmPools::claim(const SandboxSpec& spec, const SandboxKey
         engine_.destroy(r);
         continue;
       }
+      if (engine_.broken) {  // the broken double: handed out in place, still in the pool
+        Record shared = r;
+        shared.key = key;
+        return shared;
+      }
       // POOL-3: the rename is the claim; a concurrent claimer of the same sandbox gets ENOENT.
       const int err = store_.place(r.dir, target);
       if (err == ENOENT) continue;

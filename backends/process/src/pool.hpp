@@ -34,6 +34,9 @@ public:
     /// Writes `record` as the sandbox's meta.json (a claimed sandbox's new key).
     std::function<void(const Record& record)> rewrite;
     std::function<std::int64_t()> now_unix;
+    /// The POOL suite's broken double (test_only_broken_pools): claims hand the pooled
+    /// directory out in place.
+    bool broken = false;
   };
 
   /// Fills every pool to its size before returning (the pool is ready when the backend is).

@@ -303,7 +303,8 @@ private:
           if (auto failure = destroy(r)) logger()->warn("backend 'process': {}", failure->to_string());
         },
         [](const Record& r) { write_meta(r.dir, r); },
-        [] { return now_unix(); }};
+        [] { return now_unix(); },
+        config_->test_only_broken_pools};
     pools_ = std::make_unique<WarmPools>(store_, config_->pools, std::move(engine));
   }
 
@@ -516,7 +517,8 @@ ProcessBackendConfig parse_process_config(const nlohmann::json& j) {
                                              "pids_limit", "memory_limit_bytes", "test_only_without_host_boundary",
                                              "test_only_allow_unsafe", "required_resource_bounds", "cgroup_root",
                                              "test_only_unapplied_resource_bounds", "snapshot_budget_bytes",
-                                             "snapshot_ttl_seconds", "test_only_broken_snapshots", "pools"};
+                                             "snapshot_ttl_seconds", "test_only_broken_snapshots", "pools",
+                                             "test_only_broken_pools"};
     if (!known.count(item.key())) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
@@ -568,6 +570,7 @@ ProcessBackendConfig parse_process_config(const nlohmann::json& j) {
   want("snapshot_budget_bytes", [&](const auto& v) { c.snapshot_budget_bytes = v.template get<std::uint64_t>(); }, T::number_unsigned);
   want("snapshot_ttl_seconds", [&](const auto& v) { c.snapshot_ttl = std::chrono::seconds(v.template get<std::uint64_t>()); }, T::number_unsigned);
   want("test_only_broken_snapshots", [&](const auto& v) { c.test_only_broken_snapshots = v.template get<bool>(); }, T::boolean);
+  want("test_only_broken_pools", [&](const auto& v) { c.test_only_broken_pools = v.template get<bool>(); }, T::boolean);
   want("pools", [&](const auto& v) {
     for (const auto& p : v) {
       if (!p.is_object() || !p.contains("spec"))

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "maf/sandbox/background.hpp"
+#include "maf/sandbox/conformance/conformance.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "process_fixture.hpp"
 
@@ -175,4 +176,35 @@ TEST_CASE("POOL-4: a claimed sandbox is fresh: no file, process or variable of a
   CHECK(f.exec(*second, "ls /maf-sandbox/work | wc -l").stdout_text() == "0\n");
   // The previous user's background sleeper is nowhere this sandbox can see.
   CHECK(f.exec(*second, "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -q 'slee[p] 600'").exit_code != 0);
+}
+
+namespace {
+
+std::vector<std::string> pool_suite_failures(Fixture& f) {
+  const SandboxSpec spec = pooled_spec();
+  auto anchor = f.acquire(f.key, spec);
+  conformance::PosixGuestSubject subject(f.run, anchor, f.backend->declarations().capabilities, Egress::Closed);
+  const conformance::PoolTarget target{f.backend.get(), &spec};
+  std::vector<std::string> failed;
+  for (const auto& r : conformance::run_pool(subject, target)) {
+    INFO(r.id + ": " + r.message);
+    CHECK(r.outcome != conformance::Outcome::Skip);
+    if (r.outcome == conformance::Outcome::Fail) failed.push_back(r.id);
+  }
+  return failed;
+}
+
+}  // namespace
+
+TEST_CASE("POOL suite: PL-1 and PL-2 are green on the process backend's pool") {
+  Fixture f([](process::ProcessBackendConfig& c) { with_pool(c, 4); });
+  CHECK(pool_suite_failures(f).empty());
+}
+
+TEST_CASE("POOL suite: each probe is shown able to fail by the broken double (test_only_broken_pools)") {
+  Fixture f([](process::ProcessBackendConfig& c) {
+    with_pool(c, 4);
+    c.test_only_broken_pools = true;
+  });
+  CHECK(pool_suite_failures(f) == std::vector<std::string>{"PL-1", "PL-2"});
 }

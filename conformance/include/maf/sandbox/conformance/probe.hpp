@@ -50,6 +50,10 @@ struct SnapshotForkTarget {
   const SandboxSpec* spec = nullptr;
 };
 
+/// POOL's probes (PL-1, PL-2; docs/pools.md) acquire through the same pair: the backend whose
+/// pool serves `spec`, and the spec.
+using PoolTarget = SnapshotForkTarget;
+
 /// What a running probe sees.
 struct ProbeContext {
   ConformanceSubject& subject;
@@ -57,6 +61,7 @@ struct ProbeContext {
   const EgressTargets* egress = nullptr;  ///< set for EGRESS only
   const EgressL7Targets* egress_l7 = nullptr;  ///< set for EGRESS_L7 only
   const SnapshotForkTarget* fork = nullptr;  ///< set for SNAPSHOT through run_snapshot only
+  const PoolTarget* pool = nullptr;          ///< set for POOL through run_pool only
 };
 
 struct Probe {

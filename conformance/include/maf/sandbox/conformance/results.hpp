@@ -34,6 +34,7 @@ enum class Suite {
   Background,     ///< BACKGROUND, probes BG-1…: background processes (docs/background.md)
   EgressL7,       ///< EGRESS_L7, probes EL-1…EL-9: method/path rules (issue 45); run_egress_l7, not in kAllSuites
   Snapshot,       ///< SNAPSHOT, probes SN-1…SN-6: snapshot, restore, release and fork (docs/snapshots.md; run_snapshot)
+  Pool,           ///< POOL, probes PL-1, PL-2: warm-pool claims (docs/pools.md); run_pool, not in kAllSuites
 };
 
 /// Every suite, in the order a runner should run them: EXEC last because its timeout probe

@@ -116,6 +116,10 @@ struct ProcessBackendConfig {
   /// after a claim, drained when the backend goes. A spec the backend cannot serve is refused
   /// at construction (ValueError naming the pool's kind).
   std::vector<PoolConfig> pools{};
+  /// TEST-ONLY broken double of the POOL suite: a claim hands the pooled directory out in
+  /// place (no move, no new record), so a later claim gets it again — each PL probe can be
+  /// shown to fail. Never set it outside a test.
+  bool test_only_broken_pools = false;
 };
 
 /// Parses the plugin's JSON configuration; unknown keys and wrong types are refused with
