@@ -11,7 +11,7 @@ struct SuiteNames {
   std::string_view label;
   std::string_view option;
 };
-constexpr std::array<SuiteNames, 18> kSuiteNames{{
+constexpr std::array<SuiteNames, 20> kSuiteNames{{
     {Suite::FilesOut, "FILES_OUT", "files_out"},
     {Suite::FilesIn, "FILES_IN", "files_in"},
     {Suite::Exec, "EXEC", "exec"},
@@ -30,6 +30,8 @@ constexpr std::array<SuiteNames, 18> kSuiteNames{{
     {Suite::ExecEnv, "EXEC_ENV", "exec_env"},
     {Suite::ExecStdin, "EXEC_STDIN", "exec_stdin"},
     {Suite::Context, "CONTEXT", "context"},
+    {Suite::Snapshot, "SNAPSHOT", "snapshot"},
+    {Suite::Pool, "POOL", "pool"},
 }};
 
 std::string render_failure(Suite suite, const std::vector<ProbeResult>& results) {

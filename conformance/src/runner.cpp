@@ -259,6 +259,9 @@ RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, Subje
           auto own = subject_for(run([&] { return backend.acquire(own_key, spec); }));
           sr.results = run_suite(suite, *own, nullptr);
           dispose_own();
+        } else if (suite == Suite::Snapshot) {
+          const SnapshotForkTarget fork{&backend, &spec};
+          sr.results = run_snapshot(*subject, fork);
         } else {
           sr.results = run_suite(suite, *subject, o.egress ? &*o.egress : nullptr);
         }

@@ -24,6 +24,8 @@ std::span<const Probe> attached_identity_probes();  // suite_attached_identity.c
 std::span<const Probe> exec_env_probes();    // suite_exec_env.cpp
 std::span<const Probe> exec_stdin_probes();  // suite_exec_stdin.cpp
 std::span<const Probe> context_probes();     // suite_context.cpp
+std::span<const Probe> snapshot_probes();    // suite_snapshot.cpp
+std::span<const Probe> pool_probes();        // suite_pool.cpp
 
 /// READ_CAP's fixture: a file of kOverCapSize bytes at W/cap/over-cap.bin.
 void plant_read_cap_fixture(ConformanceSubject& subject, const ConformancePaths& paths);

@@ -36,6 +36,8 @@ Capability gate_capability(Suite suite) {
     case Suite::ExecEnv: return Capability::ExecEnv;
     case Suite::ExecStdin: return Capability::ExecStdin;
     case Suite::Context: return Capability::Background;  // and EXEC_STDIN: InterpreterContext::create
+    case Suite::Snapshot: return Capability::Snapshot;
+    case Suite::Pool: return Capability::Exec;
   }
   return Capability::Exec;
 }
@@ -100,6 +102,8 @@ void plant_for(Suite suite, ConformanceSubject& subject, const ConformancePaths&
     case Suite::ExecEnv:
     case Suite::ExecStdin:
     case Suite::Context:
+    case Suite::Snapshot:
+    case Suite::Pool:
       // R10: nothing guarantees the working directory exists; a marker creates it.
       subject.plant_file(paths.in_work(".probe-cwd"), "");
       break;
@@ -128,6 +132,8 @@ std::span<const Probe> probes(Suite suite) {
     case Suite::ExecEnv: return detail::exec_env_probes();
     case Suite::ExecStdin: return detail::exec_stdin_probes();
     case Suite::Context: return detail::context_probes();
+    case Suite::Snapshot: return detail::snapshot_probes();
+    case Suite::Pool: return detail::pool_probes();
   }
   return {};
 }
@@ -198,6 +204,23 @@ std::vector<ProbeResult> run_attached_identity(ConformanceSubject& subject, cons
   plant_for(Suite::AttachedIdentity, subject, paths);
   ProbeContext ctx{subject, paths, nullptr, nullptr, &targets};
   return run_probes(probes(Suite::AttachedIdentity), ctx, true);
+}
+
+std::vector<ProbeResult> run_snapshot(ConformanceSubject& subject, const SnapshotForkTarget& fork) {
+  require_gate(subject, Suite::Snapshot);
+  const auto paths = ConformancePaths::from(subject.working_directory());
+  plant_for(Suite::Snapshot, subject, paths);
+  ProbeContext ctx{subject, paths, nullptr, nullptr, nullptr, &fork};
+  return run_probes(probes(Suite::Snapshot), ctx, true);
+}
+
+std::vector<ProbeResult> run_pool(ConformanceSubject& subject, const PoolTarget& pool) {
+  require_gate(subject, Suite::Pool);
+  if (!pool.backend || !pool.spec) throw ConformanceUsageError("POOL needs the backend whose pool serves the spec");
+  const auto paths = ConformancePaths::from(subject.working_directory());
+  plant_for(Suite::Pool, subject, paths);
+  ProbeContext ctx{subject, paths, nullptr, nullptr, nullptr, nullptr, &pool};
+  return run_probes(probes(Suite::Pool), ctx, true);
 }
 
 std::vector<ProbeResult> check_suite(Suite suite, ConformanceSubject& subject, const EgressTargets* egress) {

@@ -35,7 +35,7 @@ TEST_CASE("conformance: probe tables are ordered, complete and uniquely named (d
   const std::vector<std::pair<Suite, std::pair<std::string, std::size_t>>> expected{
       {Suite::FilesOut, {"FO", 12}}, {Suite::FilesIn, {"FI", 12}}, {Suite::Exec, {"EX", 7}},
       {Suite::FilesDelete, {"FD", 10}}, {Suite::Egress, {"EG", 3}}, {Suite::EgressClosed, {"EC", 3}},
-      {Suite::ReadCap, {"CAP", 2}}, {Suite::HostIntegrity, {"HI", 6}}};
+      {Suite::ReadCap, {"CAP", 2}}, {Suite::HostIntegrity, {"HI", 6}}, {Suite::Snapshot, {"SN", 6}}};
   for (const auto& [suite, want] : expected) {
     const auto table = probes(suite);
     REQUIRE(table.size() == want.second);

@@ -49,7 +49,7 @@ const SuiteReport* find(const RunReport& r, Suite s) {
 }  // namespace
 
 TEST_CASE("conformance: the process backend is green on every suite it declares (FO, CAP, FI, FD, EC, HI, CLEANUP, STREAM, "
-          "BG, EXEC_ENV, EXEC_STDIN, EX)") {
+          "BG, EXEC_ENV, EXEC_STDIN, EX, SNAPSHOT)") {
   test::TempDir root("maf-conformance-process");
   PluginRegistry registry({MAF_TEST_PLUGIN_DIR});
   auto backend = process_backend(registry, {{"root", root.path().string()}});
@@ -59,7 +59,7 @@ TEST_CASE("conformance: the process backend is green on every suite it declares 
   std::cout << render_table(report);
   for (Suite s : {Suite::FilesOut, Suite::ReadCap, Suite::FilesIn, Suite::FilesDelete, Suite::EgressClosed,
                   Suite::HostIntegrity, Suite::Cleanup, Suite::HostTools, Suite::Stream, Suite::Background,
-                  Suite::ExecEnv, Suite::ExecStdin, Suite::Exec}) {
+                  Suite::ExecEnv, Suite::ExecStdin, Suite::Exec, Suite::Snapshot}) {
     INFO(suite_label(s));
     const auto* sr = find(report, s);
     REQUIRE(sr);

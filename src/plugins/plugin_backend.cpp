@@ -27,12 +27,24 @@ protected:
   bool forwards_acquire() const noexcept override { return true; }
   boost::asio::awaitable<std::shared_ptr<Sandbox>> do_acquire(SandboxKey key, SandboxSpec spec, AcquirePlan) override {
     std::shared_ptr<Sandbox> sandbox = co_await inner_->acquire(std::move(key), std::move(spec));
-    if (!sandbox) co_return sandbox;
-    // The aliasing constructor: callers see the plugin's Sandbox, but own a pair. Members
-    // are destroyed last-first, so the sandbox (second) goes before the library (first).
+    co_return holding_library(std::move(sandbox));
+  }
+  // SNAP-8 forwards as ACQ-5 does: the plugin's own fork runs the checks, the lock and the walk.
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> do_fork(std::shared_ptr<Sandbox> source, std::string snapshot_id,
+                                                           SandboxKey key, SandboxSpec spec, AcquirePlan) override {
+    auto forked = inner_->fork(std::move(source), std::move(snapshot_id), std::move(key), std::move(spec));
+    std::shared_ptr<Sandbox> sandbox = co_await std::move(forked);
+    co_return holding_library(std::move(sandbox));
+  }
+
+private:
+  /// The aliasing constructor: callers see the plugin's Sandbox, but own a pair. Members
+  /// are destroyed last-first, so the sandbox (second) goes before the library (first).
+  std::shared_ptr<Sandbox> holding_library(std::shared_ptr<Sandbox> sandbox) const {
+    if (!sandbox) return sandbox;
     auto owner = std::make_shared<std::pair<std::shared_ptr<LoadedLibrary>, std::shared_ptr<Sandbox>>>(
         library_, std::move(sandbox));
-    co_return std::shared_ptr<Sandbox>(owner, owner->second.get());
+    return std::shared_ptr<Sandbox>(owner, owner->second.get());
   }
 
 public:

@@ -95,6 +95,15 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxBackend::acquire(Sandbox
     co_return co_await std::move(forwarded);
   }
 
+  auto engine = [this](SandboxKey k, SandboxSpec s, AcquirePlan p) {
+    return do_acquire(std::move(k), std::move(s), std::move(p));
+  };
+  auto checked = acquire_checked(std::move(key), std::move(spec), std::move(engine));
+  co_return co_await std::move(checked);
+}
+
+boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxBackend::acquire_checked(SandboxKey key, SandboxSpec spec,
+                                                                                 AcquireEngine engine) {
   // ACQ-1: what the declarations do not serve is refused as the router refuses it. A direct
   // acquire has no host options: the isolation-scope floor is the weakest.
   const BackendDeclarations& d = declarations();
@@ -109,13 +118,43 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxBackend::acquire(Sandbox
   auto held = co_await use.mutex().scoped();
   const std::string kind = spec.kind();
   const bool walks = plan.uses_storage_base;
-  auto acquiring = do_acquire(std::move(key), std::move(spec), std::move(plan));
+  auto acquiring = engine(std::move(key), std::move(spec), std::move(plan));
   std::shared_ptr<Sandbox> sandbox = co_await std::move(acquiring);
   if (!sandbox) throw RuntimeError("backend '" + name() + "' returned no sandbox for workload kind '" + kind + "'");
   // ACQ-4: the base exists before the sandbox is handed out, warm reuse included (C-53). The
   // sandbox's own base is walked: it is what its relative paths resolve under.
   if (walks) co_await walk_storage_base(*sandbox, kind);
   co_return sandbox;
+}
+
+boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxBackend::fork(std::shared_ptr<Sandbox> source,
+                                                                      std::string snapshot_id, SandboxKey key,
+                                                                      SandboxSpec spec) {
+  // SNAP-8: a fork is an acquire whose guest starts from a snapshot, so it is held to the
+  // same checks, lock and walk (ACQ-1…ACQ-4); only the engine work differs.
+  if (!source) throw ValueError("fork: no source sandbox given for workload kind '" + spec.kind() + "'");
+  if (source->backend_name() != name())
+    throw ValueError("fork: snapshot '" + snapshot_id + "' belongs to a sandbox of backend '" + source->backend_name() +
+                     "', not '" + name() + "'; a fork is made by the backend that holds the snapshot");
+  if (snapshot_id.empty()) throw ValueError("fork: snapshot id must not be empty");
+  if (!declarations().capabilities.contains(Capability::Snapshot))
+    throw NotImplementedError("backend '" + name() + "' does not declare capability 'snapshot', so fork is not available");
+  if (forwards_acquire()) {  // ACQ-5: the wrapped backend's own fork runs everything below
+    auto forwarded = do_fork(std::move(source), std::move(snapshot_id), std::move(key), std::move(spec), AcquirePlan{});
+    co_return co_await std::move(forwarded);
+  }
+  auto engine = [this, source = std::move(source), snapshot_id = std::move(snapshot_id)](
+                    SandboxKey k, SandboxSpec s, AcquirePlan p) {
+    return do_fork(source, snapshot_id, std::move(k), std::move(s), std::move(p));
+  };
+  auto checked = acquire_checked(std::move(key), std::move(spec), std::move(engine));
+  co_return co_await std::move(checked);
+}
+
+boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxBackend::do_fork(std::shared_ptr<Sandbox>, std::string,
+                                                                         SandboxKey, SandboxSpec, AcquirePlan) {
+  throw NotImplementedError("backend '" + name() + "' does not implement fork");
+  co_return nullptr;
 }
 
 boost::asio::awaitable<void> SandboxBackend::walk_storage_base(Sandbox& sandbox, const std::string& kind) {

@@ -143,6 +143,7 @@ boost::asio::awaitable<ExecResult> Sandbox::exec(Command command, ExecInput inpu
                                                  std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   require_capability(Capability::Exec, "exec");
+  refuse_if_paused("exec");  // SNAP-9
   require_input_capabilities(input, [&](Capability c) { require_capability(c, "exec"); });
   detail::refuse_malformed_command("exec", command);
   if (timeout.count() <= 0)
@@ -218,6 +219,7 @@ boost::asio::awaitable<StreamedExit> Sandbox::exec_stream(Command command, Outpu
                                                           ExecStreamOptions options) {
   const auto deadline = std::chrono::steady_clock::now() + options.timeout;
   require_capability(Capability::ExecStream, "exec_stream");
+  refuse_if_paused("exec_stream");  // SNAP-9
   detail::refuse_malformed_command("exec_stream", command);
   if (options.timeout.count() <= 0)
     throw ValueError("exec_stream timeout must be positive, got " + std::to_string(options.timeout.count()) + " ms");
@@ -267,6 +269,7 @@ boost::asio::awaitable<StreamOutcome> Sandbox::do_exec_stream(const ExecRequest&
 boost::asio::awaitable<ExecResult> Sandbox::run_code(std::string code, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   require_capability(Capability::RunCode, "run_code");
+  refuse_if_paused("run_code");  // SNAP-9
   if (timeout.count() <= 0)
     throw ValueError("run_code timeout must be positive, got " + std::to_string(timeout.count()) + " ms");
   const auto observed = observation();
@@ -475,6 +478,7 @@ boost::asio::awaitable<void> Sandbox::reclaim(std::string directory, std::string
                                               std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   require_capability(Capability::Exec, "reclaim");
+  refuse_if_paused("reclaim");  // SNAP-9
   if (timeout.count() <= 0)
     throw ValueError("reclaim timeout must be positive, got " + std::to_string(timeout.count()) + " ms");
   if (directory.empty() || directory.front() != '/')
@@ -558,6 +562,7 @@ boost::asio::awaitable<void> Sandbox::do_reclaim(const std::string& absolute_dir
 boost::asio::awaitable<void> Sandbox::reset(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   require_capability(Capability::Snapshot, "reset");
+  refuse_if_paused("reset");  // SNAP-9
   if (timeout.count() <= 0)
     throw ValueError("reset timeout must be positive, got " + std::to_string(timeout.count()) + " ms");
   const auto observed = observation();

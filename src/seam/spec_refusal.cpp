@@ -10,6 +10,12 @@
 namespace maf::sandbox::detail {
 
 std::optional<Unserved> first_unserved(const BackendDeclarations& d, const SandboxSpec& spec, IsolationScope min_scope) {
+  // SNAP-2 (docs/snapshots.md), first: the fidelity floor sits beside the isolation floor (#3),
+  // so a spec asking more than the backend keeps is told about the fidelity, not about the
+  // SNAPSHOT capability the fidelity implies.
+  if (const auto asked = spec.min_snapshot_fidelity();
+      asked && !(d.snapshot_fidelity && meets_fidelity(*d.snapshot_fidelity, *asked)))
+    return Unserved::SnapshotFidelity;
   // #4 capabilities, #5 OS family
   if (!spec.requires_capabilities().subset_of(d.capabilities)) return Unserved::Capability;
   if (const auto family = spec.requires_os_family(); family && !d.os_families.contains(*family))
@@ -94,6 +100,16 @@ void refuse_unserved(Unserved refusal, const std::string& backend_name, const Ba
                                               credential.name() + "' of lifetime 'call' for workload kind '" + kind +
                                               "': it holds a value for the sandbox's life only");
       break;
+    case Unserved::SnapshotFidelity: {
+      const std::string asked(to_string(*spec.min_snapshot_fidelity()));
+      const std::string declared = d.snapshot_fidelity ? std::string(to_string(*d.snapshot_fidelity)) : "none";
+      throw SandboxSnapshotFidelityNotSupported(
+          "workload kind '" + kind + "' requires snapshots of at least '" + asked + "' fidelity, but backend '" +
+              backend_name + "' " +
+              (d.snapshot_fidelity ? "declares '" + declared + "'" : std::string("keeps no snapshot")) +
+              " (ladder, least first: " + snapshot_fidelity_ladder_text() + ")",
+          asked, declared);
+    }
   }
   // Unreachable while first_unserved and this agree; a loud error beats a silent pass.
   throw RuntimeError("refusal " + std::to_string(static_cast<int>(refusal)) + " has no message for backend '" +

@@ -1,5 +1,5 @@
 #pragma once
-// What a backend's declarations cannot serve of a spec (C-65 #4…#8, C-68, LIM-3), written
+// What a backend's declarations cannot serve of a spec (SNAP-2, C-65 #4…#8, C-68, LIM-3), written
 // once: the router runs it when it selects a backend, and SandboxBackend::acquire runs it
 // again (ACQ-1) so a direct caller — a host that skips the router, a test — is refused
 // exactly as the router would refuse, never served something the backend does not declare.
@@ -15,7 +15,8 @@
 namespace maf::sandbox::detail {
 
 /// Which declaration refused, in the router's order.
-enum class Unserved { Capability, OsFamily, FilesInLimits, FilesOutLimits, Egress, IsolationScope, EgressMethod, ResourceBound, CredentialLifetime };
+enum class Unserved { Capability, OsFamily, FilesInLimits, FilesOutLimits, Egress, IsolationScope, EgressMethod, ResourceBound, CredentialLifetime,
+                      SnapshotFidelity };
 
 /// The first declaration of `d` that `spec` asks beyond, or none. `min_scope` is the host's
 /// isolation-scope floor (the router's option; IsolationScope's weakest for a direct acquire).

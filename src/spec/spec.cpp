@@ -66,6 +66,8 @@ SandboxSpec::SandboxSpec(Fields fields) : f_(std::move(fields)) {
   // requires HOST_TOOLS — added like EGRESS_METHODS (C-9): a requirement only strengthens.
   if (f_.host_tools) f_.requires_capabilities.insert(Capability::HostTools);
   check_attached_identity();
+  // SNAP-2: asking a snapshot fidelity asks the operations that keep one.
+  if (f_.min_snapshot_fidelity) f_.requires_capabilities.insert(Capability::Snapshot);
   if (f_.work_dir && f_.work_dir->empty())
     throw ValueError("SandboxSpec for kind '" + f_.kind + "': work_dir is empty; omit it to let the backend choose");
 }

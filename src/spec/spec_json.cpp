@@ -19,7 +19,7 @@ constexpr std::array<std::string_view, 17> kSpecFields{
     "work_dir",   "labels",       "requires",      "min_isolation",
     "declared_outputs", "files_in", "files_out",   "outputs_named_at_call_time",
     "egress",     "requires_os_family", "isolation_scope", "resources",
-    "attached_identity"};
+    "attached_identity", "min_snapshot_fidelity"};
 
 [[noreturn]] void field_error(const std::string& field, const std::string& what) {
   throw ValueError("spec field '" + field + "': " + what);
@@ -281,6 +281,8 @@ SandboxSpec spec_from_json(const json& j) {
     for (std::size_t i = 0; i < list.size(); ++i)
       f.attached_identity.push_back(read_credential(list[i], indexed("attached_identity", i)));
   }
+  if (j.contains("min_snapshot_fidelity"))
+    f.min_snapshot_fidelity = read_optional_enum<SnapshotFidelity>(j.at("min_snapshot_fidelity"), "min_snapshot_fidelity");
   return SandboxSpec(std::move(f));
 }
 
@@ -329,6 +331,7 @@ json spec_to_json(const SandboxSpec& spec) {
     for (const auto& c : spec.attached_identity()) creds.push_back(credential_json(c));
     j["attached_identity"] = std::move(creds);
   }
+  if (spec.min_snapshot_fidelity()) j["min_snapshot_fidelity"] = std::string(to_string(*spec.min_snapshot_fidelity()));
   return j;
 }
 

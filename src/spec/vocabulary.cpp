@@ -9,12 +9,22 @@
 #include "maf/sandbox/isolation.hpp"
 #include "maf/sandbox/key.hpp"
 #include "maf/sandbox/limits.hpp"
+#include "maf/sandbox/snapshot.hpp"
 
 namespace maf::sandbox {
 
 std::string isolation_ladder_text() {
   std::string out;
   for (const auto& [rung, text] : EnumTraits<Isolation>::values) {
+    if (!out.empty()) out += " < ";
+    out += text;
+  }
+  return out;
+}
+
+std::string snapshot_fidelity_ladder_text() {
+  std::string out;
+  for (const auto& [rung, text] : EnumTraits<SnapshotFidelity>::values) {
     if (!out.empty()) out += " < ";
     out += text;
   }

@@ -26,7 +26,8 @@ namespace {
 
 constexpr const char* kSubtree = "maf-sandbox-process";
 
-/// This process's cgroup path for a v1 controller, or for v2 ("" controller list).
+}  // namespace
+
 std::string own_cgroup(const std::string& controller) {
   std::ifstream in("/proc/self/cgroup");
   std::string line;
@@ -43,6 +44,8 @@ std::string own_cgroup(const std::string& controller) {
   }
   return {};
 }
+
+namespace {
 
 bool write_file(const fs::path& path, const std::string& value) {
   std::ofstream out(path);

@@ -72,6 +72,9 @@ struct CgroupEventFile {
 std::vector<CgroupEventFile> cgroup_event_files(const std::vector<std::string>& dirs);
 CgroupEvents read_cgroup_events(const std::vector<CgroupEventFile>& files);
 
+/// This process's cgroup path for a v1 controller, or for v2 ("" controller); "" when absent.
+std::string own_cgroup(const std::string& controller);
+
 /// The `cgroup.procs` files a command joins before it execs: one per directory.
 std::vector<std::string> cgroup_procs_files(const std::vector<std::string>& dirs);
 

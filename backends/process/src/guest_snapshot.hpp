@@ -7,6 +7,7 @@
 // see or change it; it was written by the host before any guest ran, so copying it back
 // copies trusted content. The tree being replaced is the guest's: it is moved aside by one
 // rename and removed with the same no-follow walk disposal uses.
+#include <cstdint>
 #include <string>
 
 namespace maf::sandbox::process {
@@ -16,6 +17,10 @@ namespace maf::sandbox::process {
 /// (when this process may set them) and modification times. Anything else (a socket, a
 /// device) is refused with OSError naming it: a snapshot of a fresh tree holds none.
 void copy_host_tree(const std::string& from, const std::string& to);
+/// The same for a tree a guest has used (Sandbox::snapshot, docs/snapshots.md SNAP-4):
+/// sockets and devices — which a restore could not bring back alive — are left out instead of
+/// refused. Returns the bytes of the regular files copied.
+std::int64_t copy_guest_tree(const std::string& from, const std::string& to);
 
 /// `<sandbox_dir>/snapshot` — where create() puts the copy of a fresh root.
 std::string snapshot_dir(const std::string& sandbox_dir);
@@ -28,5 +33,9 @@ void take_snapshot(const std::string& sandbox_dir);
 /// place; the caller has stopped the guest's processes. OSError when there is no snapshot
 /// (a sandbox created before this backend kept one).
 void restore_snapshot(const std::string& sandbox_dir);
+
+/// The same from any host tree the host wrote (a snapshot taken later, docs/snapshots.md):
+/// `<sandbox_dir>/root` replaced by a copy of `from_tree`, swapped in by rename.
+void restore_tree(const std::string& sandbox_dir, const std::string& from_tree);
 
 }  // namespace maf::sandbox::process

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cgroup_limits.hpp"
+#include "freezer.hpp"
 #include "fd.hpp"
 #include "guest_tree.hpp"
 #include "maf/sandbox/process/process_backend.hpp"
@@ -32,6 +33,9 @@ struct Boundary {
   std::vector<MountView> views;
   std::vector<std::string> proc_closure;
   std::shared_ptr<const Fd> sealed_seccomp;
+  /// PAUSE (docs/snapshots.md SNAP-9): the freezer detected at construction; absent, PAUSE
+  /// is not declared.
+  std::optional<Freezer> freezer;
 };
 
 /// Builds the boundary for this host and proves it with one confined run: the guest's uid

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -31,6 +32,8 @@
 #include "process_sandbox.hpp"
 #include "said.hpp"
 #include "sandbox_store.hpp"
+#include "pool.hpp"
+#include "snapshots.hpp"
 
 namespace maf::sandbox::process {
 namespace fs = std::filesystem;
@@ -64,6 +67,9 @@ std::shared_ptr<const Boundary> make_boundary(const ProcessBackendConfig& config
   Boundary b = establish_boundary(config);
   b.cgroups = CgroupLimits::detect(config.cgroup_root, config.pids_limit, config.memory_limit_bytes);
   logger()->debug("backend 'process': bounding {} per sandbox", b.cgroups.describe());
+  std::string no_freezer;
+  b.freezer = Freezer::detect(config.cgroup_root, &no_freezer);
+  if (!b.freezer) logger()->info("backend 'process': pause is not offered: {}", no_freezer);
   return std::make_shared<const Boundary>(std::move(b));
 }
 
@@ -111,6 +117,11 @@ public:
       declarations_.resource_bounds = {ResourceBound::Memory, ResourceBound::Cpus, ResourceBound::Processes};
     declarations_.resource_bounds.insert(ResourceBound::Ttl);
     declarations_.resource_bounds.insert(ResourceBound::IdleTimeout);
+    // SNAP-4: every snapshot keeps the whole writable tree (snapshots.hpp), proven by the
+    // SNAPSHOT suite; PAUSE only where a freezer was detected and probed (SNAP-9).
+    declarations_.snapshot_fidelity = kProcessSnapshotFidelity;
+    if (boundary_->freezer) declarations_.capabilities.insert(Capability::Pause);
+    start_pools();
   }
 
   std::string name() const override { return "process"; }
@@ -123,6 +134,9 @@ public:
     for (const auto& u : boundary_->cgroups.unusable()) out.emplace_back("cgroup unusable", u);
     out.emplace_back("egress allowlist", egress_unavailable_.empty() ? "proven at construction (a proxy per sandbox)"
                                                                      : "unavailable: " + egress_unavailable_);
+    out.emplace_back("pause", boundary_->freezer ? boundary_->freezer->describe() : "not offered");
+    if (pools_)
+      for (const auto& [thread, ready] : pools_->ready()) out.emplace_back("pool " + thread, std::to_string(ready) + " ready");
     return out;
   }
 
@@ -132,13 +146,9 @@ protected:
   boost::asio::awaitable<std::shared_ptr<Sandbox>> do_acquire(SandboxKey key, SandboxSpec spec,
                                                               AcquirePlan plan) override {
     const std::string& base = plan.storage_base;
-    // LIM-5: the bounds are part of the identity — other bounds, another sandbox.
     const auto policy = egress_policy_of(spec);
-    const std::string name = support::sandbox_name(
-        kNamePrefix, key, spec.kind(),
-        support::NameQualifiers{egress_identity(spec), base == kDefaultWorkDir ? "" : base,
-                                spec.resources().empty() ? "" : spec.resources().to_string()});
-    const fs::path dir = store_.sandbox_dir(key, name);
+    // LIM-5 and the allowlist are part of the identity: other bounds or rules, another sandbox.
+    const fs::path dir = sandbox_dir_of(key, spec, base);
     // Warm: a sandbox this process holds is answered from memory, once one stat shows its
     // record is still the one read (another replica may have disposed or recreated it, or
     // its record been rewritten); the core still walks the base (ACQ-4).
@@ -162,6 +172,9 @@ protected:
                      record->resources.to_string());
       record.reset();
     }
+    // POOL-1: a ready sandbox made for exactly this spec is claimed before one is created; a
+    // claimed one is this acquire's as much as a created one (its proxy starts below).
+    if (!record && pools_) record = pools_->claim(spec, key, dir);
     const bool fresh = !record;
     if (!record) record = create(dir, key, spec.kind(), base, spec.resources(), policy);
     if (record->resources.idle_timeout()) touch_last_used(dir.string());
@@ -177,6 +190,23 @@ protected:
       throw;
     }
     co_return open(*record, std::move(egress));
+  }
+
+  /// SNAP-8: a new sandbox whose root is a copy of the source's snapshot, made like any
+  /// other (staging, record, rename), so it is disposed, purged and reaped like any other.
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> do_fork(std::shared_ptr<Sandbox> source, std::string snapshot_id,
+                                                           SandboxKey key, SandboxSpec spec, AcquirePlan plan) override {
+    auto* from = dynamic_cast<ProcessSandbox*>(source.get());
+    if (!from) throw ValueError(said("fork: the source sandbox is not one of this backend's"));
+    if (config_->test_only_broken_snapshots) co_return source;  // the SNAPSHOT suite's broken double
+    const fs::path dir = sandbox_dir_of(key, spec, plan.storage_base);
+    if (read_record(dir))
+      throw ValueError(said("fork: ") + to_string(key) + " already has a sandbox of kind '" + spec.kind() +
+                       "'; a fork makes a new sandbox and never replaces one (dispose it first)");
+    const Record record = create(dir, key, spec.kind(), plan.storage_base, spec.resources(), egress_policy_of(spec),
+                                 [&](const std::string& to) { from->copy_snapshot_to(snapshot_id, to); });
+    if (record.resources.idle_timeout()) touch_last_used(dir.string());
+    co_return open(record);
   }
 
 public:
@@ -217,6 +247,9 @@ public:
 
   boost::asio::awaitable<ScopePurge> reap_expired(std::optional<std::string> scope) override {
     const std::int64_t now = now_unix();
+    // SNAP-6: snapshots past their ttl go too, in every sandbox this walk reads anyway.
+    for (const auto& r : store_.all_records())
+      if (!scope || r.key.scope == *scope) (void)held_snapshots(r.dir);
     co_return purge([&] { return store_.all_records(); }, [&](const Record& r) {
       return keeps_lifetimes() && expired(r, now) && (!scope || r.key.scope == *scope);
     });
@@ -257,6 +290,7 @@ private:
         continue;
       try {
         kill_guest_processes((entry.path() / "root").string());
+        release_freezer(entry.path());
         end_proxy(entry.path(), std::nullopt, n);  // a trash directory's, its disposer killed mid-way
         release_cgroups(entry.path());
         remove_host_tree(entry.path().string());
@@ -267,19 +301,71 @@ private:
     return fold(failures);
   }
 
+  /// `<dir>/meta.json` for `r`, written aside and renamed in, so a reader sees the old record
+  /// or the new one (a claimed pooled sandbox's record is rewritten for its new key).
+  static void write_meta(const fs::path& dir, const Record& r) {
+    const nlohmann::json meta{{"scope", r.key.scope},     {"thread_id", r.key.thread_id},
+                              {"agent_id", r.key.agent_id}, {"call_id", r.key.call_id},
+                              {"kind", r.kind},           {"instance_id", r.instance_id},
+                              {"work_base", r.work_base}, {"created_unix", r.created_unix},
+                              {"resources", resources_to_json(r.resources)}};
+    std::ofstream(dir / "meta.json.new") << meta.dump(2);
+    if (::rename((dir / "meta.json.new").c_str(), (dir / "meta.json").c_str()) != 0)
+      throw OSError(said("cannot write the record of '") + dir.string() + "': " + std::strerror(errno));
+  }
+
+  /// POOL-1: the pools, made once the declarations are settled; a spec this backend cannot
+  /// serve is refused here rather than never claimed.
+  void start_pools() {
+    if (config_->pools.empty()) return;
+    for (const auto& pool : config_->pools) {
+      const SandboxSpec& s = pool.spec;
+      if (!s.requires_capabilities().subset_of(declarations_.capabilities) ||
+          !declarations_.egress_modes.contains(s.egress()) ||
+          !s.resources().asked().subset_of(declarations_.resource_bounds))
+        throw ValueError(said("warm pool for kind '") + s.kind() + "' asks what this backend does not serve (" +
+                         pool_key(s) + ")");
+    }
+    WarmPools::Engine engine{
+        [this](const SandboxKey& key, const SandboxSpec& spec) {
+          const std::string base = normalize_guest_path(spec.work_dir().value_or(kDefaultWorkDir));
+          create(sandbox_dir_of(key, spec, base), key, spec.kind(), base, spec.resources(), egress_policy_of(spec));
+        },
+        [this](const Record& r) {
+          if (auto failure = destroy(r)) logger()->warn("backend 'process': {}", failure->to_string());
+        },
+        [](const Record& r) { write_meta(r.dir, r); },
+        [] { return now_unix(); },
+        config_->test_only_broken_pools};
+    pools_ = std::make_unique<WarmPools>(store_, config_->pools, std::move(engine));
+  }
+
+  /// LIM-5: the bounds are part of the identity — other bounds, another sandbox.
+  fs::path sandbox_dir_of(const SandboxKey& key, const SandboxSpec& spec, const std::string& base) const {
+    const std::string name = support::sandbox_name(
+        kNamePrefix, key, spec.kind(),
+        support::NameQualifiers{egress_identity(spec), base == kDefaultWorkDir ? "" : base,
+                                spec.resources().empty() ? "" : spec.resources().to_string()});
+    return store_.sandbox_dir(key, name);
+  }
+
+  /// `seed`, when given, makes the guest's root (a fork's copy of a snapshot, SNAP-8)
+  /// instead of a fresh one.
   Record create(const fs::path& dir, const SandboxKey& key, const std::string& kind, const std::string& base,
-                const ResourceLimits& resources, const std::optional<EgressPolicy>& policy) {
+                const ResourceLimits& resources, const std::optional<EgressPolicy>& policy,
+                const std::function<void(const std::string&)>& seed = {}) {
     // Build the whole sandbox in a staging directory, then rename it into place: rename is
     // atomic, so concurrent acquires — in this process or another — yield one sandbox (C-52).
     const fs::path staging = config_->root / (".staging-" + random_hex(16));
-    fs::create_directories(staging / "root");
+    fs::create_directories(seed ? staging : staging / "root");
     // Searchable (not listable) by the identity bubblewrap runs as, whatever the umask.
     fs::permissions(staging, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
     Record r{dir, key, kind, random_hex(16), base, now_unix(), resources};
     try {
       GuestTree tree((staging / "root").string(), boundary_->views, guest_virtual_dirs(),
                      boundary_->run_as);
-      prepare_guest_root(tree, *config_);
+      if (seed) seed((staging / "root").string());
+      else prepare_guest_root(tree, *config_);
       if (policy) {
         // Its proxy is started once the sandbox is in place (attach_egress), by whichever
         // process opens it: the policy is the sandbox's, on disk, for any replica.
@@ -289,11 +375,7 @@ private:
       tree.ensure_directory(base);
       // SNAPSHOT: the fresh tree, before any guest ran, is what RESET restores.
       take_snapshot(staging.string());
-      nlohmann::json meta{{"scope", key.scope},         {"thread_id", key.thread_id}, {"agent_id", key.agent_id},
-                          {"call_id", key.call_id},     {"kind", kind},               {"instance_id", r.instance_id},
-                          {"work_base", base},          {"created_unix", r.created_unix},
-                          {"resources", resources_to_json(resources)}};
-      std::ofstream(staging / "meta.json") << meta.dump(2);
+      write_meta(staging, r);
       std::ofstream(staging / "last_used") << "used\n";  // LIM-7's idle clock starts here
       if (const int err = store_.place(staging, dir); err != 0) {
         remove_host_tree(staging.string());
@@ -383,6 +465,7 @@ private:
         live_.erase(r.dir.string());
       }
       kill_guest_processes((trash / "root").string());
+      release_freezer(trash);  // SNAP-9: a frozen guest dies only once thawed
       end_proxy(trash, r.key, r.dir.filename().string());
       release_cgroups(trash);
       remove_host_tree(trash.string());
@@ -451,6 +534,8 @@ private:
   SandboxStore store_;
   std::mutex mutex_;
   std::map<std::string, Held> live_;
+  /// Last, so it goes first: its drain disposes through the members above (POOL-6).
+  std::unique_ptr<WarmPools> pools_;
 };
 
 }  // namespace
@@ -514,7 +599,9 @@ ProcessBackendConfig parse_process_config(const nlohmann::json& j) {
                                              "pids_limit", "memory_limit_bytes", "test_only_without_host_boundary",
                                              "test_only_allow_unsafe", "required_resource_bounds", "cgroup_root",
                                              "test_only_unapplied_resource_bounds", "egress_proxy_path",
-                                             "egress_relay_path", "egress_proxy_args", "egress_upstream_ca_file"};
+                                             "egress_relay_path", "egress_proxy_args", "egress_upstream_ca_file",
+                                             "snapshot_budget_bytes", "snapshot_ttl_seconds", "test_only_broken_snapshots", "pools",
+                                             "test_only_broken_pools"};
     if (!known.count(item.key())) {
       std::string list;
       for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
@@ -572,6 +659,28 @@ ProcessBackendConfig parse_process_config(const nlohmann::json& j) {
     }
   }, T::array);
   want("egress_upstream_ca_file", [&](const auto& v) { c.egress_upstream_ca_file = v.template get<std::string>(); }, T::string);
+  want("snapshot_budget_bytes", [&](const auto& v) { c.snapshot_budget_bytes = v.template get<std::uint64_t>(); }, T::number_unsigned);
+  want("snapshot_ttl_seconds", [&](const auto& v) { c.snapshot_ttl = std::chrono::seconds(v.template get<std::uint64_t>()); }, T::number_unsigned);
+  want("test_only_broken_snapshots", [&](const auto& v) { c.test_only_broken_snapshots = v.template get<bool>(); }, T::boolean);
+  want("test_only_broken_pools", [&](const auto& v) { c.test_only_broken_pools = v.template get<bool>(); }, T::boolean);
+  want("pools", [&](const auto& v) {
+    for (const auto& p : v) {
+      if (!p.is_object() || !p.contains("spec"))
+        throw ValueError(said("each pools entry must be {\"spec\": {...}, \"size\", \"refill\", \"max_age_seconds\"}"));
+      PoolConfig pool{spec_from_json(p.at("spec"))};
+      for (const auto& item : p.items()) {
+        const auto& val = item.value();
+        if (item.key() == "spec") continue;
+        if (item.key() == "size" && val.is_number_unsigned()) pool.size = val.template get<std::size_t>();
+        else if (item.key() == "refill" && val.is_boolean()) pool.refill = val.template get<bool>();
+        else if (item.key() == "max_age_seconds" && val.is_number_unsigned())
+          pool.max_age = std::chrono::seconds(val.template get<std::uint64_t>());
+        else throw ValueError(said("pools entry key '") + item.key() + "' is unknown or has the wrong type (" +
+                              val.type_name() + "; known: spec, size, refill, max_age_seconds)");
+      }
+      c.pools.push_back(std::move(pool));
+    }
+  }, T::array);
   return c;
 }
 

@@ -26,6 +26,9 @@ public:
   const GuestTree& tree() const noexcept { return tree_; }
   /// Set for an ALLOWLIST sandbox: every command runs behind the relay to its proxy.
   const std::optional<GuestEgress>& egress() const noexcept { return egress_; }
+  /// SNAP-8: copy snapshot `id`'s tree to host path `to` (a fork's new root), under this
+  /// sandbox's snapshot lock; SandboxSnapshotNotFound when it is not held (snapshots.cpp).
+  void copy_snapshot_to(const std::string& id, const std::string& to);
 
 protected:
   boost::asio::awaitable<ExecReport> do_exec(const ExecRequest& request) override;
@@ -45,6 +48,16 @@ protected:
   /// back in place of the guest's root (guest_snapshot.hpp).
   boost::asio::awaitable<void> do_reset(std::chrono::milliseconds timeout,
                                         std::chrono::steady_clock::time_point deadline) override;
+
+  /// Snapshots at `<sandbox_dir>/snapshots/<id>/` and pause through the cgroup freezer
+  /// (docs/snapshots.md; defined in snapshots.cpp).
+  boost::asio::awaitable<SnapshotInfo> do_snapshot() override;
+  boost::asio::awaitable<void> do_restore(const std::string& snapshot_id, std::chrono::milliseconds timeout,
+                                          std::chrono::steady_clock::time_point deadline) override;
+  boost::asio::awaitable<void> do_release_snapshot(const std::string& snapshot_id) override;
+  boost::asio::awaitable<std::vector<SnapshotInfo>> do_snapshots() override;
+  boost::asio::awaitable<void> do_pause() override;
+  boost::asio::awaitable<void> do_resume() override;
 
 private:
   /// One command's launch under bubblewrap, prepared; what its run is judged against.

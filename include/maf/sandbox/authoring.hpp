@@ -10,6 +10,7 @@
 #include "maf/sandbox/exec_report.hpp"
 #include "maf/sandbox/exec_stream.hpp"
 #include "maf/sandbox/plugin.hpp"
+#include "maf/sandbox/pool.hpp"
 #include "maf/sandbox/registry.hpp"
 #include "maf/sandbox/support/async_mutex.hpp"
 #include "maf/sandbox/support/backend_message.hpp"

@@ -16,6 +16,7 @@
 #include <boost/asio/awaitable.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -62,6 +63,15 @@ public:
   /// (ACQ-1), and a work_dir that is not an absolute POSIX path (ValueError naming it, ACQ-2).
   boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire(SandboxKey key, SandboxSpec spec);
 
+  /// A new sandbox for `key` and `spec.kind()` whose guest starts as snapshot `snapshot_id`
+  /// of `source` left it (SNAPSHOT; docs/snapshots.md SNAP-8). It is a sandbox like any
+  /// other — its own key, the new spec's policy, counted, disposed, purged and reaped — and
+  /// diverges from `source` from the first write. Runs ACQ-1…ACQ-4 as acquire does; `source`
+  /// must be this backend's; a key that already has a sandbox of that kind is refused
+  /// (ValueError: a fork never replaces one). Default do_fork: NotImplementedError.
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> fork(std::shared_ptr<Sandbox> source, std::string snapshot_id,
+                                                        SandboxKey key, SandboxSpec spec);
+
   /// Dispose the key's sandboxes — every kind, or one kind, or one physical instance (C-56,
   /// C-72). Never throws; absent = disposed or unverifiable.
   virtual boost::asio::awaitable<std::optional<DisposalFailure>> dispose(
@@ -107,6 +117,11 @@ protected:
   /// do_prepare_storage_base for what is missing (ACQ-4).
   virtual boost::asio::awaitable<std::shared_ptr<Sandbox>> do_acquire(SandboxKey key, SandboxSpec spec,
                                                                       AcquirePlan plan) = 0;
+  /// The engine work of fork: make the new sandbox from `source`'s snapshot. Runs under the
+  /// same per-(key, kind) lock as do_acquire; the core walks the storage base afterwards.
+  virtual boost::asio::awaitable<std::shared_ptr<Sandbox>> do_fork(std::shared_ptr<Sandbox> source,
+                                                                   std::string snapshot_id, SandboxKey key,
+                                                                   SandboxSpec spec, AcquirePlan plan);
   /// True only for a wrapper whose do_acquire calls another backend's `acquire`, which runs
   /// ACQ-1…ACQ-4 itself: `acquire` then forwards straight to do_acquire (ACQ-5), so nothing is
   /// checked, locked or walked twice.
@@ -125,6 +140,10 @@ protected:
 private:
   struct AcquireLocks;  // ACQ-3's per-(key, kind) locks (src/seam/backend.cpp)
   boost::asio::awaitable<void> walk_storage_base(Sandbox& sandbox, const std::string& kind);
+  /// ACQ-1…ACQ-4 around `engine` (do_acquire, or do_fork for SNAP-8): one code path for both.
+  using AcquireEngine =
+      std::function<boost::asio::awaitable<std::shared_ptr<Sandbox>>(SandboxKey, SandboxSpec, AcquirePlan)>;
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> acquire_checked(SandboxKey key, SandboxSpec spec, AcquireEngine engine);
 
   std::shared_ptr<ObserverHub> hub_ = std::make_shared<ObserverHub>();
   std::shared_ptr<AcquireLocks> acquire_locks_;

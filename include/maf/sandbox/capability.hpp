@@ -21,7 +21,7 @@ enum class Capability {
   FilesOut,          ///< "files_out": Sandbox::stat_file, Sandbox::read_file
   FilesList,         ///< "files_list": Sandbox::list_dir
   FilesDelete,       ///< "files_delete": Sandbox::remove
-  Snapshot,          ///< "snapshot": the RESET cleanup rung (phase 2)
+  Snapshot,          ///< "snapshot": the RESET cleanup rung, and snapshot/restore/fork/release (docs/snapshots.md)
   AttachedIdentity,  ///< "attached_identity": platform identity scoped to the sandbox (phase 2)
   EgressMethods,     ///< "egress_methods": method-scoped egress rules (C-9)
   EgressPaths,       ///< "egress_paths": path-scoped egress rules (C-10)
@@ -30,12 +30,13 @@ enum class Capability {
   Background,        ///< "background": programs started to run on, found by id by later calls
   ExecEnv,           ///< "exec_env": a command's own environment, off every command line (ENV-1)
   ExecStdin,         ///< "exec_stdin": one-shot stdin bytes for exec and exec_stream (STDIN-1)
+  Pause,             ///< "pause": Sandbox::pause / resume, every guest process frozen (docs/snapshots.md SNAP-9)
 };
 
 template <>
 struct EnumTraits<Capability> {
   static constexpr std::string_view type_name = "Capability";
-  static constexpr std::array<std::pair<Capability, std::string_view>, 16> values{{
+  static constexpr std::array<std::pair<Capability, std::string_view>, 17> values{{
       {Capability::Exec, "exec"},
       {Capability::RunCode, "run_code"},
       {Capability::HostTools, "host_tools"},
@@ -52,6 +53,7 @@ struct EnumTraits<Capability> {
       {Capability::Background, "background"},
       {Capability::ExecEnv, "exec_env"},
       {Capability::ExecStdin, "exec_stdin"},
+      {Capability::Pause, "pause"},
   }};
 };
 

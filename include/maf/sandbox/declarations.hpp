@@ -10,7 +10,9 @@
 ///  - os_families: empty — no answer, refuses only a spec that asks;
 ///  - isolation_scopes: empty — read as {CONVERSATION};
 ///  - resource_bounds: empty — enforces no resource bound, so a spec that asks one is
-///    refused (docs/limits.md LIM-3).
+///    refused (docs/limits.md LIM-3);
+///  - snapshot_fidelity: absent — keeps no snapshot, so a spec asking a fidelity is refused
+///    (docs/snapshots.md SNAP-2).
 
 #include <optional>
 #include <set>
@@ -22,6 +24,7 @@
 #include "maf/sandbox/limits.hpp"
 #include "maf/sandbox/os_family.hpp"
 #include "maf/sandbox/resource_limits.hpp"
+#include "maf/sandbox/snapshot.hpp"
 
 namespace maf::sandbox {
 
@@ -40,6 +43,9 @@ struct BackendDeclarations {
   /// asked again and swapped in the running proxy at each call (docs/policy.md CRED-3).
   /// Silence: only lifetime `sandbox`.
   bool per_call_credentials = false;
+  /// The rung its snapshots keep (docs/snapshots.md SNAP-1); absent — silence — keeps none,
+  /// so a spec asking any fidelity is refused. Declare only what the SNAPSHOT suite proves.
+  std::optional<SnapshotFidelity> snapshot_fidelity{};
 
   /// isolation_scopes with silence read as {CONVERSATION}.
   IsolationScopeSet effective_isolation_scopes() const noexcept {

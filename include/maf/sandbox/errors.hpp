@@ -138,6 +138,28 @@ MAF_SANDBOX_DEFINE_REFUSAL(SandboxIdentityDenied, PermissionError);
 MAF_SANDBOX_DEFINE_REFUSAL(SandboxIdentityScopeDenied, PermissionError);
 MAF_SANDBOX_DEFINE_REFUSAL(SandboxTransferLimitsNotPermitted, PermissionError);
 MAF_SANDBOX_DEFINE_REFUSAL(SandboxEgressNotEnforced, PermissionError);
+/// The spec asks a snapshot fidelity the backend does not declare (docs/snapshots.md SNAP-2):
+/// refused, never served a weaker snapshot. `asked()` is the rung asked, `declared()` the
+/// backend's ("none" when it keeps no snapshot).
+class SandboxSnapshotFidelityNotSupported : public PermissionError, public SandboxPolicyRefusal {
+public:
+  SandboxSnapshotFidelityNotSupported(const std::string& message, std::string asked, std::string declared)
+      : PermissionError(message), asked_(std::move(asked)), declared_(std::move(declared)) {}
+  const char* message() const noexcept override { return this->what(); }
+  const std::string& asked() const noexcept { return asked_; }
+  const std::string& declared() const noexcept { return declared_; }
+
+private:
+  std::string asked_;
+  std::string declared_;
+};
+/// No snapshot of that id in this sandbox: never taken, released, or past its TTL (SNAP-6).
+MAF_SANDBOX_DEFINE_ERROR(SandboxSnapshotNotFound, LookupError);
+/// Taking the snapshot would hold more bytes than the backend's snapshot budget (SNAP-7);
+/// names the size, what is held and the budget. Nothing was kept.
+MAF_SANDBOX_DEFINE_ERROR(SandboxSnapshotBudgetExceeded, RuntimeError);
+/// The sandbox is paused (SNAP-9): nothing that starts a guest process runs until resume().
+MAF_SANDBOX_DEFINE_ERROR(SandboxPaused, RuntimeError);
 /// Exactly "the caller's timeout expired" (C-40). Backends with their own ceilings raise
 /// something else.
 MAF_SANDBOX_DEFINE_ERROR(TimeoutError, OSError);

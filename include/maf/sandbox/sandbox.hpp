@@ -17,6 +17,7 @@
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <boost/asio/awaitable.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -37,6 +38,7 @@
 #include "maf/sandbox/exec_stream.hpp"
 #include "maf/sandbox/key.hpp"
 #include "maf/sandbox/observer.hpp"
+#include "maf/sandbox/snapshot.hpp"
 
 namespace maf::sandbox {
 
@@ -174,6 +176,30 @@ public:
   /// The key attached with them (empty when unobserved); what this sandbox's events carry.
   SandboxKey observed_key() const;
 
+  /// Keep the sandbox's state now, at the backend's declared fidelity and never more
+  /// (SNAPSHOT; docs/snapshots.md SNAP-3…SNAP-7): the returned id names it to restore,
+  /// fork (SandboxBackend::fork) and release. SandboxSnapshotBudgetExceeded past the
+  /// backend's budget; NotImplementedError without SNAPSHOT; SandboxPaused while paused
+  /// only where the backend cannot snapshot a frozen sandbox.
+  boost::asio::awaitable<SnapshotInfo> snapshot();
+  /// Put back what snapshot `snapshot_id` kept (SNAP-3): every guest process is stopped
+  /// first unless the fidelity is `memory`, so nothing runs that the snapshot did not keep.
+  /// SandboxSnapshotNotFound for an id never taken, released or expired.
+  boost::asio::awaitable<void> restore(std::string snapshot_id,
+                                       std::chrono::milliseconds timeout = kDefaultReclaimTimeout);
+  /// Free a snapshot (SNAP-5); an id not held is SandboxSnapshotNotFound.
+  boost::asio::awaitable<void> release_snapshot(std::string snapshot_id);
+  /// The snapshots this sandbox holds now, expired ones removed first (SNAP-6).
+  boost::asio::awaitable<std::vector<SnapshotInfo>> snapshots();
+  /// Freeze every guest process of the sandbox (PAUSE; SNAP-9). Until resume(), exec,
+  /// exec_stream, run_code, reclaim, reset and restore throw SandboxPaused; file transfers
+  /// still work. Pausing a paused sandbox is a no-op.
+  boost::asio::awaitable<void> pause();
+  /// Thaw what pause() froze; resuming a running sandbox is a no-op.
+  boost::asio::awaitable<void> resume();
+  /// Whether pause() froze this sandbox object and resume() has not thawed it.
+  bool paused() const noexcept { return paused_.load(); }
+
 protected:
   /// Deliver a backend's own event (e.g. an egress decision) to the attached observers, its
   /// context filled with this sandbox's key, backend, kind and instance. No-op unobserved.
@@ -258,6 +284,19 @@ protected:
   /// whose do_acquire always makes the base needs no override.
   virtual boost::asio::awaitable<void> do_prepare_storage_base(const StorageBaseWalk& walk);
 
+  /// The snapshot hooks (docs/snapshots.md): reached only when SNAPSHOT is declared; each
+  /// default refuses with NotImplementedError.
+  virtual boost::asio::awaitable<SnapshotInfo> do_snapshot();
+  virtual boost::asio::awaitable<void> do_restore(const std::string& snapshot_id, std::chrono::milliseconds timeout,
+                                                  std::chrono::steady_clock::time_point deadline);
+  virtual boost::asio::awaitable<void> do_release_snapshot(const std::string& snapshot_id);
+  virtual boost::asio::awaitable<std::vector<SnapshotInfo>> do_snapshots();
+  /// Freeze / thaw every guest process (reached only when PAUSE is declared); defaults refuse.
+  virtual boost::asio::awaitable<void> do_pause();
+  virtual boost::asio::awaitable<void> do_resume();
+  /// Throws SandboxPaused naming backend, kind and `method` while paused (SNAP-9).
+  void refuse_if_paused(const char* method) const;
+
   /// Throws NotImplementedError naming backend, kind and the capability (C-35).
   void require_capability(Capability capability, const char* method) const;
 
@@ -287,6 +326,7 @@ private:
   Descriptor descriptor_;
   mutable std::mutex observation_mutex_;
   std::shared_ptr<const Observation> observation_;
+  std::atomic<bool> paused_{false};
 };
 
 }  // namespace maf::sandbox

@@ -27,6 +27,7 @@
 #include "maf/sandbox/limits.hpp"
 #include "maf/sandbox/os_family.hpp"
 #include "maf/sandbox/resource_limits.hpp"
+#include "maf/sandbox/snapshot.hpp"
 
 namespace maf::sandbox {
 
@@ -62,6 +63,10 @@ public:
     /// Credentials the egress proxy brokers toward bound hosts (attached_identity.hpp,
     /// docs/policy.md CRED-1…CRED-5); never their values. Requires ATTACHED_IDENTITY.
     std::vector<AttachedCredential> attached_identity{};
+    /// The least a snapshot of this sandbox must keep (docs/snapshots.md SNAP-2); absent asks
+    /// nothing. Asking one adds SNAPSHOT to the requirements; a backend declaring a lower
+    /// rung, or none, is refused (SandboxSnapshotFidelityNotSupported), never substituted.
+    std::optional<SnapshotFidelity> min_snapshot_fidelity{};
   };
 
   /// Validates in the order of C-18 and throws ValueError naming the offending value:
@@ -102,6 +107,8 @@ public:
   /// The credentials the workload may use through the proxy (CRED-1); each bound only to
   /// hosts of egress_allow (CRED-2).
   const std::vector<AttachedCredential>& attached_identity() const noexcept { return f_.attached_identity; }
+  /// The snapshot fidelity asked (docs/snapshots.md SNAP-2); absent = none.
+  std::optional<SnapshotFidelity> min_snapshot_fidelity() const noexcept { return f_.min_snapshot_fidelity; }
 
   /// The validated fields, e.g. to derive a modified spec (which is validated again).
   const Fields& fields() const noexcept { return f_; }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "maf/sandbox/capability.hpp"
+#include "maf/sandbox/fwd.hpp"
 #include "maf/sandbox/conformance/layout.hpp"
 #include "maf/sandbox/conformance/results.hpp"
 
@@ -61,6 +62,17 @@ struct AttachedIdentityTargets {
   std::chrono::milliseconds exec_timeout{std::chrono::seconds(30)};
 };
 
+/// SNAPSHOT's fork probe (SN-6; docs/snapshots.md SNAP-8): the backend that made the
+/// subject's sandbox and the spec a fork is made with (under a key of its own, disposed after).
+struct SnapshotForkTarget {
+  SandboxBackend* backend = nullptr;
+  const SandboxSpec* spec = nullptr;
+};
+
+/// POOL's probes (PL-1, PL-2; docs/pools.md) acquire through the same pair: the backend whose
+/// pool serves `spec`, and the spec.
+using PoolTarget = SnapshotForkTarget;
+
 /// What a running probe sees.
 struct ProbeContext {
   ConformanceSubject& subject;
@@ -68,6 +80,8 @@ struct ProbeContext {
   const EgressTargets* egress = nullptr;  ///< set for EGRESS only
   const EgressL7Targets* egress_l7 = nullptr;  ///< set for EGRESS_L7 only
   const AttachedIdentityTargets* attached_identity = nullptr;  ///< set for ATTACHED_IDENTITY only
+  const SnapshotForkTarget* fork = nullptr;  ///< set for SNAPSHOT through run_snapshot only
+  const PoolTarget* pool = nullptr;          ///< set for POOL through run_pool only
 };
 
 struct Probe {

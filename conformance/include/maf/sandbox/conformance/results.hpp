@@ -37,6 +37,8 @@ enum class Suite {
   ExecEnv,        ///< EXEC_ENV, probes EE-1…EE-5: a command's own environment (docs/exec-input.md)
   ExecStdin,      ///< EXEC_STDIN, probes SI-1…SI-5: one-shot stdin (docs/exec-input.md)
   Context,        ///< CONTEXT, probes CX-1…CX-6: interpreter contexts (docs/contexts.md); run_context, not in kAllSuites
+  Snapshot,       ///< SNAPSHOT, probes SN-1…SN-6: snapshot, restore, release and fork (docs/snapshots.md; run_snapshot)
+  Pool,           ///< POOL, probes PL-1, PL-2: warm-pool claims (docs/pools.md); run_pool, not in kAllSuites
 };
 
 /// Every suite, in the order a runner should run them: EXEC last because its timeout probe
@@ -46,7 +48,7 @@ enum class Suite {
 /// a sandbox of its own, as does EGRESS_L7 (its spec carries the method/path rules).
 inline constexpr Suite kAllSuites[] = {Suite::FilesOut,      Suite::ReadCap,  Suite::FilesIn,   Suite::FilesDelete,
                                        Suite::Egress,        Suite::EgressClosed, Suite::HostIntegrity,
-                                       Suite::Cleanup,       Suite::HostTools, Suite::Stream,
+                                       Suite::Snapshot,      Suite::Cleanup,       Suite::HostTools, Suite::Stream,
                                        Suite::Background,    Suite::ExecEnv,      Suite::ExecStdin,
                                        Suite::Exec,          Suite::EgressL7};
 

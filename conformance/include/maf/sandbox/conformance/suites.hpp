@@ -67,6 +67,13 @@ std::vector<ProbeResult> run_egress_l7(ConformanceSubject& subject, const Egress
 /// ATTACHED_IDENTITY (issue 46): gated on ATTACHED_IDENTITY and an ALLOWLIST sandbox whose spec
 /// binds a credential to the targets' bound host (docs/conformance.md).
 std::vector<ProbeResult> run_attached_identity(ConformanceSubject& subject, const AttachedIdentityTargets& targets);
+/// SNAPSHOT (docs/snapshots.md): gated on SNAPSHOT; SN-6 forks through `fork.backend` (the
+/// backend that made the subject's sandbox). Through run_suite, SN-6 is a skip, never a pass.
+std::vector<ProbeResult> run_snapshot(ConformanceSubject& subject, const SnapshotForkTarget& fork);
+/// POOL (docs/pools.md): claims through `pool.backend` with `pool.spec` (a spec its warm pool
+/// serves) — fresh (PL-1), never handed out twice under 32 concurrent claims (PL-2). Gated on
+/// EXEC; the subject only anchors the run. Not in kAllSuites: the runner configures no pool.
+std::vector<ProbeResult> run_pool(ConformanceSubject& subject, const PoolTarget& pool);
 inline std::vector<ProbeResult> run_egress_closed(ConformanceSubject& s) { return run_suite(Suite::EgressClosed, s); }
 inline std::vector<ProbeResult> check_egress_closed(ConformanceSubject& s) {
   return check_suite(Suite::EgressClosed, s);

@@ -38,6 +38,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "maf/sandbox/backend.hpp"
+#include "maf/sandbox/pool.hpp"
 
 namespace maf::sandbox::process {
 
@@ -114,6 +115,24 @@ struct ProcessBackendConfig {
   /// The trust store (PEM file) a proxy verifies terminated hosts' upstreams against
   /// (method/path rules); unset: the host's Debian bundle.
   std::optional<std::string> egress_upstream_ca_file{};
+  /// SNAP-7 (docs/snapshots.md): the most bytes one sandbox's snapshots may hold together;
+  /// a snapshot that would pass it is refused (SandboxSnapshotBudgetExceeded), nothing kept.
+  std::uint64_t snapshot_budget_bytes = std::uint64_t{1} << 30;
+  /// SNAP-6: how long a snapshot stays restorable from the moment it was taken.
+  std::chrono::seconds snapshot_ttl{std::chrono::hours(24)};
+  /// TEST-ONLY broken double of the SNAPSHOT suite, SNAPSHOT still declared: restore puts
+  /// back nothing (it only stops the guest's processes), release keeps the snapshot, and
+  /// fork hands back its parent — so each SN probe can be shown to fail. Never set it
+  /// outside a test.
+  bool test_only_broken_snapshots = false;
+  /// Warm pools (docs/pools.md): each filled at construction, refilled in the background
+  /// after a claim, drained when the backend goes. A spec the backend cannot serve is refused
+  /// at construction (ValueError naming the pool's kind).
+  std::vector<PoolConfig> pools{};
+  /// TEST-ONLY broken double of the POOL suite: a claim hands the pooled directory out in
+  /// place (no move, no new record), so a later claim gets it again — each PL probe can be
+  /// shown to fail. Never set it outside a test.
+  bool test_only_broken_pools = false;
 };
 
 /// Parses the plugin's JSON configuration; unknown keys and wrong types are refused with
@@ -123,6 +142,9 @@ struct ProcessBackendConfig {
 /// memory_limit_bytes, required_resource_bounds, cgroup_root, test_only_unapplied_resource_bounds,
 /// test_only_without_host_boundary, test_only_allow_unsafe, egress_proxy_path,
 /// egress_relay_path, egress_proxy_args ([string]), egress_upstream_ca_file.
+/// test_only_without_host_boundary, test_only_allow_unsafe, snapshot_budget_bytes,
+/// snapshot_ttl_seconds, test_only_broken_snapshots, pools ([{spec, size, refill,
+/// max_age_seconds}], spec as in a spec file).
 ProcessBackendConfig parse_process_config(const nlohmann::json& config);
 
 /// What sandboxes of `config` leave on this host, one line per item: `state:<entry>` for
