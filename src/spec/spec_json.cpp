@@ -14,7 +14,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 17> kSpecFields{
+constexpr std::array<std::string_view, 18> kSpecFields{
     "kind",       "image",        "image_id",      "egress_allow",
     "work_dir",   "labels",       "requires",      "min_isolation",
     "declared_outputs", "files_in", "files_out",   "outputs_named_at_call_time",

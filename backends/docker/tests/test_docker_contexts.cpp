@@ -1,7 +1,7 @@
 // Interpreter contexts on a real engine (docs/contexts.md CTX-1…CTX-8), once per transport
 // (MAF_DOCKER_TRANSPORT): the shared CONTEXT suite (CX-1…CX-6) — the driver over the
 // transport's attached stdin, the interrupt through the background supervisor. The image with
-// python3 is maf-sandbox-test/clients:2 (scripts/docker-test-images).
+// python3 is maf-sandbox-test/clients:3 (scripts/docker-test-images).
 #include <utility>
 
 #include <maf/sandbox/conformance/conformance.hpp>
@@ -12,7 +12,7 @@
 using namespace maf::sandbox;
 
 namespace {
-const std::string kPythonImage = "maf-sandbox-test/clients:2";
+const std::string kPythonImage = "maf-sandbox-test/clients:3";
 const CapabilitySet kContextCaps{Capability::Exec, Capability::ExecStdin, Capability::Background};
 }  // namespace
 

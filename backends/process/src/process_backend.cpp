@@ -206,7 +206,17 @@ protected:
     const Record record = create(dir, key, spec.kind(), plan.storage_base, spec.resources(), egress_policy_of(spec),
                                  [&](const std::string& to) { from->copy_snapshot_to(snapshot_id, to); });
     if (record.resources.idle_timeout()) touch_last_used(dir.string());
-    co_return open(record);
+    // A fork keeps its own egress policy (SNAP-8): its own proxy, started as an acquire's is;
+    // a fork that cannot get one is not left behind.
+    std::optional<GuestEgress> egress;
+    try {
+      egress = attach_egress(record);
+    } catch (const std::exception&) {
+      if (auto failure = destroy(record))
+        logger()->warn("backend 'process': removing fork {} after its proxy failed: {}", dir.string(), failure->to_string());
+      throw;
+    }
+    co_return open(record, std::move(egress));
   }
 
 public:

@@ -106,7 +106,8 @@ namespace maf::sandbox {
 
 /// Bumped whenever PluginDescriptor or the entry's contract changes. The fingerprint covers
 /// the C++ types; this covers the descriptor itself.
-inline constexpr std::uint32_t kPluginAbiVersion = 3;  // 2: SandboxBackend::facts(); 3: the acquire NVI (do_acquire)
+inline constexpr std::uint32_t kPluginAbiVersion = 4;  // 2: SandboxBackend::facts(); 3: the acquire NVI (do_acquire);
+                                                     // 4: credential sources, fork and snapshots, exec input (issues 46, 48, 49)
 
 /// The exported symbol every plugin defines (through MAF_SANDBOX_PLUGIN).
 inline constexpr const char* kPluginEntrySymbol = "maf_sandbox_plugin_v1";
