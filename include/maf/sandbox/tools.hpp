@@ -24,6 +24,7 @@
 #include "maf/sandbox/host_tool_aggregate.hpp"
 #include "maf/sandbox/host_tools.hpp"
 #include "maf/sandbox/host_tools_over_exec.hpp"
+#include "maf/sandbox/interpreter_context.hpp"
 #include "maf/sandbox/sandboxed_tool.hpp"
 #include "maf/sandbox/standard_tools.hpp"
 #include "maf/sandbox/tool.hpp"
