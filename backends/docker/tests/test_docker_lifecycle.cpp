@@ -29,7 +29,8 @@ TEST_CASE("D-5 D-30: create() declares container, closed egress, both scopes and
   CHECK(d.isolation_scopes == IsolationScopeSet{IsolationScope::Conversation, IsolationScope::Call});
   CHECK(d.capabilities == CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut,
                                         Capability::FilesDelete, Capability::HostTools, Capability::Reclaim,
-                                        Capability::ExecStream, Capability::Background});
+                                        Capability::ExecStream, Capability::Background, Capability::ExecEnv,
+                                        Capability::ExecStdin});
   CHECK_FALSE(d.capabilities.contains(Capability::FilesList));
   CHECK_FALSE(d.capabilities.contains(Capability::Snapshot));  // withheld by measurement (docker.md "Cleanup")
   CHECK_FALSE(d.capabilities.contains(Capability::RunCode));
