@@ -115,6 +115,11 @@ std::string quoted(std::string_view text) {
   return "'" + shown + (text.size() > kMax ? "…" : "") + "'";
 }
 
+std::string process_tag() {
+  std::string digits = std::to_string(::getpid());
+  return std::string(digits.size() < 7 ? 7 - digits.size() : 0, '0') + digits;
+}
+
 bool host_runs(const std::string& marker) {
   DIR* proc = ::opendir("/proc");
   if (!proc) return false;

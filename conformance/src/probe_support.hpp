@@ -45,6 +45,13 @@ std::string fidelity_payload();
 /// or `\` of the payload is interpreted (dash, bash and busybox printf all accept it).
 std::string printf_octal(std::string_view bytes);
 
+/// This process's id as exactly seven digits (zero-padded; Linux pids are at most 4194304),
+/// for the sleepers the "is gone" checks look for (`sleep 271.5<tag>`): a fixed width makes
+/// one run's marker never the prefix of another's, so a scan — or a test's cleanup of what
+/// a broken double let escape — never matches a concurrent run's program. (A remainder of
+/// the pid did once: a cleanup's `pkill` killed another test's HT-4 program.)
+std::string process_tag();
+
 /// Whether a process whose command line holds `marker` runs on the runner's host. Where the
 /// engine is local a guest's processes are host processes too; where it is not (a VM, a
 /// remote engine) nothing is ever seen — which is why "is gone" is judged only through

@@ -117,7 +117,7 @@ void output_so_far(ProbeContext& c) {
 
 void a_signal_stops_the_group(ProbeContext& c) {
   const std::string ready = fresh("ready4");
-  const std::string marker = "sleep 3141." + std::to_string(::getpid() % 1000 + 1000);
+  const std::string marker = "sleep 3141." + process_tag();
   // A child forked twice over (reparented away from the program) and one it waits for.
   ProcessSighting sighting(marker);
   auto s = start(c, "(" + marker + " &); " + marker + " & touch '" + ready + "'; wait");

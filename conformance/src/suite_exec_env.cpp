@@ -62,7 +62,7 @@ void values_on_no_command_line(ProbeContext& c) {
   // launch — a CLI client, bubblewrap — runs, readable by every host user).
   const std::string secret = unique_value("secret");
   // About a second and a half: long enough for the scans, a marker no other probe's run uses.
-  const std::string sleeper = "sleep 1.5" + std::to_string(::getpid() % 1000) + "1";
+  const std::string sleeper = "sleep 1.5" + process_tag() + "1";
   ProcessSighting sighting(sleeper);
   std::atomic<bool> on_host{false};
   std::atomic<bool> stop{false};

@@ -5,7 +5,6 @@
 // refuse past their count and size (HT-3), and a program past its deadline is stopped with
 // everything it started (HT-4). The transport runs its program attached to one exec, so
 // what HT-1 proves is that file operations made during a running exec are seen by it.
-#include <unistd.h>
 
 #include <array>
 #include <chrono>
@@ -93,7 +92,7 @@ void caps_refuse_past_count_and_size(ProbeContext& c) {
 void an_overrun_is_stopped_with_its_group(ProbeContext& c) {
   auto reg = registry();
   HostToolRun run(*reg);
-  const std::string marker = "sleep 271.5" + std::to_string(::getpid() % 1000);
+  const std::string marker = "sleep 271.5" + process_tag();
   const auto deadline = std::chrono::milliseconds(4000);
   // Watched from before the start: the program sleeps until its deadline, so it is seen.
   ProcessSighting sighting(marker);

@@ -5,7 +5,6 @@
 // program ends at its read timeout and not at its deadline, and is gone (ST-2), the deadline
 // is not the read timeout (ST-3), a handler that throws ends the program (ST-4), the bytes
 // are exact and the streams apart (ST-5), and the output cap still ends a program (ST-6).
-#include <unistd.h>
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <array>
@@ -54,7 +53,7 @@ StreamedExit stream(ProbeContext& c, const std::string& shell, OutputHandler han
 /// (and not one an earlier, failed run left behind). `sleep 283.<pid><n>` — a valid number.
 std::string sleeper() {
   static std::atomic<unsigned> runs{0};
-  return "sleep 283." + std::to_string(::getpid() % 1000) + std::to_string(++runs);
+  return "sleep 283." + process_tag() + std::to_string(++runs);
 }
 
 void chunks_arrive_before_the_program_exits(ProbeContext& c) {

@@ -15,6 +15,7 @@
 
 #include "maf/sandbox/conformance/conformance.hpp"
 #include "support/host_tree_sandbox.hpp"
+#include "support/process_tag.hpp"
 #include "support/host_addresses.hpp"
 
 using namespace maf::sandbox;
@@ -224,8 +225,10 @@ TEST_CASE("conformance: HOST_TOOLS — an honest host-tree double passes HT-1…
     // A deadline stop that misses the program's session: it keeps running past its deadline.
     HostToolsFixture f(test::Flaw::TimeoutSparesSession);
     CHECK(ids_with(run_host_tools(*f.subject), Outcome::Fail) == Ids{"HT-4"});
-    // What the flaw left running is this test's to stop.
-    (void)!std::system("pkill -KILL -f 'sleep 271.5' >/dev/null 2>&1");
+    // What the flaw left running is this test's to stop — its own sleepers only: a test
+    // running beside this one (conformance_process's HT-4) sleeps with its own tag.
+    const std::string own = "pkill -KILL -f 'sleep 271[.]5" + test::process_tag() + "' >/dev/null 2>&1";
+    (void)!std::system(own.c_str());
   }
 }
 

@@ -13,6 +13,7 @@
 #include <iterator>
 
 #include "maf/sandbox/conformance/conformance.hpp"
+#include "support/process_tag.hpp"
 #include "support/stream_double.hpp"
 
 using namespace maf::sandbox;
@@ -26,7 +27,7 @@ using StreamFixture = test::DoubleFixture<test::StreamDouble>;
 /// The programs a flawed double let escape (the probes' sleepers, `sleep 283.<our pid>…`):
 /// killed here so they do not outlive the test.
 void kill_escaped_sleepers() {
-  const std::string marker = std::string("sleep\0", 6) + "283." + std::to_string(::getpid() % 1000);
+  const std::string marker = std::string("sleep\0", 6) + "283." + test::process_tag();
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {
     const std::string pid = e.path().filename().string();
     if (pid.empty() || !std::isdigit(static_cast<unsigned char>(pid[0]))) continue;
