@@ -31,25 +31,18 @@ s.serve_forever()' "$dir" >"$portfile" 2>/dev/null &
   rm -f "$portfile"
   [[ -n "$LOOPBACK_HTTP_PORT" ]] || die "the loopback HTTP server for $dir did not start"
 }
-# EGRESS_L7's upstreams on the host's loopback (issue 45, 47): certificates from a CA of the
-# test's own in DIR (ca.pem, which only the proxy is told to trust) and from one nobody trusts,
-# an HTTPS server for each (backends/egress-proxy/tests/tls_upstream.py), and DIR/l7.json, the
-# runner's --egress-l7 file (a GET-only /repo/ rule on allowed.test, other.test allowed whole,
+# EGRESS_L7's upstreams on the host's loopback (issue 45, 47): the tree the Docker and wslc
+# engine tests use too (backends/egress-proxy/tests/l7_upstream_tree.sh: testca.pem, the CA of
+# the test's own that only the proxy is told to trust; bad.pem from one nobody trusts), an HTTPS
+# server for each (backends/egress-proxy/tests/tls_upstream.py), and DIR/l7.json, the runner's
+# --egress-l7 file (a GET-only /repo/ rule on allowed.test, other.test allowed whole,
 # untrusted.test GET-only). Sets L7_UPSTREAM_PIDS (the caller kills them), L7_OTHER_ENTRY and
 # L7_PROCESS_CONFIG (the process backend's configuration keys: pins and the upstream CA).
 egress_l7_upstreams() {
   local dir="$1" tls_port bad_port base i
-  mkdir -p "$dir/www/repo" "$dir/www/REPO"
-  ( cd "$dir"
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.pem -days 2 \
-      -subj /CN=maf-l7-stage-CA -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout up.key -out up.csr -subj /CN=allowed.test
-    printf 'subjectAltName=DNS:allowed.test,DNS:other.test\nextendedKeyUsage=serverAuth\n' >ext
-    openssl x509 -req -in up.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out up.pem -days 2 -extfile ext
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout bad.key -out bad.pem -days 2 \
-      -subj /CN=untrusted.test -addext subjectAltName=DNS:untrusted.test
-    echo hello-from-repo >www/repo/x; echo upper >www/REPO/x; echo secret >www/admin ) >/dev/null 2>&1 \
-    || die "could not make the EGRESS_L7 test certificates in $dir"
+  mkdir -p "$dir"
+  bash "$MAF_ROOT/backends/egress-proxy/tests/l7_upstream_tree.sh" "$dir" >/dev/null 2>&1 \
+    || die "could not make the EGRESS_L7 test certificates and tree in $dir"
   chmod -R a+rX "$dir"
   tls_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
   bad_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
@@ -70,5 +63,5 @@ egress_l7_upstreams() {
  "untrusted_url": "https://untrusted.test:$bad_port/repo/x"}
 JSON
   L7_OTHER_ENTRY="other.test:$tls_port"
-  L7_PROCESS_CONFIG="\"egress_upstream_ca_file\": \"$dir/ca.pem\", \"egress_proxy_args\": [\"--resolve\", \"allowed.test=127.0.0.1\", \"--resolve\", \"other.test=127.0.0.1\", \"--resolve\", \"untrusted.test=127.0.0.1\"]"
+  L7_PROCESS_CONFIG="\"egress_upstream_ca_file\": \"$dir/testca.pem\", \"egress_proxy_args\": [\"--resolve\", \"allowed.test=127.0.0.1\", \"--resolve\", \"other.test=127.0.0.1\", \"--resolve\", \"untrusted.test=127.0.0.1\"]"
 }
