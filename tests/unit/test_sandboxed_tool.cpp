@@ -286,7 +286,7 @@ TEST_CASE("C-120 with RECLAIM the call's directory is removed after the result, 
   const std::string dir = "/maf-sandbox/work/" + r.joined_text();
   REQUIRE(f.sandbox->reclaimed().size() == 1);
   CHECK(f.sandbox->reclaimed()[0].directory == dir);
-  CHECK(f.sandbox->reclaimed()[0].timeout == kDefaultReclaimTimeout);
+  CHECK(f.sandbox->reclaimed()[0].timeout == kDefaultCleanupTimeout);
   CHECK_FALSE(f.sandbox->lstat_now(dir + "/note.txt"));
   CHECK(f.sandbox->lstat_now("/maf-sandbox/work/sibling/keep.txt"));
   CHECK(f.backend->dispose_requests().empty());  // RECLAIM keeps the sandbox

@@ -139,12 +139,12 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
     throw ValueError(said("workload kind '" + spec.kind() +
                           "' names no image (set spec.image or spec.image_id)"));
   const bool proxied = detail::behind_proxy(config_, *transport_, spec);
-  // ACQ-1 has refused an egress mode the declarations lack; this is what only the
-  // configuration can tell (an allowlist needs the proxy image and an egress plane).
-  if (spec.egress() == Egress::Unrestricted ||
-      (spec.egress() == Egress::Allowlist && !spec.egress_allow().empty() && !proxied))
-    throw SandboxEgressNotEnforced("backend 'docker' cannot enforce the '" + std::string(to_string(spec.egress())) +
-                                   "' egress workload kind '" + spec.kind() + "' asks for (" +
+  // ACQ-1 has refused an egress mode the declarations lack (unrestricted is never declared:
+  // docs/backends/docker.md "egress_modes"); this is what only the configuration can tell
+  // (an allowlist needs the proxy image and an egress plane).
+  if (spec.egress() == Egress::Allowlist && !spec.egress_allow().empty() && !proxied)
+    throw SandboxEgressNotEnforced("backend 'docker' cannot enforce the 'allowlist' egress workload kind '" +
+                                   spec.kind() + "' asks for (" +
                                    (declarations_.egress_modes.contains(Egress::Allowlist)
                                         ? "it enforces closed and allowlist"
                                         : "it enforces closed; allowlist needs egress_proxy_image") +

@@ -15,7 +15,14 @@ inline constexpr std::chrono::milliseconds kDefaultExecTimeout{60'000};
 /// per-file output cap; a larger file is refused (SandboxTransferCapExceeded), never cut.
 inline constexpr std::int64_t kDefaultReadCapBytes = std::int64_t{16} << 20;
 
-/// The default bound of Sandbox::reclaim and of a tool call's directory removal (C-120).
-inline constexpr std::chrono::milliseconds kDefaultReclaimTimeout{30'000};
+/// The default bound of every cleanup rung a caller runs without naming one: Sandbox::reclaim
+/// (a tool call's directory removal, C-120), Sandbox::reset, and the rungs a released call
+/// owes. Named for the cleanup, not for one rung ("reclaim" is the Reclaim rung only:
+/// docs/architecture.md "Glossary").
+inline constexpr std::chrono::milliseconds kDefaultCleanupTimeout{30'000};
+
+/// The earlier name of kDefaultCleanupTimeout, which it bounded as well when it said "reclaim".
+[[deprecated("use kDefaultCleanupTimeout: it bounds every cleanup rung, not only Reclaim")]]
+inline constexpr std::chrono::milliseconds kDefaultReclaimTimeout = kDefaultCleanupTimeout;
 
 }  // namespace maf::sandbox

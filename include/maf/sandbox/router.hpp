@@ -83,7 +83,7 @@ public:
   /// RECLAIM or RESET is escalated to a disposal). Never throws for a cleanup failure.
   boost::asio::awaitable<std::vector<CleanupFailure>> release_call(
       CallTicket ticket, std::vector<OwedCleanup> owed = {},
-      std::chrono::milliseconds timeout = kDefaultReclaimTimeout);
+      std::chrono::milliseconds timeout = kDefaultCleanupTimeout);
   /// The targets whose cleanup failed and that no disposal has covered since.
   std::vector<UncleanTarget> unclean() const;
   /// Record a failed cleanup a host ran itself: the key is refused until a disposal lands.

@@ -159,11 +159,11 @@ public:
   /// `working_directory` itself (ValueError, naming it); missing is success; a removal the
   /// guest refuses is OSError naming the path and the guest's words; expiry is TimeoutError.
   boost::asio::awaitable<void> reclaim(std::string directory, std::string working_directory = ".",
-                                       std::chrono::milliseconds timeout = kDefaultReclaimTimeout);
+                                       std::chrono::milliseconds timeout = kDefaultCleanupTimeout);
   /// Restore the guest tree to the snapshot the backend took when it created this sandbox
   /// (SNAPSHOT, the RESET cleanup rung, docs/tools.md "The cleanup ladder").
   /// NotImplementedError without SNAPSHOT.
-  boost::asio::awaitable<void> reset(std::chrono::milliseconds timeout = kDefaultReclaimTimeout);
+  boost::asio::awaitable<void> reset(std::chrono::milliseconds timeout = kDefaultCleanupTimeout);
 
   /// Attach the observers that see this sandbox's exec, run_code, transfers, reclaim and
   /// reset, and the key their events carry (docs/observability.md, OBS-5). The router does
@@ -186,7 +186,7 @@ public:
   /// first unless the fidelity is `memory`, so nothing runs that the snapshot did not keep.
   /// SandboxSnapshotNotFound for an id never taken, released or expired.
   boost::asio::awaitable<void> restore(std::string snapshot_id,
-                                       std::chrono::milliseconds timeout = kDefaultReclaimTimeout);
+                                       std::chrono::milliseconds timeout = kDefaultCleanupTimeout);
   /// Free a snapshot (SNAP-5); an id not held is SandboxSnapshotNotFound.
   boost::asio::awaitable<void> release_snapshot(std::string snapshot_id);
   /// The snapshots this sandbox holds now, expired ones removed first (SNAP-6).

@@ -201,7 +201,7 @@ struct ToolCleanupOptions {
   /// Dispose); the stronger of this and `rung` runs.
   Cleanup workload_floor = Cleanup::Reclaim;
   /// Bounds each cleanup rung, and separately on_reclaim_failure (C-120); positive.
-  std::chrono::milliseconds reclaim_timeout = kDefaultReclaimTimeout;
+  std::chrono::milliseconds reclaim_timeout = kDefaultCleanupTimeout;
   /// Told of every rung that did not happen for a call that had allocated its directory.
   std::function<boost::asio::awaitable<void>(ReclaimFailure)> on_reclaim_failure{};
   FailedReclaimPolicy failed_reclaim = FailedReclaimPolicy::Refuse;
