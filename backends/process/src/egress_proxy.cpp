@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -37,6 +38,8 @@ namespace {
 /// read back for decisions (the Docker backend's bound, kProxyLogBytes).
 constexpr std::chrono::seconds kReadiness{10};
 constexpr std::size_t kLogBytes = std::size_t{1} << 20;
+/// The most a proxy's log may hold on the host's disk (RLIMIT_FSIZE on the proxy).
+constexpr rlim_t kLogCap = rlim_t{64} << 20;
 
 /// The last `max_bytes` of a file (`cut`: there was more before them). A file whose size the
 /// kernel does not report (/proc) is read from its start.
@@ -197,6 +200,13 @@ pid_t spawn_proxy(const ProcessBackendConfig& config, const Boundary& boundary, 
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+    // The log grows with what the guest asks for: past kLogCap the proxy's writes fail
+    // (EFBIG, SIGXFSZ ignored) and it keeps serving; only the log's tail is ever read.
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGXFSZ, &ignore, nullptr);
+    const struct rlimit cap {kLogCap, kLogCap};
+    ::setrlimit(RLIMIT_FSIZE, &cap);
     if (::dup2(null.get(), 0) < 0 || ::dup2(log.get(), 1) < 0 || ::dup2(err.get(), 2) < 0 ||
         ::dup2(listener.get(), 3) < 0 || ::dup2(pid_write.get(), 4) < 0)
       ::_exit(126);
