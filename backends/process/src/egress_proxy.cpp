@@ -4,10 +4,11 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,6 +39,8 @@ namespace {
 /// read back for decisions (the Docker backend's bound, kProxyLogBytes).
 constexpr std::chrono::seconds kReadiness{10};
 constexpr std::size_t kLogBytes = std::size_t{1} << 20;
+/// The most a proxy's log may hold on the host's disk (RLIMIT_FSIZE on the proxy).
+constexpr rlim_t kLogCap = rlim_t{64} << 20;
 
 /// The last `max_bytes` of a file (`cut`: there was more before them). A file whose size the
 /// kernel does not report (/proc) is read from its start.
@@ -138,16 +141,26 @@ Fd listen_on(const Fd& dir, const fs::path& dir_path, const Boundary& boundary) 
   return s;
 }
 
-/// Starts the proxy detached (its own session, reparented away from this process through a
-/// shell that exits at once), stdout and stderr into the egress directory, the listener as
-/// fd 3. Answers its pid.
+std::string trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  return text.empty() ? "(none)" : text;
+}
+
+/// Writes `text` (a literal) to fd 2 in a forked child: async-signal-safe.
+void child_says(const char* text) {
+  std::size_t n = 0;
+  while (text[n]) ++n;
+  [[maybe_unused]] const ssize_t w = ::write(2, text, n);
+}
+
+/// Starts the proxy detached: forked twice (so it is nobody's child here and never a zombie
+/// of this process), in a session of its own, with default signal handling, as the guests'
+/// host identity (the uid and gid set and the groups cleared by raw syscalls between fork and
+/// exec — no helper program, no shell), stdout and stderr into the egress directory, the
+/// listener as fd 3. Answers its pid. Between fork and exec only async-signal-safe calls.
 pid_t spawn_proxy(const ProcessBackendConfig& config, const Boundary& boundary, const EgressPrograms& programs,
                   const fs::path& dir, const Fd& listener, const EgressPolicy& policy) {
-  std::vector<std::string> args{"/bin/sh", "-c", "\"$@\" 4>&- & echo $! >&4", "maf-sandbox-egress"};
-  if (boundary.run_as)
-    args.insert(args.end(), {config.setpriv_path, "--reuid=" + std::to_string(boundary.run_as->uid),
-                             "--regid=" + std::to_string(boundary.run_as->gid), "--clear-groups", "--"});
-  args.insert(args.end(), {programs.proxy, "--listen-fd", "3"});
+  std::vector<std::string> args{programs.proxy, "--listen-fd", "3"};
   std::string allow;
   for (const auto& h : policy.allow) allow += (allow.empty() ? "" : ",") + h;
   if (!allow.empty()) args.insert(args.end(), {"--allow", allow});
@@ -163,54 +176,74 @@ pid_t spawn_proxy(const ProcessBackendConfig& config, const Boundary& boundary, 
     env.push_back(std::string(egress_proxy::kUpstreamCaVariable) + "=" + *pem);
   }
 
+  Fd null(high(::open("/dev/null", O_RDONLY | O_CLOEXEC)));
   Fd log(high(::open((dir / "proxy.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)));
   Fd err(high(::open((dir / "proxy.err").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)));
   int pipe_fds[2];
-  if (!log || !err || ::pipe2(pipe_fds, O_CLOEXEC) != 0)
+  if (!null || !log || !err || ::pipe2(pipe_fds, O_CLOEXEC) != 0)
     throw OSError(said("cannot open the proxy's log in '") + dir.string() + "': " + std::strerror(errno));
   Fd pid_read(high(pipe_fds[0])), pid_write(high(pipe_fds[1]));
-
-  posix_spawn_file_actions_t actions;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, log.get(), 1);
-  posix_spawn_file_actions_adddup2(&actions, err.get(), 2);
-  posix_spawn_file_actions_adddup2(&actions, listener.get(), 3);
-  posix_spawn_file_actions_adddup2(&actions, pid_write.get(), 4);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  sigset_t none, all;
-  sigemptyset(&none);
-  sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &all);
   std::vector<char*> argv, envp;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
-  pid_t shell = 0;
-  const int rc = ::posix_spawn(&shell, "/bin/sh", &actions, &attr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) throw OSError(said("cannot start the egress proxy: ") + std::strerror(rc));
+  const bool drop = boundary.run_as.has_value();
+  const uid_t uid = drop ? boundary.run_as->uid : 0;
+  const gid_t gid = drop ? boundary.run_as->gid : 0;
+
+  const pid_t child = ::fork();
+  if (child < 0) throw OSError(said("cannot start the egress proxy: fork: ") + std::strerror(errno));
+  if (child == 0) {
+    ::setsid();
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) ::sigaction(sig, &dfl, nullptr);
+    // The log grows with what the guest asks for: past kLogCap the proxy's writes fail
+    // (EFBIG, SIGXFSZ ignored) and it keeps serving; only the log's tail is ever read.
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGXFSZ, &ignore, nullptr);
+    const struct rlimit cap {kLogCap, kLogCap};
+    ::setrlimit(RLIMIT_FSIZE, &cap);
+    if (::dup2(null.get(), 0) < 0 || ::dup2(log.get(), 1) < 0 || ::dup2(err.get(), 2) < 0 ||
+        ::dup2(listener.get(), 3) < 0 || ::dup2(pid_write.get(), 4) < 0)
+      ::_exit(126);
+    ::syscall(SYS_close_range, 5U, ~0U, 0U);
+    // Groups first, then the gid, then the uid: after the uid no capability is left.
+    if (drop && (::syscall(SYS_setgroups, 0, nullptr) != 0 || ::syscall(SYS_setresgid, gid, gid, gid) != 0 ||
+                 ::syscall(SYS_setresuid, uid, uid, uid) != 0)) {
+      child_says("maf-sandbox-egress-proxy: refusing to start: cannot drop to the host identity of the guests\n");
+      ::_exit(126);
+    }
+    const pid_t proxy = ::fork();
+    if (proxy < 0) ::_exit(125);
+    if (proxy > 0) {
+      [[maybe_unused]] const ssize_t w = ::write(4, &proxy, sizeof proxy);
+      ::_exit(0);
+    }
+    ::close(4);
+    ::execve(argv[0], argv.data(), envp.data());
+    child_says("maf-sandbox-egress-proxy: refusing to start: the proxy program could not be executed\n");
+    ::_exit(127);
+  }
   pid_write.reset();
   int status = 0;
-  while (::waitpid(shell, &status, 0) < 0 && errno == EINTR) {
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  std::string text;
-  char buf[64];
-  for (ssize_t n; (n = ::read(pid_read.get(), buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
-  const long long pid = std::atoll(text.c_str());
-  if (pid <= 1) throw OSError(said("the egress proxy's launcher reported no process (") + text + ")");
-  return static_cast<pid_t>(pid);
+  pid_t pid = 0;
+  ssize_t n = 0;
+  while ((n = ::read(pid_read.get(), &pid, sizeof pid)) < 0 && errno == EINTR) {
+  }
+  if (n != static_cast<ssize_t>(sizeof pid) || pid <= 1)
+    throw OSError(said("egress proxy of '") + dir.parent_path().string() + "' was not started: " +
+                  trimmed(read_text(dir / "proxy.err", 4096)));
+  return pid;
 }
 
-std::string trimmed(std::string text) {
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
-  return text.empty() ? "(none)" : text;
-}
 
 /// The file this code was loaded from (the plugin, or the program it is linked into).
 std::optional<fs::path> this_code_file() {

@@ -266,6 +266,12 @@ TEST_CASE("PE-6 PE-7 OBS-7: dispose ends the proxy and removes its socket; its d
   REQUIRE(::stat(("/proc/" + std::to_string(pid)).c_str(), &st) == 0);
   CHECK(st.st_uid != 0);
   CHECK(st.st_uid == (::geteuid() == 0 ? f.config.host_uid : ::geteuid()));
+  // PE-7: its log is capped on the host's disk (64 MiB), and reaching the cap does not kill it.
+  std::ifstream limits("/proc/" + std::to_string(pid) + "/limits");
+  std::string max_file_size;
+  for (std::string line; std::getline(limits, line);)
+    if (line.rfind("Max file size", 0) == 0) max_file_size = line;
+  CHECK_THAT(max_file_size, Catch::Contains("67108864"));
 
   sb.reset();
   const auto failure = f.run([&] { return f.backend->dispose(f.key, std::nullopt, std::nullopt); });
