@@ -348,7 +348,7 @@ check('MCP-8: without --spec the server serves run\'s minimal spec (kind cli) to
     await client.close();
   }
   const help = spawnSync(cli, ['--help'], { encoding: 'utf8' });
-  assert.match(help.stdout + help.stderr, /without\s+--spec: kind `cli`/);
+  assert.match(help.stdout + help.stderr, /kind `cli` requiring exec, files_in and files_out, as `run`/);
 });
 
 check('MCP-5: the v2 client over stdio, and nothing left after a kill and dispose-scope', async () => {
