@@ -79,8 +79,8 @@ mcp::ServeOptions prepare(Session& session) {
   session.phase = Phase::Policy;
   o.router = std::make_shared<SandboxRouter>(std::vector<std::shared_ptr<SandboxBackend>>{backend},
                                              RouterOptions::lowered_floor(floor, LowerIsolationFloor{}));
-  o.identity.version = MAF_SANDBOX_VERSION_STRING;
-  o.identity.instructions =
+  o.info.version = MAF_SANDBOX_VERSION_STRING;
+  o.info.instructions =
       "Tools run in a sandbox on backend '" + backend->name() + "' (isolation " + backend->isolation() +
       "), workload kind '" + o.spec.kind() + "'. File paths are relative to the sandbox's work directory.";
   return o;
