@@ -4,16 +4,19 @@
 // program waits for something the caller does only after it got the first chunk), a silent
 // program ends at its read timeout and not at its deadline, and is gone (ST-2), the deadline
 // is not the read timeout (ST-3), a handler that throws ends the program (ST-4), the bytes
-// are exact and the streams apart (ST-5), and the output cap still ends a program (ST-6).
+// are exact and the streams apart (ST-5), the output cap still ends a program (ST-6), and a
+// caller's stop ends a silent program's whole group, leaving the sandbox usable (ST-7).
 
 #include <utility>  // Boost 1.74's awaitable.hpp needs it first
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <stop_token>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 
 #include "maf/sandbox/support/sleep.hpp"
@@ -223,7 +226,64 @@ void the_output_cap_still_ends_the_program(ProbeContext& c) {
   sighting.expect_gone("started by the program, after the cap ended it");
 }
 
-constexpr std::array<Probe, 6> kProbes{{
+void a_stop_ends_the_program(ProbeContext& c) {
+  // STR-10. A stop already requested runs nothing; a stop requested while the program sits
+  // silent in `wait` (posted from the first chunk's handler, so it arrives outside the read
+  // loop) ends the program and the sleeper it started, raises Cancelled, and the sandbox
+  // answers the next exec. The 20 s deadline only bounds a backend that ignores the stop.
+  Sandbox& sb = c.subject.sandbox();
+  const std::string touched = c.paths.in_work(".st7-touched");
+  std::string early;
+  c.subject.runner()([&]() -> boost::asio::awaitable<void> {
+    std::stop_source stopped;
+    stopped.request_stop();
+    ExecStreamOptions o{c.paths.work, seconds(30), seconds(30)};
+    o.stop = stopped.get_token();
+    const OutputHandler ignore = [](OutputStream, std::string_view) {};
+    try {
+      co_await sb.exec_stream(Command("touch '" + touched + "'"), ignore, o);
+      early = "returned";
+    } catch (const Cancelled&) {
+    } catch (const std::exception& e) {
+      early = "raised " + type_name(e) + " (" + e.what() + ")";
+    }
+  });
+  if (!early.empty()) fail("with its stop already requested, exec_stream " + early + " instead of raising Cancelled");
+  if (exec(c, Command("test -e '" + touched + "'")).exit_code == 0)
+    fail("with its stop already requested, exec_stream still ran the command (its file exists)");
+
+  const std::string marker = sleeper();
+  ProcessSighting sighting(marker);
+  Received got;
+  std::string ending;
+  c.subject.runner()([&]() -> boost::asio::awaitable<void> {
+    const auto executor = co_await boost::asio::this_coro::executor;
+    std::stop_source stop;
+    OutputHandler handler = [&, executor](OutputStream s, std::string_view bytes) {
+      const bool first = got.chunks == 0;
+      recording(got)(s, bytes);
+      if (!first) return;
+      sighting.await_seen();
+      boost::asio::post(executor, [&stop] { stop.request_stop(); });
+    };
+    ExecStreamOptions o{c.paths.work, seconds(20), seconds(20)};
+    o.stop = stop.get_token();
+    try {
+      const StreamedExit e = co_await sb.exec_stream(Command(marker + " & printf started; wait; printf late"), handler, o);
+      ending = "returned (exit " + std::to_string(e.exit_code) + ")";
+    } catch (const Cancelled&) {
+    } catch (const std::exception& e) {
+      ending = "raised " + type_name(e) + " (" + e.what() + ")";
+    }
+  });
+  if (!ending.empty()) fail("the stopped program " + ending + " instead of raising Cancelled");
+  if (got.out != "started") fail("the handler got " + quoted(got.out) + ", not 'started'");
+  sighting.expect_gone("the program's sleeper, after the caller's stop");
+  const ExecResult after = exec(c, Command("echo after"));
+  if (after.stdout_bytes != "after\n") fail("the sandbox did not answer after the stop: " + describe(after));
+}
+
+constexpr std::array<Probe, 7> kProbes{{
     {Suite::Stream, "ST-1", "chunks-arrive-before-the-program-exits",
      "a host shows progress and reacts to output while the program runs; output held until exit is not a stream",
      kStream, chunks_arrive_before_the_program_exits},
@@ -242,6 +302,9 @@ constexpr std::array<Probe, 6> kProbes{{
     {Suite::Stream, "ST-6", "the-output-cap-still-ends-the-program",
      "streaming moves the bytes to the caller, not the limit: a flood still ends at the backend's cap", kStream,
      the_output_cap_still_ends_the_program},
+    {Suite::Stream, "ST-7", "a-stop-ends-the-program",
+     "a cancelled caller must not leave its program running in a sandbox it keeps: the stop reaches the whole group",
+     kStream, a_stop_ends_the_program},
 }};
 
 }  // namespace

@@ -49,12 +49,12 @@ Ids failing(test::StreamFlaw flaw, const Ids& may_skip = {}) {
 
 }  // namespace
 
-TEST_CASE("conformance STREAM STR-1…STR-7: an honest streaming double passes ST-1…ST-6") {
+TEST_CASE("conformance STREAM STR-1…STR-10: an honest streaming double passes ST-1…ST-7") {
   StreamFixture f("maf-conformance-stream", test::StreamFlaw::None);
   std::vector<ProbeResult> results;
   REQUIRE_NOTHROW(results = check_stream(*f.subject));
   INFO(test::failure_messages(results));
-  CHECK(ids_with(results, Outcome::Pass) == Ids{"ST-1", "ST-2", "ST-3", "ST-4", "ST-5", "ST-6"});
+  CHECK(ids_with(results, Outcome::Pass) == Ids{"ST-1", "ST-2", "ST-3", "ST-4", "ST-5", "ST-6", "ST-7"});
 }
 
 TEST_CASE("conformance STREAM: the gate refuses a subject that does not declare EXEC_STREAM") {
@@ -69,7 +69,7 @@ TEST_CASE("conformance STREAM ST-1 STR-1: output held until exit fails chunks-ar
   // ST-2…ST-4 fail too: each needs a chunk before its program ends. ST-6 may be a skip: no
   // chunk comes before the cap ends the program, so its sleeper is seen running only if the
   // watcher happened to catch it (ProcessSighting) — unseen, "gone" proves nothing.
-  CHECK(failing(test::StreamFlaw::AtExit, Ids{"ST-6"}) == Ids{"ST-1", "ST-2", "ST-3", "ST-4"});
+  CHECK(failing(test::StreamFlaw::AtExit, Ids{"ST-6"}) == Ids{"ST-1", "ST-2", "ST-3", "ST-4", "ST-7"});
 }
 
 TEST_CASE("conformance STREAM ST-2 STR-4: a read timeout reported as the deadline fails ST-2") {
@@ -79,7 +79,7 @@ TEST_CASE("conformance STREAM ST-2 STR-4: a read timeout reported as the deadlin
 TEST_CASE("conformance STREAM ST-2 ST-3 ST-4 ST-6 STR-2: a stop that misses the program's session fails every 'gone' check") {
   const Ids failed = failing(test::StreamFlaw::SparesGroup);
   kill_escaped_sleepers();
-  CHECK(failed == Ids{"ST-2", "ST-3", "ST-4", "ST-6"});
+  CHECK(failed == Ids{"ST-2", "ST-3", "ST-4", "ST-6", "ST-7"});
 }
 
 TEST_CASE("conformance STREAM ST-6 STR-5: no output cap fails the-output-cap-still-ends-the-program") {
@@ -90,13 +90,19 @@ TEST_CASE("conformance STREAM ST-5 STR-7: stderr delivered as stdout fails strea
   CHECK(failing(test::StreamFlaw::FoldsStderr) == Ids{"ST-5"});
 }
 
-TEST_CASE("conformance STREAM ST-2 ST-3 ST-4 ST-6: where the guest's processes are not visible on the runner's host, "
+TEST_CASE("conformance STREAM ST-2 ST-3 ST-4 ST-6 ST-7: where the guest's processes are not visible on the runner's host, "
           "every 'is gone' check is a skip naming the reason, never a pass (broken double HiddenFromHost)") {
   StreamFixture f("maf-conformance-stream", test::StreamFlaw::HiddenFromHost);
   const auto results = run_stream(*f.subject);
   INFO(test::failure_messages(results));
   CHECK(ids_with(results, Outcome::Pass) == Ids{"ST-1", "ST-5"});
-  CHECK(ids_with(results, Outcome::Skip) == Ids{"ST-2", "ST-3", "ST-4", "ST-6"});
+  CHECK(ids_with(results, Outcome::Skip) == Ids{"ST-2", "ST-3", "ST-4", "ST-6", "ST-7"});
   for (const auto& r : results)
     if (r.skipped()) CHECK_THAT(r.message, Catch::Contains("was never seen running"));
+}
+
+TEST_CASE("conformance STREAM ST-7 STR-10: a backend that never passes the caller's stop on fails a-stop-ends-the-program") {
+  const Ids failed = failing(test::StreamFlaw::IgnoresStop);
+  kill_escaped_sleepers();
+  CHECK(failed == Ids{"ST-7"});
 }

@@ -79,8 +79,8 @@ mcp::ServeOptions prepare(Session& session) {
   session.phase = Phase::Policy;
   o.router = std::make_shared<SandboxRouter>(std::vector<std::shared_ptr<SandboxBackend>>{backend},
                                              RouterOptions::lowered_floor(floor, LowerIsolationFloor{}));
-  o.identity.version = MAF_SANDBOX_VERSION_STRING;
-  o.identity.instructions =
+  o.info.version = MAF_SANDBOX_VERSION_STRING;
+  o.info.instructions =
       "Tools run in a sandbox on backend '" + backend->name() + "' (isolation " + backend->isolation() +
       "), workload kind '" + o.spec.kind() + "'. File paths are relative to the sandbox's work directory.";
   return o;
@@ -125,9 +125,16 @@ int cmd_tools(Session& session) {
     throw UsageError("--format: '" + format + "' is not a tool format (mcp or openai)");
   mcp::ServeOptions options = prepare(session);
   const auto tools = mcp::make_toolset(options.router, options.spec, options.toolset);
+  // --format mcp is exactly what `mcp` lists: each tool with its `sandbox` argument, and the
+  // handle tools; an OpenAI host calls the library itself, where a conversation keeps state.
   nlohmann::json list = nlohmann::json::array();
-  for (const auto& t : tools)
-    list.push_back(format == "mcp" ? to_mcp_json(t.definition()) : to_openai_json(t.definition()));
+  if (format == "mcp") {
+    std::vector<SandboxSpec> specs{options.spec};
+    specs.insert(specs.end(), options.more_specs.begin(), options.more_specs.end());
+    list = mcp::tool_list_json(tools, specs);
+  } else {
+    for (const auto& t : tools) list.push_back(to_openai_json(t.definition()));
+  }
   fmt::print("{}\n", list.dump(2));
   return kExitOk;
 }

@@ -43,7 +43,7 @@ constexpr const char* kUsage = R"(usage: maf-sandbox SUBCOMMAND [options] [--jso
       conversation, disposed when the client goes; --cleanup between its calls); without
       --spec: kind `cli` requiring exec, files_in and files_out, as `run`; a further
       --spec is a workload open_sandbox may name by kind (docs/mcp.md)
-  tools --backend B [--config F] --spec S.json [--format mcp|openai] [...as mcp]
+  tools --backend B [--config F] [--spec S.json] [--format mcp|openai] [...as mcp]
       print the tool definitions `mcp` serves, as MCP tools or OpenAI function tools
 
   --min-isolation defaults to microvm. --json prints one JSON object (errors as

@@ -193,6 +193,7 @@ namespace {
 StreamedExit settle_stream(const StreamOutcome& outcome, const ExecOutputSink& sink, const std::string& what,
                            const ExecRequest& request) {
   if (sink.failure()) std::rethrow_exception(sink.failure());
+  if (outcome.end == StreamOutcome::End::Stopped && request.stop.stop_requested()) throw Cancelled();  // STR-10
   switch (outcome.end) {
     case StreamOutcome::End::Exited:
       return StreamedExit{outcome.exit_code, outcome.limits_hit, sink.total(OutputStream::Stdout),
@@ -235,6 +236,7 @@ boost::asio::awaitable<StreamedExit> Sandbox::exec_stream(Command command, Outpu
                       deadline, options.read_timeout};
   request.environment = options.input.environment;
   request.stdin_bytes = options.input.stdin_bytes;
+  if ((request.stop = options.stop).stop_requested()) throw Cancelled();  // STR-10: nothing started
   const std::string what = descriptor_.backend_name + " sandbox (kind '" + descriptor_.kind + "')";
   ExecOutputSink sink(std::move(on_output));
   const auto observed = observation();

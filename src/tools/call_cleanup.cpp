@@ -86,17 +86,21 @@ boost::asio::awaitable<void> finish_call(const detail::ToolBinding& b, detail::T
   std::vector<detail::AdmittedKey> admitted;
   std::optional<std::string> name;
   std::vector<BackgroundProcess> background;
+  std::vector<const Sandbox*> unstoppable;
   {
     std::lock_guard guard(call.mutex);
     call.closed = true;  // from here guest_call_path() raises and acquire() records nothing
     admitted = std::move(call.admitted);
     name = call.name;
     background = std::move(call.background);
+    unstoppable = std::move(call.unstoppable);
   }
   // BG-10: RECLAIM leaves the sandbox's other processes alone, so it stops the call's own
   // background processes first; RESET and DISPOSE end every process of the sandbox anyway.
   std::vector<const Sandbox*> unstopped;
   if (b.rung == Cleanup::Reclaim) unstopped = co_await stop_background(b, background, timeout);
+  // AGENT-7: a program of a stopped call that nothing could stop is ended by DISPOSE.
+  unstopped.insert(unstopped.end(), unstoppable.begin(), unstoppable.end());
   for (auto& entry : admitted) {
     std::vector<OwedCleanup> owed;
     std::string path;

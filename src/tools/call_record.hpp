@@ -57,7 +57,19 @@ struct ToolCallRecord {
   std::stop_token stop;
   // Background processes this call started (BG-10): its RECLAIM stops them. Guarded by mutex.
   std::vector<BackgroundProcess> background;
+  // AGENT-7: sandboxes where the call was stopped while a program it started could not be
+  // stopped (an exec without EXEC_STREAM, run_code): the rung escalates to DISPOSE there,
+  // which ends it. Guarded by mutex.
+  std::vector<const Sandbox*> unstoppable;
+  // AGENT-8: the host's view of the call's output as it arrives (SandboxedTool::invoke).
+  OutputHandler on_output;
 };
+
+/// AGENT-7: a program of `call` (null: of no call) in `sandbox`, which a stop of the call
+/// ends — through exec_stream where the backend declares it (STR-10), else by the rung
+/// escalated to DISPOSE (call_exec.cpp).
+boost::asio::awaitable<ExecResult> exec_in_call(ToolCallRecord* call, Sandbox& sandbox, Command command,
+                                                std::string working_directory, std::chrono::milliseconds timeout);
 
 /// Guest output is untrusted data; the library's validation message may quote names the
 /// model chose, so it is public but not trusted.

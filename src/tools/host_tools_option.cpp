@@ -36,7 +36,9 @@ boost::asio::awaitable<ExecResult> SandboxToolSession::exec(Sandbox& sandbox, Co
                                                             std::chrono::milliseconds timeout) const {
   const auto& b = detail::binding_of(binding_);
   detail::refuse_malformed_command("tool '" + b.definition.name + "'", command);
-  if (!b.options.host_tools) co_return co_await sandbox.exec(std::move(command), std::move(working_directory), timeout);
+  if (!b.options.host_tools)
+    co_return co_await detail::exec_in_call(call_.get(), sandbox, std::move(command), std::move(working_directory),
+                                            timeout);
   EventContext context;
   if (auto key = this->key()) context.key = std::move(*key);
   context.call_id = call_ ? call_->call_id : std::string{};

@@ -81,6 +81,12 @@ const ToolDefinition& SandboxedTool::definition() const { return binding_->defin
 Cleanup SandboxedTool::cleanup() const { return binding_->rung; }
 
 boost::asio::awaitable<ToolResult> SandboxedTool::invoke(ToolCall call, std::stop_token stop) const {
+  // Not a coroutine: the empty handler is made outside any co_await expression (GCC 12).
+  return invoke(std::move(call), std::move(stop), OutputHandler{});
+}
+
+boost::asio::awaitable<ToolResult> SandboxedTool::invoke(ToolCall call, std::stop_token stop,
+                                                         OutputHandler on_output) const {
   const auto& b = *binding_;
   std::optional<std::string> arguments;
   if (b.options.observation.observe_payloads)
@@ -112,6 +118,7 @@ boost::asio::awaitable<ToolResult> SandboxedTool::invoke(ToolCall call, std::sto
   auto record = std::make_shared<detail::ToolCallRecord>();
   record->call_id = call.id;
   record->stop = stop;
+  record->on_output = std::move(on_output);
   record->read_floor = read_floor;
   if (b.spec.isolation_scope() == IsolationScope::Call) record->key_call_id = "call-" + random_hex(16);
   SandboxToolSession session(binding_, record);

@@ -3,16 +3,7 @@
 // MCP server (src/cli/mcp/tools.cpp) serves these same tools.
 #include "maf/sandbox/standard_tools.hpp"
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
-#include <functional>
 #include <optional>
-#include <stop_token>
 
 #include "maf/sandbox/backend.hpp"
 #include "maf/sandbox/errors.hpp"
@@ -30,45 +21,6 @@ using boost::asio::awaitable;
 using nlohmann::json;
 
 constexpr int kMaxTimeoutSeconds = 3600;
-
-/// Awaits `op()`, or throws Cancelled as soon as `stop` is requested. Sandbox::exec takes no
-/// stop token (Boost 1.74 has no per-operation cancellation), so a stopped call returns at
-/// once and the program it started is ended by the call's cleanup rung (DISPOSE kills it) or
-/// by its own deadline. `op` owns what the operation needs (the session, the sandbox): it runs
-/// on after the call has returned.
-template <class T>
-awaitable<T> until_stopped(std::stop_token stop, std::function<awaitable<T>()> op) {
-  auto executor = co_await boost::asio::this_coro::executor;
-  struct State {
-    explicit State(boost::asio::any_io_executor ex) : wake(ex, boost::asio::steady_timer::time_point::max()) {}
-    boost::asio::steady_timer wake;
-    std::optional<T> value;
-    std::exception_ptr error;
-    bool done = false;
-  };
-  auto state = std::make_shared<State>(executor);
-  // expires_at(min) both wakes a waiter and makes a later wait complete at once: no lost wake-up.
-  auto wake = [state] { state->wake.expires_at(boost::asio::steady_timer::time_point::min()); };
-  boost::asio::co_spawn(
-      executor,
-      [state, wake, op = std::move(op)]() mutable -> awaitable<void> {
-        try {
-          state->value.emplace(co_await op());
-        } catch (...) {
-          state->error = std::current_exception();
-        }
-        state->done = true;
-        wake();
-      },
-      boost::asio::detached);
-  std::stop_callback on_stop(stop, [executor, wake] { boost::asio::post(executor, wake); });
-  boost::system::error_code ignored;
-  while (!state->done && !stop.stop_requested())
-    co_await state->wake.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ignored));
-  if (!state->done) throw Cancelled();
-  if (state->error) std::rethrow_exception(state->error);
-  co_return std::move(*state->value);
-}
 
 std::chrono::milliseconds timeout_of(const json& args) { return std::chrono::seconds(args.value("timeout_seconds", 60)); }
 
@@ -132,12 +84,9 @@ awaitable<ToolResult> run_command(SandboxToolSession session, json args) {
                                             : Command(args["command"].get<std::string>());
     std::string wd = args.value("working_directory", std::string("."));
     const auto timeout = timeout_of(args);
-    std::shared_ptr<Sandbox> held = *sandbox;
-    // Named before the co_await: GCC 12 destroys a lambda's by-value captures twice when the
-    // closure is a temporary of a co_await expression.
-    std::function<awaitable<ExecResult>()> op = [session, held, command = std::move(command), wd = std::move(wd),
-                                                 timeout]() { return session.exec(*held, command, wd, timeout); };
-    auto result = co_await until_stopped<ExecResult>(session.stop_token(), std::move(op));
+    // AGENT-7: a stopped call kills the program's group (or escalates the rung) and throws
+    // Cancelled from here, so the rung runs after the program is gone.
+    auto result = co_await session.exec(**sandbox, std::move(command), std::move(wd), timeout);
     co_return exec_result(result);
   });
 }
@@ -196,10 +145,8 @@ awaitable<ToolResult> run_code(SandboxToolSession session, json args) {
   co_return co_await explaining_timeouts([&]() -> awaitable<ToolResult> {
     auto sandbox = co_await session.acquire();
     if (!sandbox) co_return ToolResult::error(sandbox.refusal());
-    std::shared_ptr<Sandbox> held = *sandbox;
-    std::function<awaitable<ExecResult>()> op = [held, code = args["code"].get<std::string>(),
-                                                 timeout = timeout_of(args)]() { return held->run_code(code, timeout); };
-    auto result = co_await until_stopped<ExecResult>(session.stop_token(), std::move(op));
+    std::string code = args["code"].get<std::string>();
+    auto result = co_await session.run_code(**sandbox, std::move(code), timeout_of(args));
     co_return exec_result(result);
   });
 }

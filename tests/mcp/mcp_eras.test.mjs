@@ -71,9 +71,10 @@ function serverArgs(thread, extra = []) {
   return ['mcp', '--backend', backend, '--config', configFile, '--spec', specFile, '--spec', otherSpec,
           '--min-isolation', 'none', '--scope', scope, '--thread', thread, ...extra];
 }
-// On Docker (stage 50) only the handle test is registered — what differs per backend is the
-// sandbox a handle keeps, not the protocol — so the engine stage stays short.
-const registered = (name) => backend === 'process' || name.includes('across three calls');
+// On Docker (stage 50) only the handle test and the cancellations in a handle (AGENT-7: how
+// the program is stopped is the backend's) are registered — what else differs per backend is
+// the sandbox a handle keeps, not the protocol — so the engine stage stays short.
+const registered = (name) => backend === 'process' || name.includes('across three calls') || name.includes('AGENT-7');
 const check = (name, fn) => (registered(name) ? test(name, fn) : undefined);
 const pinned = { versionNegotiation: { mode: { pin: '2026-07-28' } } };
 const text = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
@@ -289,6 +290,100 @@ check('MCP-6: Tasks: tasks/cancel stops the program and the task ends cancelled,
   assert.equal(ended.result, undefined);
 });
 
+/// Host processes whose command line holds `marker` (a guest's processes are the host's on
+/// the process backend): how "nothing of it runs any more" is checked without a clock.
+function processesWith(marker) {
+  return readdirSync('/proc').filter((p) => /^[0-9]+$/.test(p)).filter((p) => {
+    try {
+      return readFileSync(`/proc/${p}/cmdline`, 'latin1').includes(marker);
+    } catch {
+      return false;
+    }
+  });
+}
+
+check('MCP-9: Tasks: a running task shows its output so far in tasks/get (statusMessage and _meta)', async () => {
+  const sandbox = await openSandbox(v2);
+  // The program cannot finish before the client has seen `first-line`: it waits for a file the
+  // client writes only then. Output held until exit never lets it finish (no clock involved).
+  const command = 'echo first-line; echo on-stderr >&2; while [ ! -e go.txt ]; do sleep 0.1; done; echo finished';
+  const { body } = await rawPost('tools/call', { name: 'run_command', arguments: { sandbox, command } }, { meta: withTasks });
+  assert.equal(body.result.resultType, 'task', JSON.stringify(body));
+  const seen = await pollTask(body.result.taskId, (t) => t.status !== 'working' || /first-line/.test(t.statusMessage ?? ''));
+  assert.equal(seen.status, 'working', 'the task ended before its output was seen');
+  assert.match(seen.statusMessage, /output so far \(untrusted guest output/);
+  const so_far = seen._meta['dev.maf-sandbox/output'];
+  assert.equal(so_far.stdout, 'first-line\n');
+  assert.equal(so_far.untrusted, true);
+  const wrote = await v2.callTool({ name: 'write_file', arguments: { sandbox, path: 'go.txt', content: 'go' } });
+  assert.equal(wrote.isError, false, text(wrote));
+  const done = await pollTask(body.result.taskId, (t) => t.status !== 'working');
+  assert.equal(done.status, 'completed');
+  assert.equal(done.result.structuredContent.stdout, 'first-line\nfinished\n');
+  assert.equal(done.result.structuredContent.stderr, 'on-stderr\n');
+  await v2.callTool({ name: 'close_sandbox', arguments: { sandbox } });
+});
+
+check('MCP-6 AGENT-7: Tasks: tasks/cancel in a handle ends the program, not the sandbox: nothing of it runs on, its later '
+      + 'file never appears, and the handle still answers', async () => {
+  const sandbox = await openSandbox(v2);
+  const marker = `283.${process.pid}7`;
+  const command = `touch kept.txt; echo started; sleep ${marker}; echo late > late.txt`;
+  const { body } = await rawPost('tools/call', { name: 'run_command', arguments: { sandbox, command } }, { meta: withTasks });
+  assert.equal(body.result.resultType, 'task', JSON.stringify(body));
+  const taskId = body.result.taskId;
+  const running = await pollTask(taskId, (t) => t.status !== 'working' || /started/.test(t.statusMessage ?? ''));
+  assert.equal(running.status, 'working');
+  assert.ok(processesWith(marker).length > 0, 'the sleeper is visible on the host while the task runs');
+  await rawPost('tasks/cancel', { taskId }, { meta: withTasks });
+  const ended = await pollTask(taskId, (t) => t.status !== 'working');
+  assert.equal(ended.status, 'cancelled');
+  // A stop may land asynchronously: bounded, until the sleeper is gone (the old tool layer left
+  // it running for its 283 s, and it would then write late.txt).
+  for (let i = 0; i < 100 && processesWith(marker).length > 0; ++i) await new Promise((r) => setTimeout(r, 100));
+  assert.deepEqual(processesWith(marker), []);
+  // Nothing runs, so late.txt is absent now or never; the handle's sandbox is the same one.
+  const late = await v2.callTool({ name: 'read_file', arguments: { sandbox, path: 'late.txt' } });
+  assert.equal(late.isError, true, text(late));
+  const kept = await v2.callTool({ name: 'run_command', arguments: { sandbox, command: 'test -e kept.txt && echo same' } });
+  assert.equal(kept.isError, false, text(kept));
+  assert.equal(kept.structuredContent.stdout, 'same\n');
+  await v2.callTool({ name: 'close_sandbox', arguments: { sandbox } });
+});
+
+check('MCP-10 AGENT-7: the v2 client aborting a stateless call closes its POST, which cancels it: the program ends, '
+      + 'the handle keeps its sandbox', async () => {
+  const sandbox = await openSandbox(v2);
+  const marker = `283.${process.pid}10`;
+  const controller = new AbortController();
+  const call = v2.callTool({ name: 'run_command',
+                             arguments: { sandbox, command: `touch kept.txt; sleep ${marker}; echo late > late.txt` } },
+                           { signal: controller.signal });
+  const settled = call.then(() => 'answered', () => 'rejected');
+  // Bounded, until the sleeper runs (a bound on its start, not a measurement).
+  for (let i = 0; i < 300 && processesWith(marker).length === 0; ++i) await new Promise((r) => setTimeout(r, 100));
+  assert.ok(processesWith(marker).length > 0, 'the sleeper never started');
+  controller.abort();
+  assert.equal(await settled, 'rejected');
+  for (let i = 0; i < 100 && processesWith(marker).length > 0; ++i) await new Promise((r) => setTimeout(r, 100));
+  assert.deepEqual(processesWith(marker), [], 'the closed POST left its program running');
+  const late = await v2.callTool({ name: 'read_file', arguments: { sandbox, path: 'late.txt' } });
+  assert.equal(late.isError, true, text(late));
+  const kept = await v2.callTool({ name: 'run_command', arguments: { sandbox, command: 'test -e kept.txt && echo same' } });
+  assert.equal(kept.structuredContent.stdout, 'same\n', text(kept));
+  // A notifications/cancelled POST of a stateless client reaches no call (MCP-10): accepted.
+  const note = await fetch(http.url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+               'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'notifications/cancelled' },
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled',
+                           params: { requestId: 1, _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+                                                            'io.modelcontextprotocol/clientCapabilities': {} } } }),
+  });
+  assert.equal(note.status, 202);
+  await v2.callTool({ name: 'close_sandbox', arguments: { sandbox } });
+});
+
 check('MCP-6: Tasks: without the extension the call stays synchronous; an unknown task is -32602', async () => {
   const { body } = await rawPost('tools/call', { name: 'run_command', arguments: { command: 'echo sync' } });
   assert.equal(body.result.resultType, 'complete');
@@ -348,7 +443,7 @@ check('MCP-8: without --spec the server serves run\'s minimal spec (kind cli) to
     await client.close();
   }
   const help = spawnSync(cli, ['--help'], { encoding: 'utf8' });
-  assert.match(help.stdout + help.stderr, /without\s+--spec: kind `cli`/);
+  assert.match(help.stdout + help.stderr, /kind `cli` requiring exec, files_in and files_out, as `run`/);
 });
 
 check('MCP-5: the v2 client over stdio, and nothing left after a kill and dispose-scope', async () => {

@@ -116,13 +116,16 @@ test('issue 30: `maf-sandbox tools` prints the served definitions as MCP tools a
   const mcp = spawnSync(cli, ['tools', ...common, '--format', 'mcp'], { encoding: 'utf8' });
   assert.equal(mcp.status, 0, mcp.stderr);
   const tools = JSON.parse(mcp.stdout);
-  assert.deepEqual(tools.map((t) => t.name).sort(), ['read_file', 'run_command', 'write_file']);
+  // As `mcp` lists them: the handle tools too (issue 51, MCP-4).
+  assert.deepEqual(tools.map((t) => t.name).sort(),
+                   ['close_sandbox', 'open_sandbox', 'read_file', 'run_command', 'write_file']);
   assert.ok(tools.every((t) => t.inputSchema.type === 'object' && typeof t.description === 'string'));
   const openai = spawnSync(cli, ['tools', ...common, '--format', 'openai'], { encoding: 'utf8' });
   assert.equal(openai.status, 0, openai.stderr);
   const functions = JSON.parse(openai.stdout);
   assert.ok(functions.every((f) => f.type === 'function' && f.function.parameters.type === 'object'));
-  assert.deepEqual(functions.map((f) => f.function.name).sort(), tools.map((t) => t.name).sort());
+  // An OpenAI host calls the library, where a conversation keeps its sandbox: no handle tools.
+  assert.deepEqual(functions.map((f) => f.function.name).sort(), ['read_file', 'run_command', 'write_file']);
   const bad = spawnSync(cli, ['tools', ...common, '--format', 'xml'], { encoding: 'utf8' });
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /'xml'/);

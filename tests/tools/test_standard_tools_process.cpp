@@ -4,8 +4,16 @@
 #include <catch2/catch.hpp>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+
 #include <filesystem>
+#include <stop_token>
 #include <string>
+#include <thread>
 
 #include "maf/sandbox/conversation.hpp"
 #include "maf/sandbox/tools.hpp"
@@ -35,6 +43,35 @@ struct Host {
 
 std::string call(const char* name, const nlohmann::json& arguments, const char* id = "1") {
   return nlohmann::json{{"id", id}, {"name", name}, {"arguments", arguments}}.dump();
+}
+
+/// The host path of the file `name` in one of this host's sandboxes, once it exists (bounded:
+/// a bound on the program's start, not a measurement).
+std::optional<fs::path> await_file(const fs::path& root, const std::string& name) {
+  for (int i = 0; i < 600; ++i) {
+    std::error_code ec;
+    for (fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+         !ec && it != end; it.increment(ec))
+      if (it->path().filename() == name) return it->path();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return std::nullopt;
+}
+
+/// Host processes whose root directory is `guest_root` (a process sandbox's private root):
+/// every process of that sandbox, whichever exec started it.
+int processes_in(const fs::path& guest_root) {
+  struct stat root {};
+  if (::stat(guest_root.c_str(), &root) != 0) return 0;
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string pid = e.path().filename().string();
+    if (pid.empty() || !std::isdigit(static_cast<unsigned char>(pid[0]))) continue;
+    struct stat st {};
+    if (::stat((e.path() / "root").c_str(), &st) == 0 && st.st_dev == root.st_dev && st.st_ino == root.st_ino) ++n;
+  }
+  return n;
 }
 
 std::vector<std::string> names(const Conversation& c) {
@@ -192,4 +229,57 @@ TEST_CASE("AGENT-3 AGENT-5 a tool of one's own from a SandboxHost, blocking: und
   CHECK_THROWS_WITH(chat.add(shell), Catch::Contains("'shell'"));
   REQUIRE_FALSE(chat.call(call("write_file", {{"path", "from-standard.txt"}, {"content", "w"}})).is_error);
   CHECK_THAT(chat.call(call("shell", {{"command", "cat from-standard.txt"}})).joined_text(), Catch::EndsWith("w"));
+}
+
+TEST_CASE("AGENT-7 STR-10 under KeepSandbox a cancelled run_command ends its program: the marker it would write later "
+          "never appears, no process of it remains, and the kept sandbox answers the next call") {
+  Host h;
+  auto tools = standard_tools(h.host, fixed_conversation("app", "conversation-7"), standard_tools_spec(),
+                              {.cleanup = rung_for(BetweenCalls::KeepSandbox), .list_files = false});
+  REQUIRE(tools.size() == 3);
+  boost::asio::io_context io;
+  std::stop_source stop;
+  std::string outcome;
+  const ToolCall slow{"1", "run_command",
+                      {{"command", "touch maf-agent7-started; sleep 3; echo late > maf-agent7-late.txt"}}};
+  boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<void> {
+        try {
+          const ToolResult r = co_await tools[0].invoke(slow, stop.get_token());
+          outcome = "returned: " + r.joined_text();
+        } catch (const Cancelled&) {
+          outcome = "cancelled";
+        }
+      },
+      boost::asio::detached);
+  std::thread runner([&io] { io.run(); });
+  const auto started = await_file(h.root, "maf-agent7-started");
+  stop.request_stop();  // the program sits in `sleep 3`: the stop must reach it
+  runner.join();
+  REQUIRE(started);
+  CHECK(outcome == "cancelled");
+  // The sandbox's private root: <root>/maf-sandbox-process-…/root.
+  fs::path guest_root;
+  for (fs::path p = *started; p != p.parent_path(); p = p.parent_path())
+    if (p.parent_path().filename().string().rfind("maf-sandbox-process-", 0) == 0 && p.filename() == "root")
+      guest_root = p;
+  REQUIRE_FALSE(guest_root.empty());
+  // A stop may land asynchronously: bounded, until nothing of the sandbox runs.
+  int left = processes_in(guest_root);
+  for (int i = 0; i < 100 && left > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    left = processes_in(guest_root);
+  }
+  CHECK(left == 0);
+  // Nothing runs, so nothing can write the marker any more: it is absent now or never.
+  BlockingRunner run;
+  const ToolResult late = run([&] { return tools[2].invoke(ToolCall{"2", "read_file", {{"path", "maf-agent7-late.txt"}}}); });
+  CHECK(late.is_error);
+  CHECK(h.alive() == 1);  // kept: the stop ended the program, not the sandbox
+  const ToolResult kept = run([&] {
+    return tools[0].invoke(ToolCall{"3", "run_command", {{"command", "test -e maf-agent7-started && echo same-sandbox"}}});
+  });
+  CHECK_THAT(kept.joined_text(), Catch::Contains("same-sandbox"));
+  CHECK(h.host.dispose_scope("app", "conversation-7").disposed == 1);
 }

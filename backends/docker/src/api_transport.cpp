@@ -493,6 +493,7 @@ public:
     start_request.stdin_after_header = std::move(c.stdin_bytes);
     start_request.live = true;
     start_request.idle_timeout = c.idle_timeout;
+    start_request.stop = c.stop;
     FrameSplitter frames;
     bool stopped = false;
     std::function<bool(std::string_view)> feed = [&](std::string_view b) {
@@ -510,6 +511,8 @@ public:
       expired = true;
     } catch (const detail::HttpIdle&) {
       idle = true;
+    } catch (const detail::HttpStopped&) {
+      stopped = true;  // STR-10: the caller's stop; it kills the group in the container
     } catch (const detail::HttpFailure& e) {
       throw OSError(said("exec stream in container " + c.container + ": " + e.what()));
     }

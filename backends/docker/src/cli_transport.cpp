@@ -323,12 +323,15 @@ public:
                          std::chrono::milliseconds(1));
     // Only the client is stopped here, and its shutdown says nothing: no grace for it.
     o.kill_grace = std::chrono::milliseconds(100);
+    o.stop = call.stop;  // STR-10: the client is killed; the caller kills the group in the container
     SubprocessResult r;
     bool expired = false;
     try {
       r = co_await spawn(std::move(o));
     } catch (const support::SubprocessTimeout&) {
       expired = true;
+    } catch (const Cancelled&) {
+      r.stopped_early = true;
     }
     ExecStreamEnd end;
     if (expired) end.how = ExecStreamEnd::How::DeadlineExpired;

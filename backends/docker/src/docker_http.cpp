@@ -10,6 +10,7 @@
 #include <boost/asio/generic/stream_protocol.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -30,7 +31,10 @@
 #include <cctype>
 #include <cstdint>
 #include <limits>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <stop_token>
 #include <vector>
 
 #include "maf/sandbox/errors.hpp"
@@ -217,10 +221,28 @@ asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::func
   http::response_parser<http::buffer_body> parser;
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());  // bounded below, by max_body or the sink
   if (request.method == "HEAD") parser.skip(true);
+  // STR-10: a live request's stop cancels the read in flight, on this executor; the link is
+  // cut before `stream` goes, so a late post touches nothing.
+  auto link = std::make_shared<Stream*>(&stream);
+  std::optional<std::stop_callback<std::function<void()>>> on_stop;
+  if (request.live && request.stop.stop_possible())
+    on_stop.emplace(request.stop, std::function<void()>([executor, weak = std::weak_ptr<Stream*>(link)] {
+                      asio::post(executor, [weak] {
+                        if (const auto l = weak.lock(); l && *l) {
+                          boost::system::error_code cancel_ec;
+                          (*l)->socket().cancel(cancel_ec);
+                        }
+                      });
+                    }));
+  const auto check_stop = [&request] {
+    if (request.live && request.stop.stop_requested()) throw HttpStopped("the live read was stopped by its caller");
+  };
   arm_read(stream, request);
   {
+    check_stop();
     auto token = asio::redirect_error(asio::use_awaitable, ec);
     co_await http::async_read_header(stream, buffer, parser, token);
+    check_stop();
     check_idle(ec, request, "reading the response header");
     check(ec, "reading the response header");
   }
@@ -277,6 +299,7 @@ asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::func
     parser.get().body().data = chunk.data();
     parser.get().body().size = chunk.size();
     arm_read(stream, request);
+    check_stop();
     auto token = asio::redirect_error(asio::use_awaitable, ec);
     // async_read returns only once the chunk buffer is full or the body ends; a live
     // stream must see each read's bytes as they come (a 6-byte line would wait otherwise).
@@ -285,6 +308,7 @@ asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::func
     else
       co_await http::async_read(stream, buffer, parser, token);
     if (ec == http::error::need_buffer) ec = {};
+    check_stop();
     check_idle(ec, request, "reading the response body");
     check(ec, "reading the response body");
     const std::size_t n = chunk.size() - parser.get().body().size;

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,6 +68,9 @@ struct HttpRequest {
   /// these bytes are written on the connection while the body is read, then the write side
   /// is shut down, which the engine passes on as the command's end of file.
   std::optional<std::string> stdin_after_header;
+  /// A live request's caller stop (STR-10): once requested, the body read is abandoned and
+  /// request() throws HttpStopped (the connection closed).
+  std::stop_token stop{};
 };
 
 struct HttpResponse {
@@ -83,6 +87,10 @@ class HttpTimeout : public std::runtime_error {
 /// A live request read nothing for its idle_timeout (before its deadline); the connection
 /// was closed.
 class HttpIdle : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+/// A live request's `stop` was requested; the connection was closed.
+class HttpStopped : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 /// Connecting, writing or reading failed (daemon gone, malformed answer).

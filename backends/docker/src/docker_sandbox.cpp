@@ -287,6 +287,7 @@ awaitable<StreamOutcome> DockerSandbox::do_exec_stream(const ExecRequest& reques
     call.idle_timeout = request.read_timeout;
     call.env = request.environment;
     call.stdin_bytes = request.stdin_bytes;
+    call.stop = request.stop;  // STR-10: Stopped below, then the group is killed in the container
     ExecChunkSink feed = [&gate](OutputStream stream, std::string_view bytes) { return gate->feed(stream, bytes); };
     end = co_await p_.transport->exec_stream(std::move(call), std::move(feed));
     co_return end.how == ExecStreamEnd::How::Exited && !gate->started() && end.exit_code == 1 &&

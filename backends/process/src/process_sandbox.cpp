@@ -150,11 +150,15 @@ boost::asio::awaitable<StreamOutcome> ProcessSandbox::do_exec_stream(const ExecR
     return may_be_setup_failure(held) || release();
   };
   c.options.idle_timeout = request.read_timeout;
+  // STR-10: a stop SIGKILLs bubblewrap's group and reaps it; its PID namespace ends with it.
+  c.options.stop = request.stop;
   support::SubprocessResult r;
   try {
     r = co_await support::run_subprocess(std::move(c.options));
   } catch (const support::SubprocessTimeout&) {
     co_return StreamOutcome::ended(StreamOutcome::End::DeadlineExpired);
+  } catch (const Cancelled&) {
+    co_return StreamOutcome::ended(StreamOutcome::End::Stopped);
   }
   if (r.stopped_early) co_return StreamOutcome::ended(StreamOutcome::End::Stopped);
   if (r.idle_expired) co_return StreamOutcome::ended(StreamOutcome::End::ReadTimedOut);

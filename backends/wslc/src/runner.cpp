@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 #include "maf/sandbox/wslc/errors.hpp"
 #include "said.hpp"
@@ -30,11 +31,15 @@ public:
     o.on_stdout = std::move(call.on_stdout);
     o.on_stderr = std::move(call.on_stderr);
     o.idle_timeout = call.idle_timeout;
+    o.stop = call.stop;
     support::SubprocessResult r;
     try {
       r = co_await support::run_subprocess(std::move(o));
     } catch (const support::SubprocessSpawnError& e) {
       throw WslcBackendUnavailable(said("cannot run wslc_path '") + path_ + "': " + e.what());
+    } catch (const Cancelled&) {
+      // STR-10: wslc was killed and reaped; the caller stops the program in the guest.
+      r.stopped_early = true;
     }
     // After a capped read the child was killed: its status means nothing, the flags say why.
     co_return WslcOutcome{r.exit_code,        std::move(r.stdout_bytes), std::move(r.stderr_bytes),

@@ -97,6 +97,7 @@ awaitable<StreamOutcome> WslcSandbox::do_exec_stream(const ExecRequest& request,
                                                                                 std::chrono::steady_clock::now()),
                           std::chrono::milliseconds(1));
   call.idle_timeout = request.read_timeout;
+  call.stop = request.stop;  // STR-10: a stop kills wslc, then the group below
   // The budget is the gate's; wslc's pipes are only read, never capped here.
   call.max_stdout = call.max_stderr = std::numeric_limits<std::size_t>::max();
   call.on_stdout = [&gate](std::string_view b) { return gate.feed(OutputStream::Stdout, b); };

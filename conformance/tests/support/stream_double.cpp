@@ -26,11 +26,14 @@ boost::asio::awaitable<StreamOutcome> StreamDouble::do_exec_stream(const ExecReq
     const OutputStream err = flaw_ == StreamFlaw::FoldsStderr ? OutputStream::Stdout : OutputStream::Stderr;
     o.on_stderr = [&sink, err](std::string_view b) { return sink.deliver(err, b); };
   }
+  if (flaw_ != StreamFlaw::IgnoresStop) o.stop = request.stop;  // STR-10
   support::SubprocessResult r;
   try {
     r = co_await support::run_subprocess(std::move(o));
   } catch (const support::SubprocessTimeout&) {
     co_return StreamOutcome::ended(StreamOutcome::End::DeadlineExpired);
+  } catch (const Cancelled&) {
+    co_return StreamOutcome::ended(StreamOutcome::End::Stopped);
   }
   if (r.stopped_early) co_return StreamOutcome::ended(StreamOutcome::End::Stopped);
   if (r.idle_expired)

@@ -14,6 +14,7 @@ enum class StreamFlaw {
   NoCap,                  ///< applies no output cap
   FoldsStderr,            ///< delivers stderr as stdout
   HiddenFromHost,         ///< its processes are not visible as themselves on the runner's host (hidden_from_host)
+  IgnoresStop,            ///< never passes the caller's stop on (STR-10): the program runs to its end
 };
 
 class StreamDouble final : public HostTreeSandbox {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -56,6 +57,10 @@ struct ExecStreamOptions {
   std::chrono::milliseconds read_timeout = kDefaultStreamReadTimeout;
   /// The command's own environment and one-shot stdin, as for exec (docs/exec-input.md).
   ExecInput input{};
+  /// Requesting stop ends the program — its whole process group in the guest, on every
+  /// backend that declares EXEC_STREAM — and exec_stream then throws Cancelled (STR-10). A
+  /// program that exited first is reported as usual.
+  std::stop_token stop{};
 };
 
 /// How a streamed program ended by itself. The bytes went to the handler and are not kept.

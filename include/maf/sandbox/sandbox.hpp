@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,10 @@ struct ExecRequest {
   /// Bytes for the program's stdin, then end of file; absent: stdin closed from the start
   /// (STDIN-1). Present only when the backend declares Capability::ExecStdin.
   std::optional<std::string> stdin_bytes{};
+  /// exec_stream only: the caller's stop (STR-10). Once it is requested the backend ends the
+  /// program's whole process group as it does at the deadline and reports
+  /// StreamOutcome::End::Stopped; the core raises Cancelled.
+  std::stop_token stop{};
 };
 
 /// A guest entry as a backend's unconfined, no-follow stat sees it.

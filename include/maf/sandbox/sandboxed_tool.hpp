@@ -45,6 +45,7 @@
 #include "maf/sandbox/cleanup.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/exec_result.hpp"
+#include "maf/sandbox/exec_stream.hpp"
 #include "maf/sandbox/file_provenance.hpp"
 #include "maf/sandbox/key.hpp"
 #include "maf/sandbox/spec.hpp"
@@ -158,9 +159,26 @@ public:
   /// with a HostToolRun of this call (its own dispatch count and byte ledger; stdout is then
   /// the program's merged stdout and stderr, stderr empty); without, Sandbox::exec. ValueError
   /// for an empty or malformed command, before anything runs; SandboxProgramTimeout past
-  /// `timeout`.
+  /// `timeout`. When the host can stop the call (ToolCall's stop token) and has attached no
+  /// host tools, a stop ends the program (AGENT-7): on a backend declaring EXEC_STREAM it runs
+  /// through Sandbox::exec_stream and its whole process group is killed (STR-10), the sandbox
+  /// kept; elsewhere this returns at once and the call's rung is escalated to DISPOSE. Either
+  /// way Cancelled propagates.
   boost::asio::awaitable<ExecResult> exec(Sandbox& sandbox, Command command, std::string working_directory = ".",
                                           std::chrono::milliseconds timeout = kDefaultExecTimeout) const;
+  /// Run `command` in `sandbox` and hand its stdout and stderr to `on_output` as they arrive
+  /// (Sandbox::exec_stream, docs/streaming.md) — a body's way to show output so far. The
+  /// call's stop is the stream's (unless `options.stop` names another): a stopped call kills
+  /// the program's process group and this throws Cancelled (STR-10, AGENT-7). The tool's host
+  /// tools are not reachable from it. NotImplementedError where the backend does not declare
+  /// exec_stream; ValueError for an empty or malformed command.
+  boost::asio::awaitable<StreamedExit> exec_stream(Sandbox& sandbox, Command command, OutputHandler on_output,
+                                                   ExecStreamOptions options = {}) const;
+  /// Sandbox::run_code in `sandbox` (one this call acquired). The seam cannot stop run_code:
+  /// a stopped call returns at once (Cancelled) and its rung is escalated to DISPOSE, which
+  /// ends the program (AGENT-7).
+  boost::asio::awaitable<ExecResult> run_code(Sandbox& sandbox, std::string code,
+                                              std::chrono::milliseconds timeout = kDefaultExecTimeout) const;
 
 private:
   friend class SandboxedTool;
@@ -286,6 +304,13 @@ public:
   /// "Error: <message>", anything else the fixed "sandbox unavailable" sentence); `Cancelled`
   /// always propagates, after a cleanup bounded by min(reclaim_timeout, 2 s).
   boost::asio::awaitable<ToolResult> invoke(ToolCall call, std::stop_token stop = {}) const;
+  /// invoke(), with the output of the call's programs handed to `on_output` as it arrives —
+  /// what a host shows while a long call runs (docs/tools.md "Output so far", AGENT-8). Every
+  /// SandboxToolSession::exec of the call tees its stdout and stderr there where the backend
+  /// declares EXEC_STREAM (elsewhere nothing arrives before the result). Guest output:
+  /// untrusted. Runs on the call's executor and must not block; a handler that throws ends
+  /// the program, and its exception propagates as the body's would (STR-6).
+  boost::asio::awaitable<ToolResult> invoke(ToolCall call, std::stop_token stop, OutputHandler on_output) const;
   /// invoke() to completion on a per-thread io_context (keep calling from the same thread
   /// while its sandboxes live: a backend may bind I/O to the executor of first use).
   ToolResult invoke_blocking(ToolCall call) const;

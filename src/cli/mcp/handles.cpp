@@ -6,6 +6,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
@@ -39,6 +40,17 @@ std::string mint() {
 bool well_formed(const std::string& h) {
   return h.size() == kPrefix.size() + 2 * kRandomBytes && h.compare(0, kPrefix.size(), kPrefix) == 0 &&
          std::all_of(h.begin() + kPrefix.size(), h.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+/// What the tables are keyed by: the handle's SHA-256, so a lookup's comparisons (std::map,
+/// early exit) time the digest's bytes, never the handle's — no prefix of a live handle can be
+/// learnt by timing forged ones.
+std::string digest(const std::string& handle) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  if (EVP_Digest(handle.data(), handle.size(), md, &n, EVP_sha256(), nullptr) != 1)
+    throw RuntimeError("mcp: OpenSSL SHA-256 failed");
+  return std::string(reinterpret_cast<const char*>(md), n);
 }
 
 ToolResult refusal(std::string sentence) { return ToolResult::error("Error: " + std::move(sentence)); }
@@ -86,14 +98,15 @@ std::variant<std::string, ToolResult> SandboxHandles::open(const std::string& ki
   Entry entry{options.agent, spec->kind(), std::move(tools), std::chrono::steady_clock::now(), 0};
   std::string handle = mint();
   logger()->info("mcp: sandbox handle {} opened (spec '{}')", entry.agent, entry.kind);
-  open_.emplace(handle, std::move(entry));
+  open_.emplace(digest(handle), std::move(entry));
   return handle;
 }
 
 std::variant<const std::vector<SandboxedTool>*, ToolResult> SandboxHandles::use(const std::string& handle) {
-  const auto it = open_.find(handle);
+  const std::string key = digest(handle);
+  const auto it = open_.find(key);
   if (it == open_.end()) {
-    if (const auto g = gone_.find(handle); g != gone_.end())
+    if (const auto g = gone_.find(key); g != gone_.end())
       return refusal(std::string("sandbox handle is ") + g->second + "; open a new one with open_sandbox");
     if (!well_formed(handle))
       return refusal("the sandbox argument is not a sandbox handle (open_sandbox returns one: sbx- and 32 hex digits)");
@@ -104,7 +117,7 @@ std::variant<const std::vector<SandboxedTool>*, ToolResult> SandboxHandles::use(
     // Expired while the reaper had not come round yet: the same verdict the reaper gives.
     Entry gone = std::move(e);
     open_.erase(it);
-    remember(handle, "expired (idle past its timeout)");
+    remember(key, "expired (idle past its timeout)");
     boost::asio::co_spawn(executor_, dispose(std::move(gone), "expired"), boost::asio::detached);
     return refusal("sandbox handle is expired (idle past its timeout); open a new one with open_sandbox");
   }
@@ -114,21 +127,22 @@ std::variant<const std::vector<SandboxedTool>*, ToolResult> SandboxHandles::use(
 }
 
 void SandboxHandles::release(const std::string& handle) {
-  const auto it = open_.find(handle);
+  const auto it = open_.find(digest(handle));
   if (it == open_.end()) return;
   if (it->second.busy > 0) --it->second.busy;
   it->second.last_used = std::chrono::steady_clock::now();
 }
 
 boost::asio::awaitable<ToolResult> SandboxHandles::close(std::string handle) {
-  const auto it = open_.find(handle);
+  const std::string key = digest(handle);
+  const auto it = open_.find(key);
   if (it == open_.end()) {
     auto verdict = use(handle);  // the same sentence a call with it would get
     co_return std::get<ToolResult>(std::move(verdict));
   }
   Entry gone = std::move(it->second);
   open_.erase(it);
-  remember(handle, "closed");
+  remember(key, "closed");
   co_await dispose(std::move(gone), "closed");
   ToolResult r = ToolResult::text("sandbox closed", kLibraryAuthoredLabels);
   r.structured = nlohmann::json{{"closed", true}};
@@ -146,8 +160,8 @@ boost::asio::awaitable<void> SandboxHandles::reap_idle() {
       ++it;
     }
   }
-  for (auto& [handle, entry] : expired) {
-    remember(handle, "expired (idle past its timeout)");
+  for (auto& [key, entry] : expired) {
+    remember(key, "expired (idle past its timeout)");
     co_await dispose(std::move(entry), "expired");
   }
 }
@@ -176,10 +190,10 @@ boost::asio::awaitable<void> SandboxHandles::close_all() {
   reaper_timer_->cancel();  // the io_context then holds no work of ours
   while (!open_.empty()) {
     auto it = open_.begin();
-    const std::string handle = it->first;
+    const std::string key = it->first;
     Entry gone = std::move(it->second);
     open_.erase(it);
-    remember(handle, "closed (the server is exiting)");
+    remember(key, "closed (the server is exiting)");
     co_await dispose(std::move(gone), "server exit");
   }
 }
@@ -190,8 +204,8 @@ boost::asio::awaitable<void> SandboxHandles::dispose(Entry entry, const char* wh
   logger()->info("mcp: sandbox handle {} {}; its sandbox disposed", entry.agent, why);
 }
 
-void SandboxHandles::remember(const std::string& handle, const char* why) {
-  if (gone_.emplace(handle, why).second) gone_order_.push_back(handle);
+void SandboxHandles::remember(const std::string& key, const char* why) {
+  if (gone_.emplace(key, why).second) gone_order_.push_back(key);
   while (gone_order_.size() > kRemembered) {
     gone_.erase(gone_order_.front());
     gone_order_.pop_front();

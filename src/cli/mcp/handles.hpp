@@ -8,7 +8,8 @@
 // A handle is 128 random bits from OpenSSL's RAND_bytes, checked against this table — not a
 // signed token: the server must hold the sandbox's state anyway, so a table lookup proves
 // everything a signature would (issued here, still open) and cannot outlive a key rotation
-// or leak a key. It is bound to the server instance because no other instance has the entry,
+// or leak a key. It is bound to the server instance because no other instance has the entry
+// (keyed by the handle's SHA-256, so lookups' timing never tracks a live handle's prefix),
 // and it names no path, key or host: the sandbox's key (scope, the server's thread, agent
 // "h<n>") stays inside the server. A forged, closed or expired handle is an is_error result
 // saying which. Everything runs on the server's one io_context thread: no lock.
@@ -76,13 +77,14 @@ private:
     int busy = 0;
   };
   boost::asio::awaitable<void> dispose(Entry entry, const char* why);
-  void remember(const std::string& handle, const char* why);
+  void remember(const std::string& key, const char* why);
 
   boost::asio::any_io_executor executor_;
   std::shared_ptr<SandboxRouter> router_;
   std::vector<SandboxSpec> specs_;
   ToolsetOptions base_;
   HandleLimits limits_;
+  /// Keyed by the handle's SHA-256 (handles.cpp `digest`), never the handle itself.
   std::map<std::string, Entry> open_;
   /// Handles closed or expired lately, and why (bounded): the error then says which.
   std::map<std::string, const char*> gone_;

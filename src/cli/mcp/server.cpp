@@ -119,8 +119,8 @@ void McpSession::refuse_oversize(std::size_t bytes) {
 nlohmann::json McpSession::answer(Era era, const nlohmann::json& id, nlohmann::json result) const {
   if (era == Era::Modern) {
     result["resultType"] = "complete";
-    result["_meta"][std::string(kMetaServerInfo)] = {{"name", server_->identity.name},
-                                                     {"version", server_->identity.version}};
+    result["_meta"][std::string(kMetaServerInfo)] = {{"name", server_->info.name},
+                                                     {"version", server_->info.version}};
   }
   return make_result(id, std::move(result));
 }
@@ -131,10 +131,10 @@ nlohmann::json McpSession::discover_result() const {
   nlohmann::json r{{"supportedVersions", supported_versions()},
                    {"capabilities",
                     {{"tools", {{"listChanged", false}}}, {"extensions", {{kTasksExtension, nlohmann::json::object()}}}}},
-                   {"serverInfo", {{"name", server_->identity.name}, {"version", server_->identity.version}}},
+                   {"serverInfo", {{"name", server_->info.name}, {"version", server_->info.version}}},
                    {"ttlMs", kListTtlMs},
                    {"cacheScope", "private"}};
-  if (!server_->identity.instructions.empty()) r["instructions"] = server_->identity.instructions;
+  if (!server_->info.instructions.empty()) r["instructions"] = server_->info.instructions;
   return r;
 }
 
@@ -157,8 +157,8 @@ void McpSession::dispatch(Message m) {
     protocol_version_ = negotiate_protocol_version(requested);
     nlohmann::json result{{"protocolVersion", protocol_version_},
                           {"capabilities", {{"tools", {{"listChanged", false}}}}},
-                          {"serverInfo", {{"name", server_->identity.name}, {"version", server_->identity.version}}}};
-    if (!server_->identity.instructions.empty()) result["instructions"] = server_->identity.instructions;
+                          {"serverInfo", {{"name", server_->info.name}, {"version", server_->info.version}}}};
+    if (!server_->info.instructions.empty()) result["instructions"] = server_->info.instructions;
     send_(make_result(m.id, std::move(result)));
   } else if (m.method == "ping") {
     send_(make_result(m.id, nlohmann::json::object()));

@@ -48,7 +48,10 @@ inline constexpr const char* kOpenSandbox = "open_sandbox";
 inline constexpr const char* kCloseSandbox = "close_sandbox";
 inline constexpr int kListTtlMs = 60000;
 
-struct ServerIdentity {
+/// What the server says of itself: `serverInfo` (name, version) and `instructions` in
+/// initialize and server/discover, and `_meta` io.modelcontextprotocol/serverInfo on every
+/// 2026-07-28 result — named as the protocol names it (issue 44).
+struct ServerInfo {
   std::string name = "maf-sandbox";
   std::string version;
   std::string instructions;
@@ -64,7 +67,7 @@ struct ServerContext {
   std::shared_ptr<SandboxHandles> handles;
   /// run_command / run_code as tasks, for 2026-07-28 clients declaring the extension.
   std::shared_ptr<TaskTable> tasks;
-  ServerIdentity identity;
+  ServerInfo info;
   /// What tools/list answers in both eras: the tools with their `sandbox` argument, and
   /// open_sandbox / close_sandbox.
   nlohmann::json tool_list;

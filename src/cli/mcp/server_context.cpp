@@ -4,7 +4,7 @@ namespace maf::sandbox::mcp {
 
 std::shared_ptr<ServerContext> make_server_context(const ServeOptions& options, boost::asio::any_io_executor executor) {
   auto context = std::make_shared<ServerContext>();
-  context->identity = options.identity;
+  context->info = options.info;
   context->legacy_cleanup = options.toolset.cleanup;
   context->legacy_tools = make_toolset(options.router, options.spec, options.toolset);
   ToolsetOptions stateless = options.toolset;

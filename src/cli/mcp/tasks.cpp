@@ -7,7 +7,9 @@
 
 #include <openssl/rand.h>
 
+#include <cstdint>
 #include <ctime>
+#include <string_view>
 
 #include <spdlog/spdlog.h>
 
@@ -52,7 +54,26 @@ struct TaskTable::Task {
   bool cancel_asked = false;
   bool ended = false;
   nlohmann::json result;  // completed: the CallToolResult
+  // MCP-9: the program's output so far, the last kOutputTail bytes of each stream.
+  std::string stdout_tail, stderr_tail;
+  std::uint64_t stdout_bytes = 0, stderr_bytes = 0;
 };
+
+namespace {
+
+/// How much of each stream a running task keeps and shows (the newest bytes).
+constexpr std::size_t kOutputTail = 16 * 1024;
+/// How much of it the human-readable statusMessage quotes.
+constexpr std::size_t kStatusTail = 2 * 1024;
+
+void keep_tail(std::string& tail, std::string_view bytes) {
+  tail.append(bytes);
+  if (tail.size() > kOutputTail) tail.erase(0, tail.size() - kOutputTail);
+}
+
+std::string last(const std::string& s, std::size_t n) { return s.size() > n ? s.substr(s.size() - n) : s; }
+
+}  // namespace
 
 TaskTable::TaskTable(boost::asio::any_io_executor executor, TaskLimits limits,
                      std::function<nlohmann::json(const ToolResult&)> to_result)
@@ -72,8 +93,18 @@ nlohmann::json TaskTable::start(SandboxedTool tool, ToolCall call, std::function
 
 boost::asio::awaitable<void> TaskTable::run(std::shared_ptr<Task> task, SandboxedTool tool, ToolCall call,
                                             std::function<void()> on_end) {
+  // MCP-9: what the program wrote so far, for tasks/get (the task outlives this frame's use).
+  const std::weak_ptr<Task> watched = task;
+  const OutputHandler on_output = [watched](OutputStream stream, std::string_view bytes) {
+    const auto t = watched.lock();
+    if (!t) return;
+    const bool out = stream == OutputStream::Stdout;
+    keep_tail(out ? t->stdout_tail : t->stderr_tail, bytes);
+    (out ? t->stdout_bytes : t->stderr_bytes) += bytes.size();
+    t->updated = std::chrono::system_clock::now();
+  };
   try {
-    const ToolResult r = co_await tool.invoke(std::move(call), task->stop.get_token());
+    const ToolResult r = co_await tool.invoke(std::move(call), task->stop.get_token(), on_output);
     task->result = to_result_(r);
     task->status = "completed";
   } catch (const Cancelled&) {
@@ -99,8 +130,23 @@ nlohmann::json TaskTable::describe(const Task& task) const {
   if (task.status == "working") {
     const auto seconds =
         std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - task.started).count();
-    j["statusMessage"] = task.tool + (task.cancel_asked ? " is being cancelled" : " running for " +
-                                                                                    std::to_string(seconds) + " s");
+    std::string message = task.tool + (task.cancel_asked ? " is being cancelled" : " running for " +
+                                                                                       std::to_string(seconds) + " s");
+    // MCP-9: the output so far — the statusMessage quotes its newest bytes for a person; the
+    // `_meta` entry carries each stream's newest 16 KiB and byte counts for a program. Guest
+    // output, untrusted, as in a result (docs/mcp.md "Tasks").
+    if (task.stdout_bytes + task.stderr_bytes > 0) {
+      message += "; output so far (untrusted guest output, newest bytes):";
+      if (task.stdout_bytes) message += "\n--- stdout ---\n" + last(task.stdout_tail, kStatusTail);
+      if (task.stderr_bytes) message += "\n--- stderr ---\n" + last(task.stderr_tail, kStatusTail);
+      j["_meta"][kTaskOutputMeta] = {{"stdout", task.stdout_tail},
+                                     {"stderr", task.stderr_tail},
+                                     {"stdoutBytes", task.stdout_bytes},
+                                     {"stderrBytes", task.stderr_bytes},
+                                     {"tailBytes", kOutputTail},
+                                     {"untrusted", true}};
+    }
+    j["statusMessage"] = std::move(message);
   } else if (task.status == "completed") {
     nlohmann::json result = task.result;
     result["resultType"] = "complete";

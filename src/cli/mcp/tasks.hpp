@@ -2,7 +2,8 @@
 // The Tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) for run_command and run_code
 // (docs/mcp.md "Tasks"): a 2026-07-28 client that declares the extension in its request's
 // clientCapabilities gets `resultType: "task"` at once; `tasks/get` reports the status and,
-// once completed, the CallToolResult inline; `tasks/cancel` stops the guest program (the
+// once completed, the CallToolResult inline — while working, the program's output so far
+// (MCP-9); `tasks/cancel` stops the guest program (the
 // tool's stop token: the program is killed and the cleanup rung runs). A task belongs to the
 // server, not to the request or connection that started it, so it outlives both; a finished
 // task is kept for its ttl, then forgotten. Without the extension the call stays synchronous.
@@ -27,6 +28,8 @@
 namespace maf::sandbox::mcp {
 
 inline constexpr const char* kTasksExtension = "io.modelcontextprotocol/tasks";
+/// The `_meta` key of a working task's output so far (MCP-9): this server's own name space.
+inline constexpr const char* kTaskOutputMeta = "dev.maf-sandbox/output";
 
 struct TaskLimits {
   /// How long a task (and its result) is kept from its creation.

@@ -10,6 +10,9 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <csignal>
 #include <map>
 #include <random>
@@ -141,13 +144,13 @@ private:
       }
       if (ec) co_return;
       Request req = parser.release();
-      Response res = co_await handle(req);
+      Response res = co_await handle(req, stream.socket());
       co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
       if (ec || !res.keep_alive()) co_return;
     }
   }
 
-  awaitable<Response> handle(const Request& req) {
+  awaitable<Response> handle(const Request& req, tcp::socket& peer) {
     if (!is_loopback_authority(std::string_view(req[http::field::host].data(), req[http::field::host].size())))
       co_return reply(req, http::status::forbidden,
                       make_error(nullptr, kInvalidRequest, "Forbidden: the Host header is not a loopback name").dump());
@@ -187,7 +190,7 @@ private:
     if (era.error)
       co_return reply(req, static_cast<http::status>(era.http_status),
                       message.kind == Message::Kind::Request ? era.error->dump() : std::string());
-    if (era.era == Era::Modern) co_return co_await serve_stateless(req, std::move(message), era);
+    if (era.era == Era::Modern) co_return co_await serve_stateless(req, std::move(message), era, peer);
 
     std::shared_ptr<HttpSession> session;
     std::string new_id;
@@ -242,10 +245,12 @@ private:
 
   /// A 2026-07-28 request: no session. Its own McpSession over the server's shared tools
   /// and handles lives for this one POST, so two clients' equal request ids never meet.
-  awaitable<Response> serve_stateless(const Request& req, Message message, EraDecision era) {
+  awaitable<Response> serve_stateless(const Request& req, Message message, EraDecision era, tcp::socket& peer) {
     if (message.kind != Message::Kind::Request) {
-      // Notifications of a stateless client have no request of theirs on this server to
-      // reach (a call is cancelled by closing its POST): accepted, as the binding says.
+      // MCP-10: a stateless client's notifications/cancelled reaches nothing — over
+      // Streamable HTTP the revision's cancellation is closing the POST (below), and an
+      // unauthenticated stateless server has no client identity to scope a request id by, so
+      // matching one would let any local client cancel another's call by guessing `1`.
       co_return reply(req, http::status::accepted, "");
     }
     auto session = std::make_shared<HttpSession>();
@@ -265,9 +270,15 @@ private:
     const unsigned long serial = ++stateless_serial_;
     stateless_.emplace(serial, session);
     session->mcp->handle(std::move(message), era);
+    auto watching = std::make_shared<bool>(true);
+    if (!session->waiting[key].answer) asio::co_spawn(io_, cancel_on_close(peer, session, key, watching), asio::detached);
     boost::system::error_code ignored;
     while (!session->waiting[key].answer && !session->ended)
       co_await wake->async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+    if (*watching) {
+      *watching = false;  // the watcher touches `peer` no more; its wait ends now
+      peer.cancel(ignored);
+    }
     std::optional<nlohmann::json> answer = std::move(session->waiting[key].answer);
     stateless_.erase(serial);
     if (!answer) co_return reply(req, http::status::accepted, "");
@@ -279,6 +290,25 @@ private:
                                                                            : http::status::ok;
     co_return reply(req, status,
                     answer->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+
+  /// MCP-10: the client closing a stateless POST cancels its call (the revision's Streamable
+  /// HTTP cancellation): the program is stopped and the cleanup rung runs, and the POST's
+  /// waiter ends unanswered. Bytes of a next request (pipelining) end the watch instead.
+  awaitable<void> cancel_on_close(tcp::socket& peer, std::shared_ptr<HttpSession> session, std::string key,
+                                  std::shared_ptr<bool> watching) {
+    boost::system::error_code ec;
+    co_await peer.async_wait(tcp::socket::wait_read, asio::redirect_error(asio::use_awaitable, ec));
+    if (!*watching || ec) co_return;  // answered first (the wait was cancelled), or the socket is gone
+    *watching = false;
+    char byte = 0;
+    const ssize_t n = ::recv(peer.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) co_return;  // more bytes: not a close
+    logger()->info("mcp: a stateless client closed its POST; its call is cancelled");
+    co_await session->mcp->drain(false);
+    session->ended = true;
+    if (const auto it = session->waiting.find(key); it != session->waiting.end())
+      it->second.wake->expires_at(asio::steady_timer::time_point::min());
   }
 
   std::shared_ptr<HttpSession> open(const std::string& id) {

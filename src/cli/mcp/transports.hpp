@@ -23,7 +23,7 @@ struct ServeOptions {
   SandboxSpec spec;        ///< what the tools serve without a handle, and open_sandbox's default
   std::vector<SandboxSpec> more_specs;  ///< further specs open_sandbox may name (by kind)
   HandleLimits handles;
-  ServerIdentity identity;
+  ServerInfo info;
   std::size_t max_message_bytes = std::size_t{16} << 20;
 };
 

@@ -134,6 +134,9 @@ struct ExecStreamCall {
   /// As ExecCall's.
   std::map<std::string, std::string> env{};
   std::optional<std::string> stdin_bytes{};
+  /// The caller's stop (STR-10): once requested the transport stops reading and reports
+  /// ExecStreamEnd::How::Stopped; the caller kills the group in the container.
+  std::stop_token stop{};
 };
 
 /// Receives each chunk as the transport reads it; false: stop reading.

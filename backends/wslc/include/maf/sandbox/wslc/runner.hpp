@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,8 @@ struct WslcCall {
   std::function<bool(std::string_view)> on_stdout;
   std::function<bool(std::string_view)> on_stderr;
   std::optional<std::chrono::milliseconds> idle_timeout;
+  /// Requesting stop kills wslc; the run then reports `stopped_early` (STR-10).
+  std::stop_token stop{};
 };
 
 struct WslcOutcome {
