@@ -649,7 +649,8 @@ TEST_CASE("EGU-1 EGU-2 EGU-7 EGU-8 EGU-9 EGU-10 issue-46: update_egress narrows 
   auto closed = scope.acquire(whole_hosts_spec({}, Egress::Closed), "agent-2");
   REQUIRE(live_egress_refusal(*closed).has_value());
   CHECK_THAT(*live_egress_refusal(*closed), Catch::Contains("behind no egress proxy"));
-  CHECK_THROWS_AS(scope.run([&] { return update_egress(router, closed, whole_hosts_spec({}, Egress::Closed), wider); }),
+  const auto closed_spec = whole_hosts_spec({}, Egress::Closed);  // named: GCC 12, temporaries into coroutines
+  CHECK_THROWS_AS(scope.run([&] { return update_egress(router, closed, closed_spec, wider); }),
                   SandboxCapabilityNotSupported);
 }
 
