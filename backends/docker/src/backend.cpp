@@ -10,6 +10,7 @@
 #include "docker_sandbox.hpp"
 #include "egress_observers.hpp"
 #include "egress_topology.hpp"
+#include "live_egress.hpp"
 #include "freeze.hpp"
 #include "maf/sandbox/docker/api_transport.hpp"
 #include "maf/sandbox/docker/cli_transport.hpp"
@@ -200,9 +201,11 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
     std::lock_guard lock(credential_env_mutex_);
     credential_env_[container] = detail::credential_env(spec, brokering.placeholders);
   }
+  // EGU-7: a proxy image with the control channel gets it, so the sandbox can change live.
+  const bool live_policy = proxied && co_await detail::proxy_image_live(*transport_, config_);
   if (proxied)
     egress_ca = co_await detail::ensure_egress_topology(*transport_, config_, container, key, spec, !state.has_value(),
-                                                        brokering);
+                                                        brokering, live_policy);
   brokering.values.clear();  // wiped (SecretValue): the proxy holds them now
   bool fresh = false;  // created by this acquire: nothing but the image has run in it
   if (warm) {
@@ -254,6 +257,14 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
   parts.key = key;
   parts.memory = memory_;
   parts.fresh_image = fresh_image;
+  parts.live_egress_refusal =
+      !proxied       ? "it runs behind no egress proxy (egress '" + std::string(to_string(spec.egress())) + "')"
+      : !live_policy ? "proxy image '" + config_.egress_proxy_image.value_or("") + "' does not list the feature " +
+                           detail::kLivePolicyFeature + " (rebuild it with scripts/egress-proxy-image)"
+      : !spec.attached_identity().empty()
+          ? "it brokers credential '" + spec.attached_identity().front().name() + "', whose hosts are fixed for its life"
+          : std::string();
+  parts.hub = observer_hub();
   co_return std::make_shared<detail::DockerSandbox>(std::move(parts));
 }
 

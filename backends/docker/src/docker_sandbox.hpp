@@ -14,6 +14,8 @@
 #include "memory.hpp"
 #include "maf/sandbox/docker/config.hpp"
 #include "maf/sandbox/docker/transport.hpp"
+#include "maf/sandbox/live_egress.hpp"
+#include "maf/sandbox/observer.hpp"
 #include "maf/sandbox/sandbox.hpp"
 #include "maf/sandbox/support/tar.hpp"
 
@@ -59,9 +61,14 @@ struct DockerSandboxParts {
   std::shared_ptr<DockerMemory> memory;
   /// The image ID when the acquire that made this sandbox created its container, else empty.
   std::string fresh_image;
+  /// EGU-8: why this sandbox cannot change its egress live; empty when it can (behind a
+  /// proxy with the control channel, brokering no credential).
+  std::string live_egress_refusal = "it runs behind no egress proxy";
+  /// The backend's observers: an applied update is a NetworkDecisionEvent POLICY-UPDATED.
+  std::shared_ptr<ObserverHub> hub;
 };
 
-class DockerSandbox final : public Sandbox {
+class DockerSandbox final : public Sandbox, public LiveEgress {
 public:
   explicit DockerSandbox(DockerSandboxParts parts);
 
@@ -69,6 +76,10 @@ public:
   /// The unconfined, no-follow tar-header stat, unfrozen: for tests that pin the engine's
   /// daemon-side resolution (DX-6's premise). Not part of the Sandbox contract.
   boost::asio::awaitable<std::optional<GuestStat>> unconfined_stat_for_testing(std::string absolute_path);
+
+  // LiveEgress (live_egress.cpp): the update goes to the proxy's control channel.
+  std::optional<std::string> live_egress_refusal() const override;
+  boost::asio::awaitable<EgressUpdateReport> apply_egress(SandboxSpec spec) override;
 
 protected:
   boost::asio::awaitable<ExecReport> do_exec(const ExecRequest& request) override;

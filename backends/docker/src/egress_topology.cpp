@@ -1,5 +1,6 @@
 // ALLOWLIST topology for one sandbox (egress_topology.hpp; D-31, D-32).
 #include "egress_topology.hpp"
+#include "live_egress.hpp"
 
 
 #include <algorithm>
@@ -191,7 +192,7 @@ bool spec_terminates(const SandboxSpec& spec) { return spec_has_rules(spec) || !
 awaitable<std::optional<std::string>> ensure_egress_topology(DockerTransport& transport, const DockerConfig& config,
                                                              const std::string& container, const SandboxKey& key,
                                                              const SandboxSpec& spec, bool fresh,
-                                                             const Brokering& brokering) {
+                                                             const Brokering& brokering, bool control_channel) {
   // Method/path rules need the proxy to terminate TLS: checked on the image itself at every
   // acquire, whatever was declared (a deferred backend declared from configuration).
   const bool terminating = spec_terminates(spec);
@@ -209,6 +210,8 @@ awaitable<std::optional<std::string>> ensure_egress_topology(DockerTransport& tr
   }
   std::vector<std::string> proxy_args = config.egress_proxy_args;
   for (auto& a : proxy_credential_args(spec)) proxy_args.push_back(std::move(a));
+  if (control_channel)
+    for (auto& a : control_args()) proxy_args.push_back(std::move(a));
   const std::string credentials_json = proxy_credentials_json(spec, brokering.placeholders);
   if (spec_has_rules(spec) && !co_await proxy_image_terminates(transport, config))
     not_enforced(container, spec,

@@ -70,11 +70,12 @@ std::vector<std::string> addresses_in_ip_json(const std::string& json_text);
 /// method/path rules and the proxy image does not terminate TLS), OSError when an engine
 /// step fails. Answers the per-sandbox CA certificate when the spec has rules or credentials.
 /// `brokering`: the spec's placeholders and values (CRED-6, CRED-7); the values go to a proxy
-/// this call makes, as a file in its container, never to the workload.
+/// this call makes, as a file in its container, never to the workload. `control_channel`:
+/// start the proxy with its control channel (live_egress.hpp, EGU-7).
 boost::asio::awaitable<std::optional<std::string>> ensure_egress_topology(DockerTransport& transport, const DockerConfig& config,
                                                     const std::string& container, const SandboxKey& key,
                                                     const SandboxSpec& spec, bool fresh,
-                                                    const Brokering& brokering = {});
+                                                    const Brokering& brokering = {}, bool control_channel = false);
 
 /// True when the proxy terminates TLS for this spec: method/path rules, or brokered
 /// credentials (CRED-8: every host of a credentialed sandbox is terminated).

@@ -30,6 +30,7 @@
 #include "maf/sandbox/support/labels.hpp"
 #include "maf/sandbox/router.hpp"
 #include "maf/sandbox/logging.hpp"
+#include "maf/sandbox/live_egress.hpp"
 
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
@@ -519,4 +520,150 @@ TEST_CASE("AI-1 AI-2 AI-3 AI-4 issue-46: each ATTACHED_IDENTITY probe fails agai
   INFO(describe(stripped));
   const auto stripped_ids = failed_ids(stripped);
   CHECK(std::find(stripped_ids.begin(), stripped_ids.end(), "AI-1") != stripped_ids.end());
+}
+
+// Issue 46 item 6: update_egress on a live Docker sandbox (docs/policy.md EGU-7…EGU-10;
+// docs/backends/egress-proxy.md EGU-1, EGU-2). Two hosts allowed whole; a Python client in
+// the guest holds a CONNECT tunnel to one; the update that drops it closes that tunnel and
+// refuses curl's next request; widening brings it back; the router's refusal changes nothing.
+namespace {
+
+SandboxSpec whole_hosts_spec(std::vector<EgressEntry> allow, Egress egress = Egress::Allowlist) {
+  SandboxSpec::Fields f;
+  f.kind = "live";
+  f.image = kClientsImage;
+  f.requires_capabilities = CapabilitySet{Capability::Exec, Capability::FilesIn};
+  f.egress = egress;
+  f.egress_allow = std::move(allow);
+  return SandboxSpec(std::move(f));
+}
+
+struct Collect : SandboxObserver {
+  std::vector<NetworkDecisionEvent> seen;
+  void on_event(const SandboxEvent& e) override {
+    if (const auto* d = std::get_if<NetworkDecisionEvent>(&e)) seen.push_back(*d);
+  }
+};
+
+/// What the guest saw of one narrowing: the held tunnel's fate and the next request's status.
+struct Narrowed {
+  std::string hold;  // "open" then "closed" when the update closed the tunnel
+  std::string next;  // curl's output toward the dropped host after the update
+  std::string kept;  // curl toward the host still allowed
+  EgressUpdateResult result;
+};
+
+Narrowed narrow_live(Scope& scope, SandboxRouter& router, std::shared_ptr<Sandbox> sandbox, const SandboxSpec& spec) {
+  // The holder tunnels to other.test:443 through the proxy the backend named in HTTPS_PROXY.
+  REQUIRE(scope.sh(*sandbox, "cat > /tmp/hold.py <<'EOF'\n"
+                             "import os, socket, urllib.parse\n"
+                             "p = urllib.parse.urlparse(os.environ['HTTPS_PROXY'])\n"
+                             "s = socket.create_connection((p.hostname, p.port))\n"
+                             "s.sendall(b'CONNECT other.test:443 HTTP/1.1\\r\\nHost: other.test:443\\r\\n\\r\\n')\n"
+                             "head = s.recv(4096)\n"
+                             "open('/tmp/hold', 'w').write('open\\n' if b' 200 ' in head.split(b'\\r\\n')[0] + b' ' else 'refused\\n')\n"
+                             "s.settimeout(30)\n"
+                             "try:\n"
+                             "    state = 'closed' if not s.recv(1) else 'data'\n"
+                             "except socket.timeout:\n"
+                             "    state = 'still-open'\n"
+                             "except OSError:\n"
+                             "    state = 'closed'\n"
+                             "open('/tmp/hold', 'a').write(state + '\\n')\n"
+                             "EOF\n"
+                             "rm -f /tmp/hold; nohup python3 /tmp/hold.py >/dev/null 2>&1 &\n"
+                             "for i in $(seq 100); do [ -s /tmp/hold ] && break; sleep 0.1; done; cat /tmp/hold")
+                .stdout_text() == "open\n");
+  Narrowed n{"", "", "", {spec, {}}};
+  std::vector<EgressEntry> narrowed{std::string("allowed.test")};
+  n.result = scope.run([&] { return update_egress(router, sandbox, spec, narrowed); });
+  n.hold = scope.sh(*sandbox, "for i in $(seq 50); do [ $(wc -l </tmp/hold) -ge 2 ] && break; sleep 0.1; done; "
+                              "cat /tmp/hold").stdout_text();
+  auto r = scope.sh(*sandbox, "curl -sSk -w ' %{http_code}' https://other.test/open 2>&1");
+  n.next = r.stdout_text() + r.stderr_text();
+  r = scope.sh(*sandbox, "curl -sSk https://allowed.test/repo/x 2>&1");
+  n.kept = r.stdout_text() + r.stderr_text();
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("EGU-1 EGU-2 EGU-7 EGU-8 EGU-9 EGU-10 issue-46: update_egress narrows a live Docker sandbox at once, "
+          "closing its open tunnel; widening is router-checked; the change is an event; the guest cannot reach "
+          "the channel") {
+  Upstream up;
+  Scope scope(up.config());
+  auto collect = std::make_shared<Collect>();
+  SandboxRouter router({scope.backend}, RouterOptions::lowered_floor(Isolation::Container, LowerIsolationFloor{}),
+                       {collect});
+  const auto spec = whole_hosts_spec({std::string("allowed.test"), std::string("other.test")});
+  auto sandbox = scope.acquire(spec);
+  REQUIRE_FALSE(live_egress_refusal(*sandbox).has_value());  // EGU-8: the image lists live-policy
+  CHECK_THAT(scope.sh(*sandbox, "curl -sSk https://other.test/open").stdout_text(), Catch::Contains("anything"));
+
+  // EGU-1: the channel is an abstract socket of the proxy's network namespace; the guest's
+  // namespace has no such name, and the guest's path to the proxy speaks only HTTP.
+  const auto reach = scope.sh(*sandbox, "python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); "
+                                        "s.connect(\"\\0maf-sandbox-control\")' 2>&1; echo exit=$?");
+  CHECK_THAT(reach.stdout_text(), Catch::Contains("ConnectionRefusedError") && Catch::Contains("exit=1"));
+  const auto forged = scope.sh(*sandbox, "python3 -c 'import os, socket, urllib.parse\n"
+                                         "p = urllib.parse.urlparse(os.environ[\"HTTPS_PROXY\"])\n"
+                                         "s = socket.create_connection((p.hostname, p.port))\n"
+                                         "s.sendall(b\"{\\\"op\\\":\\\"update\\\",\\\"id\\\":1,\\\"allow\\\":\\\"evil.test\\\"}\\n\\n\")\n"
+                                         "print(s.recv(100).split(b\"\\r\\n\")[0].decode())'");
+  CHECK_THAT(forged.stdout_text(), Catch::StartsWith("HTTP/1.1 400"));
+
+  // EGU-2: narrowing closes the open tunnel and refuses the next request; the kept host answers.
+  const auto n = narrow_live(scope, router, sandbox, spec);
+  CHECK(n.hold == "open\nclosed\n");
+  CHECK(n.result.report.closed_tunnels >= 1);
+  CHECK(n.result.report.allowing == "allowed.test");
+  CHECK_THAT(n.next, Catch::Contains("403"));
+  CHECK_THAT(n.kept, Catch::Contains("hello-from-repo"));
+  // EGU-7: the change is an event, through the router's observers.
+  const auto updated = std::find_if(collect->seen.begin(), collect->seen.end(),
+                                    [](const auto& e) { return e.decision == "POLICY-UPDATED"; });
+  REQUIRE(updated != collect->seen.end());
+  CHECK(updated->host == "allowed.test");
+  CHECK(updated->context.kind == "live");
+
+  // EGU-10: widening is checked as a new spec — a router that would not serve it refuses,
+  // and nothing changes; this router's widening lets the host through again.
+  RouterOptions strict = RouterOptions::lowered_floor(Isolation::Container, LowerIsolationFloor{});
+  strict.denied_capabilities = CapabilitySet{Capability::FilesIn};
+  SandboxRouter refusing({scope.backend}, strict);
+  std::vector<EgressEntry> wider{std::string("allowed.test"), std::string("other.test")};
+  CHECK_THROWS_AS(scope.run([&] { return update_egress(refusing, sandbox, n.result.spec, wider); }), PermissionError);
+  CHECK_THAT(scope.sh(*sandbox, "curl -sSk -w ' %{http_code}' https://other.test/open 2>&1").stdout_text(),
+             Catch::Contains("403"));
+  std::vector<EgressEntry> bad{std::string("allowed.test"), std::string("not a host")};
+  CHECK_THROWS_AS(scope.run([&] { return update_egress(router, sandbox, n.result.spec, bad); }), ValueError);
+  const auto widened = scope.run([&] { return update_egress(router, sandbox, n.result.spec, wider); });
+  CHECK(widened.report.allowing == "allowed.test,other.test");
+  CHECK_THAT(scope.sh(*sandbox, "curl -sSk https://other.test/open").stdout_text(), Catch::Contains("anything"));
+  // EGU-9: a method/path rule cannot change live.
+  std::vector<EgressEntry> ruled{EgressRule("allowed.test", Strings{"GET"}, std::nullopt), std::string("other.test")};
+  CHECK_THROWS_AS(scope.run([&] { return update_egress(router, sandbox, widened.spec, ruled); }), ValueError);
+
+  // EGU-8: a sandbox behind no proxy declares it cannot, and the call refuses, typed.
+  auto closed = scope.acquire(whole_hosts_spec({}, Egress::Closed), "agent-2");
+  REQUIRE(live_egress_refusal(*closed).has_value());
+  CHECK_THAT(*live_egress_refusal(*closed), Catch::Contains("behind no egress proxy"));
+  const auto closed_spec = whole_hosts_spec({}, Egress::Closed);  // named: GCC 12, temporaries into coroutines
+  CHECK_THROWS_AS(scope.run([&] { return update_egress(router, closed, closed_spec, wider); }),
+                  SandboxCapabilityNotSupported);
+}
+
+TEST_CASE("EGU-2 issue-46: the narrowing probe fails against a proxy whose control channel lies") {
+  Upstream up;
+  auto config = up.config();
+  config.egress_proxy_args.push_back("--unsafe-broken-control");  // acknowledges, changes nothing
+  Scope scope(config);
+  SandboxRouter router({scope.backend}, RouterOptions::lowered_floor(Isolation::Container, LowerIsolationFloor{}));
+  const auto spec = whole_hosts_spec({std::string("allowed.test"), std::string("other.test")});
+  auto sandbox = scope.acquire(spec);
+  const auto n = narrow_live(scope, router, sandbox, spec);
+  CHECK(n.hold != "open\nclosed\n");                   // the tunnel outlived the update
+  CHECK_THAT(n.next, !Catch::Contains("403"));          // and the next request went through
+  CHECK(n.result.report.closed_tunnels == 0);
 }

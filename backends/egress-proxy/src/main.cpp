@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "control.hpp"
 #include "decision_log.hpp"
 #include "forwarding_check.hpp"
 #include "inherited_listener.hpp"
@@ -91,6 +92,7 @@ int main(int argc, char** argv) {
     std::cout << kFeatures << "\n";
     return 0;
   }
+  if (options.control_send) return control_send(options.control_send->first, options.control_send->second);
   if (!options.allow_forwarding && !(inherited && inherited->unix_domain)) {
     const auto problem = forwarding_problem([](const std::string& path) -> std::optional<std::string> {
       std::ifstream in(path);
@@ -143,6 +145,13 @@ int main(int argc, char** argv) {
     if (options.pass_through)
       std::cerr << "maf-sandbox-egress-proxy: --unsafe-pass-through: terminated hosts are NOT checked (a test double)\n";
     ProxyServer server(io, options, log, terminator.get());
+    // EGU-1: the host's channel, a unix socket only this container (network namespace) reaches.
+    std::unique_ptr<ControlChannel> control;
+    if (options.control_address) {
+      control = std::make_unique<ControlChannel>(io, options, log, [&server] { return server.close_disallowed(); });
+      control->listen(*options.control_address);
+      server.attach_control(control.get());
+    }
     asio::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](const boost::system::error_code&, int) {
       boost::system::error_code ec;
@@ -165,6 +174,7 @@ int main(int argc, char** argv) {
       ready["rules"] = rules;
       ready["ca_certificate"] = terminator->ca_certificate_pem();
     }
+    if (control) ready["control"] = *options.control_address;
     log.line(ready.dump());
     asio::co_spawn(io, server.run(std::move(acceptor)), asio::detached);
     io.run();

@@ -46,6 +46,16 @@ ProxyOptions parse_options(const std::vector<std::string>& args, const GetEnv& e
       o.pass_through = true;
       continue;
     }
+    if (flag == "--unsafe-broken-control") {
+      o.broken_control = true;
+      continue;
+    }
+    if (flag == "--control-send") {
+      if (i + 2 >= args.size()) throw std::invalid_argument("--control-send expects ADDR and a JSON line");
+      o.control_send = std::make_pair(args[i + 1], args[i + 2]);
+      i += 2;
+      continue;
+    }
     if (flag == "--unsafe-allow-forwarding") {
       o.allow_forwarding = true;
       continue;
@@ -79,6 +89,11 @@ ProxyOptions parse_options(const std::vector<std::string>& args, const GetEnv& e
       }
       o.listen_port = static_cast<std::uint16_t>(
           parse_count("--listen", colon == std::string::npos ? value : value.substr(colon + 1), 1, 65535));
+    } else if (flag == "--control") {
+      if (value.empty() || value == "@") throw std::invalid_argument("--control expects a socket path or @name");
+      o.control_address = value;
+    } else if (flag == "--decider-timeout-ms") {
+      o.decider_timeout = std::chrono::milliseconds(parse_count(flag, value, 1, 600'000));
     } else if (flag == "--log") {
       o.log_path = value;
     } else if (flag == "--max-connections") {
@@ -104,6 +119,7 @@ std::string usage() {
   return "usage: maf-sandbox-egress-proxy [--allow host[:port],...]... [--rules JSON]... [--upstream-ca FILE]\n"
          "         [--resolve host=ip]... [--hosts-file PATH] [--features]\n"
          "         [--credentials JSON --credential-values FILE]\n"
+         "         [--control ADDR [--decider-timeout-ms N]] | --control-send ADDR JSON\n"
          "         [--listen [ADDR:]PORT] [--log PATH] [--max-connections N] [--max-head-bytes N]\n"
          "         [--head-timeout S] [--connect-timeout S] [--idle-timeout S] [--unsafe-allow-forwarding]\n"
          "environment: MAF_EGRESS_ALLOW, MAF_SANDBOX_ALLOW (allowlists, unioned with --allow),\n"

@@ -15,6 +15,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "allowlist.hpp"
@@ -31,7 +32,7 @@ inline constexpr const char* kDefaultTrustStore = "/etc/ssl/certs/ca-certificate
 /// What this build of the proxy can do, printed by `--features` and carried by the image as
 /// a label, so a backend declares egress_methods/egress_paths only for a proxy that enforces
 /// them (issue 45 item 4).
-inline constexpr const char* kFeatures = "tls-termination,method-rules,path-rules,brokered-credentials";
+inline constexpr const char* kFeatures = "tls-termination,method-rules,path-rules,brokered-credentials,live-policy";
 
 struct ProxyOptions {
   std::string listen_address = "0.0.0.0";
@@ -62,6 +63,17 @@ struct ProxyOptions {
   std::optional<std::string> credential_values_file;
   /// How long to wait for that file to appear (the backend writes it after the start).
   std::chrono::milliseconds credential_values_wait{30'000};
+  /// The control channel (control.hpp, EGU-1): `--control ADDR`, a unix socket (`@name`:
+  /// abstract); absent = no channel, the policy is fixed for the proxy's life.
+  std::optional<std::string> control_address;
+  /// How long a request no rule covers waits for the host's decider (EGU-4): `--decider-timeout-ms`.
+  std::chrono::milliseconds decider_timeout{10'000};
+  /// `--control-send ADDR JSON`: client mode, one line to a running proxy (control_send).
+  std::optional<std::pair<std::string, std::string>> control_send;
+  /// `--unsafe-broken-control`: a test double whose control channel lies — an update is
+  /// acknowledged but changes nothing, a decider's reason is dropped, a decider's silence
+  /// allows. Only so EGU-n probes can be shown to fail; never set by a backend.
+  bool broken_control = false;
 };
 
 /// Reads a file's whole text (the hosts file); injected so tests need no files.

@@ -88,6 +88,18 @@ awaitable<void> pump(std::shared_ptr<Link> link, bool upward, std::shared_ptr<Wa
 
 }  // namespace
 
+std::size_t ProxyServer::close_disallowed() {
+  if (options_.broken_control) return 0;  // the test double keeps every tunnel open
+  std::size_t closed = 0;
+  for (auto& [id, link] : links_)
+    if (!options_.rules.find(link.kind == RequestKind::Connect, link.target.host, link.target.port) &&
+        !options_.allow.allows(link.kind, link.target)) {
+      link.close();
+      ++closed;
+    }
+  return closed;
+}
+
 awaitable<void> ProxyServer::run(tcp::acceptor acceptor) {
   for (;;) {
     boost::system::error_code ec;
@@ -179,12 +191,32 @@ awaitable<void> ProxyServer::serve(tcp::socket client) {
                                     verdict.upstream_target);
     }
   } else if (!options_.allow.allows(request.kind, request.target)) {
-    d.decision = "deny";
-    d.status = 403;
-    d.reason = "not on the allowlist";
-    log_.write(d);
-    co_await answer(client, 403);
-    co_return;
+    // EGU-4: a host no rule covers is the host decider's to answer, when one is attached.
+    std::optional<DeciderAnswer> decided;
+    if (control_ && control_->has_decider())
+      decided = co_await control_->ask(request.method, request.target.host, request.target.port);
+    if (decided && options_.broken_control) {  // the test double: no reason, silence allows
+      decided->reason.clear();
+      if (decided->timed_out) decided->verdict = DeciderVerdict::AllowOnce;
+    }
+    if (!decided || decided->verdict == DeciderVerdict::Deny) {
+      d.decision = "deny";
+      d.status = 403;
+      d.reason = !decided ? "not on the allowlist"
+                          : "the host decider denied" + (decided->reason.empty() ? "" : ": " + decided->reason);
+      log_.write(d);
+      // Named, not a conditional temporary in the co_await: GCC 12 frees such a temporary twice.
+      std::string body;
+      if (decided) body = refusal_body(d.reason);
+      co_await answer(client, 403, body);
+      co_return;
+    }
+    if (decided->verdict == DeciderVerdict::AllowSandbox)
+      options_.allow.add(Allowlist::parse(
+          (request.target.host.find(':') != std::string::npos ? "[" + request.target.host + "]" : request.target.host) +
+          ":" + std::to_string(request.target.port)));
+    d.reason = decided->verdict == DeciderVerdict::AllowOnce ? "the host decider allowed it once"
+                                                             : "the host decider allowed it for the sandbox's life";
   }
   // CRED-8: a plain http:// request is brokered only where its credential allows http.
   if (request.kind == RequestKind::Forward && !options_.credentials.empty()) {
@@ -291,6 +323,11 @@ awaitable<void> ProxyServer::serve(tcp::socket client) {
   upstream.set_option(tcp::no_delay(true), ec);
   ec.clear();
   auto link = std::make_shared<Link>(std::move(client), std::move(upstream));
+  // EGU-2: registered while open, so an update that narrows the allowlist can close it.
+  const std::uint64_t link_id = next_link_++;
+  links_.emplace(link_id, OpenLink{request.kind, request.target, [weak = std::weak_ptr<Link>(link)] {
+                                     if (auto l = weak.lock()) l->close_both();
+                                   }});
   if (!ec) {
     if (request.kind == RequestKind::Forward) link->bytes_up += early.size();
     auto idle = std::make_shared<Watchdog>(io_, [link] { link->close_both(); });
@@ -308,6 +345,7 @@ awaitable<void> ProxyServer::serve(tcp::socket client) {
     co_await done->async_wait(asio::redirect_error(asio::use_awaitable, wait_ec));
     idle->stop();
   }
+  links_.erase(link_id);
   link->close_both();
   d.bytes_up = link->bytes_up;
   d.bytes_down = link->bytes_down;

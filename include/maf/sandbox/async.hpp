@@ -12,6 +12,7 @@
 #include "maf/sandbox/caller_context.hpp"
 #include "maf/sandbox/effective_state.hpp"
 #include "maf/sandbox/handle.hpp"
+#include "maf/sandbox/live_egress.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/observer.hpp"
 #include "maf/sandbox/outputs.hpp"
