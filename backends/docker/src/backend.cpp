@@ -45,6 +45,9 @@ BackendDeclarations base_declarations() {
   // engine by test_docker_exec_input (each transport).
   d.capabilities.insert(Capability::ExecEnv);
   d.capabilities.insert(Capability::ExecStdin);
+  // Pause (issue 49, docs/backends/docker.md "Snapshots and pause"): the freeze every tar-plane
+  // call already needs (`docker pause`), held from pause() to resume().
+  d.capabilities.insert(Capability::Pause);
   // "Declarations": 64 MiB per file, 256 MiB total, 256 files, in each direction.
   const TransferLimits limits{64 * kMiB, 256 * kMiB, 256};
   d.limits = SandboxLimits{limits, limits};
@@ -82,6 +85,13 @@ DockerSandboxBackend::DockerSandboxBackend(DockerConfig config, std::shared_ptr<
     declarations_.capabilities.insert(Capability::EgressPaths);
     // Issue 46: the configuration's word; the image's feature label is checked at acquire.
     declarations_.capabilities.insert(Capability::AttachedIdentity);
+  }
+  // Issue 49: SNAPSHOT at work_tree fidelity only when configured (every acquire then keeps
+  // its RESET tree); `memory` is never declared (docs/backends/docker.md "Snapshots and pause").
+  memory_->snapshots.configure(config_.snapshot_budget_bytes, config_.snapshot_ttl);
+  if (config_.snapshots) {
+    declarations_.capabilities.insert(Capability::Snapshot);
+    declarations_.snapshot_fidelity = detail::kDockerSnapshotFidelity;
   }
   // The proxy's decisions reach the router's observers too (docs/observability.md).
   config_.egress_observer = detail::with_core_observers(std::move(config_.egress_observer), observer_hub());
@@ -254,6 +264,7 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
   parts.key = key;
   parts.memory = memory_;
   parts.fresh_image = fresh_image;
+  parts.keeps_reset_tree = config_.snapshots;
   co_return std::make_shared<detail::DockerSandbox>(std::move(parts));
 }
 
