@@ -6,6 +6,7 @@
 // runs once ([once], the Engine API).
 #include <algorithm>
 #include <set>
+#include <thread>
 
 #include <maf/sandbox/conformance/conformance.hpp>
 #include <maf/sandbox/support/labels.hpp>
@@ -34,6 +35,17 @@ std::string container_state(const std::string& name) {
   int code = -1;
   auto out = docker_cli({"container", "inspect", "--format", "{{.State.Status}}", name}, &code);
   return code == 0 ? out : "absent";
+}
+
+/// The engine flips its paused flag when containerd's event arrives, after pause/unpause
+/// answered (freeze.cpp): the state is read until it says `want`, within a bound.
+std::string settled_state(const std::string& name, const std::string& want) {
+  std::string state = container_state(name);
+  for (int i = 0; i < 100 && state != want; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    state = container_state(name);
+  }
+  return state;
 }
 
 std::string name_of(Sandbox& sb) { return dynamic_cast<docker::detail::DockerSandbox&>(sb).container_name(); }
@@ -161,17 +173,17 @@ TEST_CASE("SNAP-9: pause freezes the container; exec waits for resume, files sti
   const std::string name = name_of(*sb);
   s.run([&] { return sb->pause(); });
   CHECK(sb->paused());
-  CHECK(container_state(name) == "paused");
+  CHECK(settled_state(name, "paused") == "paused");
   CHECK_THROWS_AS(s.run([&] { return sb->exec(std::string("true")); }), SandboxPaused);
   // The tar plane runs inside the pause's freeze.
   s.run([&] { return sb->write_file("while-paused.txt", "frozen"); });
   CHECK(s.run([&] { return sb->read_file("while-paused.txt"); }) == "frozen");
-  CHECK(container_state(name) == "paused");
+  CHECK(settled_state(name, "paused") == "paused");
   // Another acquire of the key refuses while this process holds the pause.
   CHECK_THROWS_AS(s.acquire(spec_for(kImage, kAllCaps, "paused")), SandboxPaused);
   s.run([&] { return sb->resume(); });
   CHECK_FALSE(sb->paused());
-  CHECK(container_state(name) == "running");
+  CHECK(settled_state(name, "running") == "running");
   CHECK(s.sh(*sb, "cat while-paused.txt").stdout_text() == "frozen");
   // Disposed while paused: nothing is left.
   s.run([&] { return sb->pause(); });
