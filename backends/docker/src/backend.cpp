@@ -177,7 +177,7 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
   // 2-3. State; a paused container reports Running too, so Running alone is not usable.
   auto freeze = detail::freeze_slot(co_await transport_->endpoint(), container);
   auto state = co_await transport_->container_state(container);
-  if (state && (state->paused || freeze->possibly_frozen)) {
+  if (state && (state->paused || freeze->possibly_frozen || freeze->pause_held)) {  // issue 49: held pause
     co_await recover_paused(container);
     state = co_await transport_->container_state(container);
   }

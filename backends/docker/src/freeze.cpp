@@ -176,6 +176,7 @@ boost::asio::awaitable<void> run_frozen(DockerTransport& transport, FreezeSlot& 
       co_return;
     }
     slot.held_pause_id.clear();
+    slot.pause_held = false;
   }
   // A turn is waited for at most twice the bound: the host's other processes, then a holder elsewhere.
   const auto deadline = Clock::now() + 2 * slot.foreign_wait;
@@ -223,6 +224,7 @@ boost::asio::awaitable<void> hold_pause(DockerTransport& transport, FreezeSlot& 
   auto lock = co_await take_host_lock(slot, container, Clock::now() + 2 * slot.foreign_wait);
   co_await call_through_lag(transport, container, FlagCall::Pause, slot.thawed_at.load());
   slot.held_pause_id = container_id;
+  slot.pause_held = true;
 }
 
 boost::asio::awaitable<void> release_pause(DockerTransport& transport, FreezeSlot& slot, const std::string& container) {
@@ -237,6 +239,7 @@ boost::asio::awaitable<void> release_pause(DockerTransport& transport, FreezeSlo
   }
   slot.thawed_at = now_ns();
   slot.held_pause_id.clear();
+  slot.pause_held = false;
 }
 
 boost::asio::awaitable<void> await_unfrozen(DockerTransport& transport, FreezeSlot& slot, const std::string& container) {
@@ -245,12 +248,14 @@ boost::asio::awaitable<void> await_unfrozen(DockerTransport& transport, FreezeSl
   // or a holder's elsewhere.
   auto hold = co_await slot.mutex.scoped();
   if (!slot.held_pause_id.empty()) {
+    // The paused flag may lag the pause: the ID alone says it is the container held.
     auto state = co_await transport.container_state(container);
-    if (state && state->id == slot.held_pause_id && state->paused)
+    if (state && state->id == slot.held_pause_id)
       throw SandboxPaused("backend 'docker': container " + container +
                           " is paused by a sandbox of this process (Sandbox::pause); resume it before acquiring it "
                           "again");
     slot.held_pause_id.clear();
+    slot.pause_held = false;
   }
   auto lock = co_await take_host_lock(slot, container, Clock::now() + slot.foreign_wait);
   auto state = co_await transport.container_state(container);

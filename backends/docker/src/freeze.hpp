@@ -48,6 +48,9 @@ struct FreezeSlot {
   /// an acquire of it refuses. Read and written under `mutex` only; a container recreated
   /// under the name (another ID) clears it.
   std::string held_pause_id{};
+  /// `held_pause_id` is set: read by acquire without the mutex, so a pause whose engine flag
+  /// still lags (freeze.cpp) sends the acquire to await_unfrozen all the same.
+  std::atomic<bool> pause_held{false};
 };
 
 /// The slot for (endpoint, container), created on first use and kept for the process.
