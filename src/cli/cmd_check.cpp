@@ -51,6 +51,14 @@ int cmd_check(Session& session) {
                        d.effective_isolation_scopes().to_string());
   human += fmt::format("  files_in:     {} within {}\n", to_string(spec.files_in()), to_string(d.limits.files_in));
   human += fmt::format("  files_out:    {} within {}\n", to_string(spec.files_out()), to_string(d.limits.files_out));
+  // Issue 49: the fidelity asked beside the one declared (SNAP-2).
+  j["min_snapshot_fidelity"] = spec.min_snapshot_fidelity()
+                                   ? nlohmann::json(std::string(to_string(*spec.min_snapshot_fidelity())))
+                                   : nlohmann::json();
+  human += fmt::format("  snapshots:    {} (declared: {})\n",
+                       spec.min_snapshot_fidelity() ? std::string(to_string(*spec.min_snapshot_fidelity()))
+                                                    : std::string("not asked"),
+                       d.snapshot_fidelity ? std::string(to_string(*d.snapshot_fidelity)) : std::string("none"));
   session.reporter.result(j, human);
   return kExitOk;
 }

@@ -19,6 +19,9 @@ nlohmann::json declarations_json(const BackendDeclarations& d) {
                                   {"files_out", limits_json(d.limits.files_out)}}}};
   j["egress_method_tokens"] = d.egress_method_tokens ? nlohmann::json(*d.egress_method_tokens) : nlohmann::json();
   j["resource_bounds"] = enum_set_json(d.resource_bounds);
+  // Issue 49: the one rung its snapshots keep; null is silence (keeps none, SNAP-2).
+  j["snapshot_fidelity"] =
+      d.snapshot_fidelity ? nlohmann::json(std::string(to_string(*d.snapshot_fidelity))) : nlohmann::json();
   return j;
 }
 
@@ -33,6 +36,11 @@ std::string declarations_text(const BackendDeclarations& d, const std::string& i
   out += fmt::format("{}limits files_out: {}\n", indent, to_string(d.limits.files_out));
   // Silence enforces no bound (docs/limits.md LIM-3): say so.
   out += fmt::format("{}resource bounds:  {}\n", indent, d.resource_bounds.to_string("none (refuses a spec asking one)"));
+  // Silence keeps no snapshot (docs/snapshots.md SNAP-2): say so.
+  out += fmt::format("{}snapshots keep:   {}\n", indent,
+                     d.snapshot_fidelity ? std::string(to_string(*d.snapshot_fidelity)) + " (" +
+                                               snapshot_fidelity_ladder_text() + ")"
+                                         : std::string("nothing (refuses a spec asking a fidelity)"));
   if (d.egress_method_tokens) {
     std::string tokens;
     for (const auto& t : *d.egress_method_tokens) tokens += (tokens.empty() ? "" : ", ") + t;

@@ -42,7 +42,7 @@ private:
 std::string_view event_type(const SandboxEvent& event) noexcept {
   static constexpr std::string_view kNames[] = {"acquisition", "tool_call", "exec",
                                                 "transfer",    "network_decision", "cleanup",
-                                                "host_tool_dispatch"};
+                                                "host_tool_dispatch", "snapshot"};
   static_assert(std::size(kNames) == std::variant_size_v<SandboxEvent>);
   return kNames[event.index()];
 }
@@ -161,6 +161,13 @@ std::string event_to_json(const SandboxEvent& event) {
                    j["tool"] = e.tool;
                    j["identity"] = e.identity ? to_string(*e.identity) : std::string_view();
                    j["outcome"] = to_string(e.outcome);
+                   j["error_type"] = e.error_type;
+                   j["duration_ns"] = nanos(e.duration);
+                 },
+                 [&](const SnapshotEvent& e) {
+                   j["operation"] = to_string(e.operation);
+                   j["snapshot_id"] = e.snapshot_id;
+                   j["size_bytes"] = e.size_bytes;
                    j["error_type"] = e.error_type;
                    j["duration_ns"] = nanos(e.duration);
                  },

@@ -249,6 +249,13 @@ void SpanBuilder::add(const SandboxEvent& event, std::vector<json>& out) {
                    attributes.push_back(attr("maf_sandbox.outcome", std::string(to_string(e.outcome))));
                    error_type = e.error_type;
                  },
+                 [&](const SnapshotEvent& e) {
+                   name = "maf_sandbox.snapshot " + std::string(to_string(e.operation));
+                   duration = e.duration;
+                   attributes.push_back(attr("maf_sandbox.snapshot.operation", std::string(to_string(e.operation))));
+                   if (!e.snapshot_id.empty()) attributes.push_back(attr("maf_sandbox.snapshot.id", e.snapshot_id));
+                   error_type = e.error_type;
+                 },
              },
              event);
   const Parent parent = parent_for(c);

@@ -156,6 +156,37 @@ TEST_CASE("cli: D-5: plugins describes the docker backend with no engine to ask 
 }
 #endif
 
+#ifdef MAF_TEST_DOCKER_PLUGIN_DIR
+TEST_CASE("cli: SNAP-2: check shows the fidelity asked and declared; a higher rung is a typed refusal") {
+  Scratch s;
+  const std::vector<std::pair<std::string, std::string>> no_engine{{"DOCKER_HOST", "unix:///nonexistent/maf-test/docker.sock"},
+                                                     {"MAF_SANDBOX_DOCKER", "/nonexistent/maf-test/docker"}};
+  const auto config = s.write("docker.json", R"({"snapshots": true})");
+  const auto asks = s.write("spec.json", R"({"kind": "python", "min_snapshot_fidelity": "work_tree"})");
+  const Outcome o = cli({"check", "--backend", "docker", "--config", config.string(), "--spec", asks.string(),
+                         "--min-isolation", "container", "--json"},
+                        MAF_TEST_DOCKER_PLUGIN_DIR, no_engine);
+  REQUIRE(o.exit_code == 0);
+  const json j = o.parsed();
+  CHECK(j["min_snapshot_fidelity"] == "work_tree");
+  CHECK(j["declarations"]["snapshot_fidelity"] == "work_tree");
+  CHECK_THAT(cli({"check", "--backend", "docker", "--config", config.string(), "--spec", asks.string(),
+                  "--min-isolation", "container"},
+                 MAF_TEST_DOCKER_PLUGIN_DIR, no_engine)
+                 .out,
+             Contains("snapshots:    work_tree (declared: work_tree)"));
+  const auto more = s.write("more.json", R"({"kind": "python", "min_snapshot_fidelity": "filesystem"})");
+  const Outcome refused = cli({"check", "--backend", "docker", "--config", config.string(), "--spec", more.string(),
+                               "--min-isolation", "container", "--json"},
+                              MAF_TEST_DOCKER_PLUGIN_DIR, no_engine);
+  CHECK(refused.exit_code == 3);
+  CHECK_THAT(refused.out + refused.err, Contains("SandboxSnapshotFidelityNotSupported"));
+  // Without the key, silence: nothing kept, and the human listing says so.
+  const Outcome plugins = cli({"plugins"}, MAF_TEST_DOCKER_PLUGIN_DIR, no_engine);
+  CHECK_THAT(plugins.out, Contains("snapshots keep:   nothing"));
+}
+#endif
+
 #ifdef MAF_TEST_WSLC_PLUGIN_DIR
 TEST_CASE("cli: W-42/W-3: plugins and check describe the wslc backend with no wslc to run — its factory runs none") {
   // W-42 puts the first wslc call (`wslc version`) in the first acquire. Neither the default

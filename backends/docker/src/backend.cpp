@@ -46,6 +46,9 @@ BackendDeclarations base_declarations() {
   // engine by test_docker_exec_input (each transport).
   d.capabilities.insert(Capability::ExecEnv);
   d.capabilities.insert(Capability::ExecStdin);
+  // Pause (issue 49, docs/backends/docker.md "Snapshots and pause"): the freeze every tar-plane
+  // call already needs (`docker pause`), held from pause() to resume().
+  d.capabilities.insert(Capability::Pause);
   // "Declarations": 64 MiB per file, 256 MiB total, 256 files, in each direction.
   const TransferLimits limits{64 * kMiB, 256 * kMiB, 256};
   d.limits = SandboxLimits{limits, limits};
@@ -83,6 +86,13 @@ DockerSandboxBackend::DockerSandboxBackend(DockerConfig config, std::shared_ptr<
     declarations_.capabilities.insert(Capability::EgressPaths);
     // Issue 46: the configuration's word; the image's feature label is checked at acquire.
     declarations_.capabilities.insert(Capability::AttachedIdentity);
+  }
+  // Issue 49: SNAPSHOT at work_tree fidelity only when configured (every acquire then keeps
+  // its RESET tree); `memory` is never declared (docs/backends/docker.md "Snapshots and pause").
+  memory_->snapshots.configure(config_.snapshot_budget_bytes, config_.snapshot_ttl);
+  if (config_.snapshots) {
+    declarations_.capabilities.insert(Capability::Snapshot);
+    declarations_.snapshot_fidelity = detail::kDockerSnapshotFidelity;
   }
   // The proxy's decisions reach the router's observers too (docs/observability.md).
   config_.egress_observer = detail::with_core_observers(std::move(config_.egress_observer), observer_hub());
@@ -168,7 +178,7 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
   // 2-3. State; a paused container reports Running too, so Running alone is not usable.
   auto freeze = detail::freeze_slot(co_await transport_->endpoint(), container);
   auto state = co_await transport_->container_state(container);
-  if (state && (state->paused || freeze->possibly_frozen)) {
+  if (state && (state->paused || freeze->possibly_frozen || freeze->pause_held)) {  // issue 49: held pause
     co_await recover_paused(container);
     state = co_await transport_->container_state(container);
   }
@@ -265,6 +275,7 @@ awaitable<std::shared_ptr<Sandbox>> DockerSandboxBackend::do_acquire(SandboxKey 
           ? "it brokers credential '" + spec.attached_identity().front().name() + "', whose hosts are fixed for its life"
           : std::string();
   parts.hub = observer_hub();
+  parts.keeps_reset_tree = config_.snapshots;
   co_return std::make_shared<detail::DockerSandbox>(std::move(parts));
 }
 

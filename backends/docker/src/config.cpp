@@ -57,7 +57,7 @@ DockerConfig parse_docker_config(const nlohmann::json& json) {
                       "image_pull_timeout_seconds", "pids_limit", "memory", "cpus", "cap_drop_all", "init",
                       "max_exec_output_bytes", "declare_os_family", "transport", "docker_host", "egress_proxy_args",
                       "egress_inhibit_ipv4_fallback", "egress_event_log", "egress_upstream_ca_file",
-                      "egress_proxy_terminates"},
+                      "egress_proxy_terminates", "snapshots", "snapshot_budget_bytes", "snapshot_ttl_seconds"},
                      "docker");
   DockerConfig c;
   if (json.is_null()) return c;
@@ -130,6 +130,20 @@ DockerConfig parse_docker_config(const nlohmann::json& json) {
       c.transport = DockerTransportKind::Cli;
     else if (kind != "auto")
       refuse("transport", "must be \"auto\", \"cli\" or \"api\", got " + it->dump());
+  }
+  if (auto it = json.find("snapshots"); it != json.end()) {
+    if (!it->is_boolean()) refuse("snapshots", "must be true or false, got " + it->dump());
+    c.snapshots = it->get<bool>();
+  }
+  if (auto it = json.find("snapshot_budget_bytes"); it != json.end()) {
+    if (!it->is_number_integer() || it->get<long long>() < 1)
+      refuse("snapshot_budget_bytes", "must be a positive integer, got " + it->dump());
+    c.snapshot_budget_bytes = it->get<std::uint64_t>();
+  }
+  if (auto it = json.find("snapshot_ttl_seconds"); it != json.end()) {
+    if (!it->is_number_integer() || it->get<long long>() < 1)
+      refuse("snapshot_ttl_seconds", "must be a positive integer, got " + it->dump());
+    c.snapshot_ttl = std::chrono::seconds(it->get<long long>());
   }
   if (auto it = json.find("docker_host"); it != json.end() && !it->is_null()) {
     // The CLI transport resolves its endpoint from the client's context (D-29).

@@ -332,6 +332,7 @@ awaitable<void> DockerSandbox::do_prepare_storage_base(const StorageBaseWalk& wa
   const StorageBaseTarget target{*p_.transport,  *p_.freeze, p_.container, p_.container_id, p_.kind,
                                  GuestUser{p_.uid, p_.gid, true}, *p_.memory, p_.fresh_image};
   co_await prepare_storage_base(target, walk);
+  if (p_.keeps_reset_tree) co_await keep_reset_tree();  // RESET's acquire-time tree (issue 49)
 }
 
 awaitable<void> DockerSandbox::do_write_file(const std::string& absolute_path, const std::string& content) {
@@ -397,6 +398,7 @@ awaitable<std::vector<GuestDirEntry>> DockerSandbox::do_list_dir(const std::stri
 }
 
 awaitable<void> DockerSandbox::do_remove(const std::string& absolute_path, bool recursive) {
+  refuse_if_paused("remove");  // its `rm` is an exec, which a frozen container refuses (issue 49)
   // Reach rule (D-23): root only where the guest could not have swapped any
   // directory on the path — every one owned by uid 0 with no group or other write bit.
   bool as_root = true;

@@ -12,6 +12,7 @@
 
 #include "freeze.hpp"
 #include "memory.hpp"
+#include "snapshot_store.hpp"
 #include "maf/sandbox/docker/config.hpp"
 #include "maf/sandbox/docker/transport.hpp"
 #include "maf/sandbox/live_egress.hpp"
@@ -66,6 +67,9 @@ struct DockerSandboxParts {
   std::string live_egress_refusal = "it runs behind no egress proxy";
   /// The backend's observers: an applied update is a NetworkDecisionEvent POLICY-UPDATED.
   std::shared_ptr<ObserverHub> hub;
+  /// SNAPSHOT is declared (config `snapshots`): the acquire-time work tree is kept for RESET
+  /// when the storage base is prepared (docker_snapshots.cpp).
+  bool keeps_reset_tree = false;
 };
 
 class DockerSandbox final : public Sandbox, public LiveEgress {
@@ -96,8 +100,32 @@ protected:
   /// ACQ-4 (work_dir.hpp prepare_storage_base): a complete walk is recorded; a missing
   /// suffix is made under the freeze, after a re-walk from the top.
   boost::asio::awaitable<void> do_prepare_storage_base(const StorageBaseWalk& walk) override;
+  // Snapshots and pause (issue 49; docker_snapshots.cpp, docs/backends/docker.md "Snapshots
+  // and pause"): the work tree through the tar plane, the pause through the freeze.
+  boost::asio::awaitable<SnapshotInfo> do_snapshot() override;
+  boost::asio::awaitable<void> do_restore(const std::string& snapshot_id, std::chrono::milliseconds timeout,
+                                          std::chrono::steady_clock::time_point deadline) override;
+  boost::asio::awaitable<void> do_release_snapshot(const std::string& snapshot_id) override;
+  boost::asio::awaitable<std::vector<SnapshotInfo>> do_snapshots() override;
+  boost::asio::awaitable<void> do_reset(std::chrono::milliseconds timeout,
+                                        std::chrono::steady_clock::time_point deadline) override;
+  boost::asio::awaitable<void> do_pause() override;
+  boost::asio::awaitable<void> do_resume() override;
+
+public:
+  /// Fork (DockerSandboxBackend::do_fork): the tree snapshot `id` of this sandbox kept;
+  /// SandboxSnapshotNotFound when it holds none by that id.
+  KeptTree kept_tree(const std::string& id);
+  /// Make the work tree exactly `tree`: every guest process stopped, the base removed, the
+  /// tree put back under the freeze (restore, reset, a fork's start).
+  boost::asio::awaitable<void> put_work_tree(const KeptTree& tree, std::chrono::steady_clock::time_point deadline);
+  /// Keep the work tree as it is now as this sandbox's RESET tree (after the base is ready).
+  boost::asio::awaitable<void> keep_reset_tree();
 
 private:
+  /// The work tree's tar stream, read under the freeze, at most `room` bytes (else the budget
+  /// refusal names the sizes).
+  boost::asio::awaitable<KeptTree> read_work_tree(std::uint64_t room);
   /// The container's oom_kill counter as its own cgroup files tell it (v1
   /// memory.oom_control, v2 memory.events); absent when neither answers.
   boost::asio::awaitable<std::optional<std::uint64_t>> oom_kills();

@@ -167,6 +167,17 @@ private:
 boost::asio::awaitable<void> run_frozen(DockerTransport& transport, FreezeSlot& slot, const std::string& container,
                                         const std::function<boost::asio::awaitable<void>()>& body) {
   auto hold = co_await slot.mutex.scoped();
+  if (!slot.held_pause_id.empty()) {
+    // Sandbox::pause froze this container: the body runs inside that freeze. A container
+    // recreated since under the name is not the one paused.
+    auto state = co_await transport.container_state(container);
+    if (state && state->id == slot.held_pause_id && state->paused) {
+      co_await body();
+      co_return;
+    }
+    slot.held_pause_id.clear();
+    slot.pause_held = false;
+  }
   // A turn is waited for at most twice the bound: the host's other processes, then a holder elsewhere.
   const auto deadline = Clock::now() + 2 * slot.foreign_wait;
   auto lock = co_await take_host_lock(slot, container, deadline);
@@ -206,11 +217,46 @@ boost::asio::awaitable<void> run_frozen(DockerTransport& transport, FreezeSlot& 
   if (failure) std::rethrow_exception(failure);
 }
 
+boost::asio::awaitable<void> hold_pause(DockerTransport& transport, FreezeSlot& slot, const std::string& container,
+                                        const std::string& container_id) {
+  auto hold = co_await slot.mutex.scoped();
+  if (slot.held_pause_id == container_id) co_return;
+  auto lock = co_await take_host_lock(slot, container, Clock::now() + 2 * slot.foreign_wait);
+  co_await call_through_lag(transport, container, FlagCall::Pause, slot.thawed_at.load());
+  slot.held_pause_id = container_id;
+  slot.pause_held = true;
+}
+
+boost::asio::awaitable<void> release_pause(DockerTransport& transport, FreezeSlot& slot, const std::string& container) {
+  auto hold = co_await slot.mutex.scoped();
+  if (slot.held_pause_id.empty()) co_return;
+  try {
+    co_await transport.unpause(container);
+  } catch (const OSError& e) {
+    const std::string_view text(e.what());
+    if (!boost::algorithm::icontains(text, "is not paused") && !boost::algorithm::icontains(text, "no such container"))
+      throw;
+  }
+  slot.thawed_at = now_ns();
+  slot.held_pause_id.clear();
+  slot.pause_held = false;
+}
+
 boost::asio::awaitable<void> await_unfrozen(DockerTransport& transport, FreezeSlot& slot, const std::string& container) {
   // Under the slot's mutex no live claim of this process exists (D-11), and under the host
   // lock none of this host's processes holds a freeze: what is paused now is a dead holder's,
   // or a holder's elsewhere.
   auto hold = co_await slot.mutex.scoped();
+  if (!slot.held_pause_id.empty()) {
+    // The paused flag may lag the pause: the ID alone says it is the container held.
+    auto state = co_await transport.container_state(container);
+    if (state && state->id == slot.held_pause_id)
+      throw SandboxPaused("backend 'docker': container " + container +
+                          " is paused by a sandbox of this process (Sandbox::pause); resume it before acquiring it "
+                          "again");
+    slot.held_pause_id.clear();
+    slot.pause_held = false;
+  }
   auto lock = co_await take_host_lock(slot, container, Clock::now() + slot.foreign_wait);
   auto state = co_await transport.container_state(container);
   if (state && state->paused) {

@@ -43,6 +43,14 @@ struct FreezeSlot {
   /// How long a freeze held elsewhere is waited for: a pause standing this long with no
   /// holder on this host is recovered, and no call waits longer than this for its turn.
   std::chrono::milliseconds foreign_wait{std::chrono::seconds(120)};
+  /// Issue 49: the container ID a Sandbox of this process paused (Sandbox::pause) and has not
+  /// resumed; empty: none. Tar-plane calls on that very container run inside that freeze and
+  /// an acquire of it refuses. Read and written under `mutex` only; a container recreated
+  /// under the name (another ID) clears it.
+  std::string held_pause_id{};
+  /// `held_pause_id` is set: read by acquire without the mutex, so a pause whose engine flag
+  /// still lags (freeze.cpp) sends the acquire to await_unfrozen all the same.
+  std::atomic<bool> pause_held{false};
 };
 
 /// The slot for (endpoint, container), created on first use and kept for the process.
@@ -69,6 +77,13 @@ boost::asio::awaitable<void> retry_past_own_freeze(DockerTransport& transport, F
                                                    const std::string& container,
                                                    const std::function<boost::asio::awaitable<bool>()>& attempt);
 
+/// Sandbox::pause (issue 49): take the freeze as run_frozen does — the slot's turn, the host
+/// lock, `docker pause` — and keep the container frozen past this call (`held_pause_id`).
+boost::asio::awaitable<void> hold_pause(DockerTransport& transport, FreezeSlot& slot, const std::string& container,
+                                        const std::string& container_id);
+/// Sandbox::resume: lift what hold_pause froze. A container no longer paused (an operator's
+/// unpause, or one removed) is not an error: what resume wants is already so.
+boost::asio::awaitable<void> release_pause(DockerTransport& transport, FreezeSlot& slot, const std::string& container);
 /// Run a guest command under retry_past_own_freeze's rule.
 /// `make_call` is asked again for each attempt so the remaining deadline is recomputed.
 boost::asio::awaitable<ExecOutcome> exec_respecting_freeze(DockerTransport& transport, FreezeSlot& slot,

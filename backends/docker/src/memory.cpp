@@ -103,12 +103,16 @@ std::vector<std::string> DockerMemory::remembered(const SandboxKey& key, bool fo
   std::vector<std::string> out(it->second.begin(), it->second.end());
   if (forget) {
     acquired_.erase(it);
-    for (const auto& name : out) containers_.erase(name);
+    for (const auto& name : out) {
+      containers_.erase(name);
+      snapshots.forget(name);
+    }
   }
   return out;
 }
 
 void DockerMemory::forget(const std::string& container) {
+  snapshots.forget(container);
   std::lock_guard lock(mutex_);
   forget_locked(container);
 }

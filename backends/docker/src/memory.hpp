@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "maf/sandbox/key.hpp"
+#include "snapshot_store.hpp"
 
 namespace maf::sandbox::docker::detail {
 
@@ -64,8 +65,11 @@ public:
   /// The key's names; with `forget`, the key's entry and its containers' facts go too.
   std::vector<std::string> remembered(const SandboxKey& key, bool forget);
 
-  /// `container` is gone: its facts and its acquired entry are dropped.
+  /// `container` is gone: its facts, its acquired entry and its snapshots are dropped.
   void forget(const std::string& container);
+
+  /// The snapshots this process holds (issue 49), pruned with the rest by forget.
+  DockerSnapshots snapshots;
 
 private:
   struct ContainerFacts {

@@ -9,24 +9,13 @@
 #include <maf/sandbox/support/labels.hpp>
 
 #include "engine_fixture.hpp"
+#include "probe_results.hpp"
 
 using namespace maf::sandbox;
 using namespace maf::sandbox::conformance;
 using namespace docker_test;
 
 namespace {
-
-std::set<std::string> ids(const std::vector<ProbeResult>& results, Outcome outcome) {
-  std::set<std::string> out;
-  for (const auto& r : results)
-    if (r.outcome == outcome) out.insert(r.id);
-  return out;
-}
-
-void report(const std::vector<ProbeResult>& results) {
-  for (const auto& r : results)
-    if (!r.passed()) UNSCOPED_INFO(r.id << " " << to_string(r.outcome) << ": " << r.message);
-}
 
 struct Subject {
   Scope scope;

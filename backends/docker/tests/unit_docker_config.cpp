@@ -162,3 +162,18 @@ TEST_CASE("D-27: egress_event_log appends one JSON line per event; an unwritable
   CHECK_THROWS_AS(parse_docker_config({{"egress_event_log", 7}}), ValueError);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("issue 49: snapshots, snapshot_budget_bytes and snapshot_ttl_seconds parse; bad values are refused by name") {
+  const auto plain = parse_docker_config(nlohmann::json::object());
+  CHECK_FALSE(plain.snapshots);
+  CHECK(plain.snapshot_budget_bytes == (std::uint64_t{1} << 30));
+  CHECK(plain.snapshot_ttl == std::chrono::hours(24));
+  const auto c = parse_docker_config({{"snapshots", true}, {"snapshot_budget_bytes", 1048576}, {"snapshot_ttl_seconds", 60}});
+  CHECK(c.snapshots);
+  CHECK(c.snapshot_budget_bytes == 1048576);
+  CHECK(c.snapshot_ttl == std::chrono::seconds(60));
+  CHECK_THROWS_WITH(parse_docker_config({{"snapshots", "yes"}}), Catch::Contains("snapshots") && Catch::Contains("\"yes\""));
+  CHECK_THROWS_WITH(parse_docker_config({{"snapshot_budget_bytes", 0}}), Catch::Contains("snapshot_budget_bytes"));
+  CHECK_THROWS_WITH(parse_docker_config({{"snapshot_ttl_seconds", -5}}), Catch::Contains("snapshot_ttl_seconds") &&
+                                                                           Catch::Contains("-5"));
+}

@@ -323,3 +323,45 @@ TEST_CASE("SNAPSHOT suite: each probe is shown able to fail by the broken double
   CHECK(ids_of(results, conformance::Outcome::Fail) ==
         std::vector<std::string>{"SN-1", "SN-2", "SN-3", "SN-4", "SN-5", "SN-6"});
 }
+
+TEST_CASE("OBS-13: snapshot, restore, release, pause and resume are observed, a failure with its error type") {
+  Fixture f;
+  auto sb = f.acquire(f.key, snapshot_spec(f));
+  std::vector<SnapshotEvent> seen;
+  std::vector<std::string> lines;
+  auto observers = std::make_shared<const ObserverSet>(std::vector<std::shared_ptr<SandboxObserver>>{
+      make_observer([&](const SandboxEvent& e) {
+        if (const auto* s = std::get_if<SnapshotEvent>(&e)) {
+          seen.push_back(*s);
+          lines.push_back(event_to_json(e));
+        }
+      })});
+  sb->attach_observers(observers, f.key);
+  const SnapshotInfo snap = f.run([&] { return sb->snapshot(); });
+  f.run([&] { return sb->restore(snap.id); });
+  CHECK_THROWS_AS(f.run([&] { return sb->restore("snap-0000000000000000"); }), SandboxSnapshotNotFound);
+  f.run([&] { return sb->release_snapshot(snap.id); });
+  const bool pauses = f.backend->declarations().capabilities.contains(Capability::Pause);
+  if (pauses) {
+    f.run([&] { return sb->pause(); });
+    f.run([&] { return sb->pause(); });  // already paused: no operation, no event
+    f.run([&] { return sb->resume(); });
+  }
+  REQUIRE(seen.size() == (pauses ? 6u : 4u));
+  CHECK(seen[0].operation == SnapshotOperation::Snapshot);
+  CHECK(seen[0].snapshot_id == snap.id);
+  CHECK(seen[0].size_bytes == snap.size_bytes);
+  CHECK(seen[1].operation == SnapshotOperation::Restore);
+  CHECK(seen[1].snapshot_id == snap.id);
+  CHECK(seen[1].error_type.empty());
+  CHECK(seen[2].operation == SnapshotOperation::Restore);
+  CHECK(seen[2].error_type == "SandboxSnapshotNotFound");
+  CHECK(seen[3].operation == SnapshotOperation::Release);
+  if (pauses) {
+    CHECK(seen[4].operation == SnapshotOperation::Pause);
+    CHECK(seen[5].operation == SnapshotOperation::Resume);
+  }
+  CHECK(seen[0].context.key == f.key);
+  CHECK(lines[1].find("\"event\":\"snapshot\"") != std::string::npos);
+  CHECK(lines[1].find("\"operation\":\"restore\"") != std::string::npos);
+}

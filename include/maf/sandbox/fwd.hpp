@@ -52,6 +52,7 @@ struct TransferEvent;
 struct NetworkDecisionEvent;
 struct CleanupEvent;
 struct HostToolDispatchEvent;
+struct SnapshotEvent;
 
 // The agent layer (tools.hpp).
 struct ToolDefinition;

@@ -197,11 +197,45 @@ struct HostToolDispatchEvent {
   std::chrono::nanoseconds duration{};
 };
 
+/// Which snapshot-or-pause operation of the Sandbox NVI an event reports (docs/snapshots.md).
+enum class SnapshotOperation {
+  Snapshot,  ///< "snapshot"
+  Restore,   ///< "restore"
+  Release,   ///< "release"
+  Pause,     ///< "pause"
+  Resume,    ///< "resume"
+};
+
+template <>
+struct EnumTraits<SnapshotOperation> {
+  static constexpr std::string_view type_name = "SnapshotOperation";
+  static constexpr std::array<std::pair<SnapshotOperation, std::string_view>, 5> values{{
+      {SnapshotOperation::Snapshot, "snapshot"},
+      {SnapshotOperation::Restore, "restore"},
+      {SnapshotOperation::Release, "release"},
+      {SnapshotOperation::Pause, "pause"},
+      {SnapshotOperation::Resume, "resume"},
+  }};
+};
+constexpr std::string_view to_string(SnapshotOperation o) noexcept { return enum_value(o); }
+
+/// One snapshot, restore, release, pause or resume of an observed sandbox (OBS-13): emitted
+/// by the Sandbox NVI after the backend's hook, whether it succeeded or raised. A pause or
+/// resume that changed nothing (already so) is not an operation and emits nothing.
+struct SnapshotEvent {
+  EventContext context;
+  SnapshotOperation operation = SnapshotOperation::Snapshot;
+  std::string snapshot_id{};    ///< the snapshot taken, restored or released; empty for pause/resume
+  std::int64_t size_bytes = 0;  ///< what a successful snapshot holds; 0 otherwise
+  std::string error_type{};     ///< the exception's class name; empty on success
+  std::chrono::nanoseconds duration{};
+};
+
 using SandboxEvent = std::variant<AcquisitionEvent, ToolCallEvent, ExecEvent, TransferEvent, NetworkDecisionEvent,
-                                  CleanupEvent, HostToolDispatchEvent>;
+                                  CleanupEvent, HostToolDispatchEvent, SnapshotEvent>;
 
 /// "acquisition", "tool_call", "exec", "transfer", "network_decision", "cleanup",
-/// "host_tool_dispatch".
+/// "host_tool_dispatch", "snapshot".
 std::string_view event_type(const SandboxEvent& event) noexcept;
 const EventContext& context_of(const SandboxEvent& event) noexcept;
 EventContext& context_of(SandboxEvent& event) noexcept;

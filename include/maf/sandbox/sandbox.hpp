@@ -327,6 +327,11 @@ private:
   boost::asio::awaitable<std::string> read_confined(bool batched, std::string path, std::string working_directory,
                                                     std::int64_t max_bytes);
   void deliver(const Observation& observation, SandboxEvent event) const noexcept;
+  /// Runs one snapshot/pause hook and, when observed, delivers its SnapshotEvent (OBS-13);
+  /// `taken`, when given, is read after the hook: the id and size of the snapshot it took.
+  boost::asio::awaitable<void> observed_snapshot_op(SnapshotOperation operation, std::string id,
+                                                    std::function<boost::asio::awaitable<void>()> hook,
+                                                    const SnapshotInfo* taken = nullptr);
 
   Descriptor descriptor_;
   mutable std::mutex observation_mutex_;

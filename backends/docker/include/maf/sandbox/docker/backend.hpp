@@ -105,6 +105,10 @@ protected:
   /// serialised the identity (ACQ-1…ACQ-3), and walks the work directory afterwards (ACQ-4).
   boost::asio::awaitable<std::shared_ptr<Sandbox>> do_acquire(SandboxKey key, SandboxSpec spec,
                                                               AcquirePlan plan) override;
+  /// Issue 49 (fork.cpp): an acquire for `key` whose work tree then becomes the one `source`'s
+  /// snapshot kept (SNAPSHOT declared only with `snapshots: true`).
+  boost::asio::awaitable<std::shared_ptr<Sandbox>> do_fork(std::shared_ptr<Sandbox> source, std::string snapshot_id,
+                                                           SandboxKey key, SandboxSpec spec, AcquirePlan plan) override;
 
 private:
   // Image (image.cpp): present, else pulled explicitly (D-9).

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,6 +85,14 @@ struct DockerConfig {
   /// (a file path) sets egress_event_log(path), which appends one JSON line per event.
   /// Empty: nothing published.
   EgressObserver egress_observer;
+  /// Issue 49 (docs/backends/docker.md "Snapshots and pause"): declare SNAPSHOT at fidelity
+  /// `work_tree` — snapshot, restore, fork, release, and RESET to the acquire-time tree.
+  /// Off by default: with it, every acquire reads its work tree once more (the RESET snapshot).
+  bool snapshots = false;
+  /// Bytes all snapshots this backend holds may take together; past it snapshot() is refused.
+  std::uint64_t snapshot_budget_bytes = std::uint64_t{1} << 30;
+  /// How long a snapshot stays restorable after it was taken.
+  std::chrono::seconds snapshot_ttl{24 * 3600};
 
   std::chrono::milliseconds command_timeout() const;
   std::chrono::milliseconds image_pull_timeout() const;
