@@ -54,7 +54,7 @@ egress_l7_upstreams() {
   tls_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
   bad_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
   python3 "$MAF_ROOT/backends/egress-proxy/tests/tls_upstream.py" "$tls_port" "$dir/www" "$dir/up.pem" "$dir/up.key" \
-    >"$dir/up.out" 2>/dev/null &
+    >"$dir/up.out" 2>"$dir/up.err" &
   L7_UPSTREAM_PIDS="$!"
   python3 "$MAF_ROOT/backends/egress-proxy/tests/tls_upstream.py" "$bad_port" "$dir/www" "$dir/bad.pem" "$dir/bad.key" \
     >"$dir/bad.out" 2>/dev/null &
@@ -70,5 +70,6 @@ egress_l7_upstreams() {
  "untrusted_url": "https://untrusted.test:$bad_port/repo/x"}
 JSON
   L7_OTHER_ENTRY="other.test:$tls_port"
+  L7_TLS_PORT="$tls_port"  # the upstream of allowed.test and other.test; it logs request headers to up.err
   L7_PROCESS_CONFIG="\"egress_upstream_ca_file\": \"$dir/ca.pem\", \"egress_proxy_args\": [\"--resolve\", \"allowed.test=127.0.0.1\", \"--resolve\", \"other.test=127.0.0.1\", \"--resolve\", \"untrusted.test=127.0.0.1\"]"
 }

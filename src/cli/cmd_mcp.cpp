@@ -62,6 +62,7 @@ mcp::ServeOptions prepare(Session& session) {
     o.handles.cap = std::stoul(*cap);
   }
   const Isolation floor = min_isolation(args);
+  const RouterOptions policy = router_options(args, floor);  // bad input refused before any backend
   o.toolset.scope = args.get("scope").value_or("mcp");
   o.toolset.thread = args.get("thread").value_or(random_thread());
   o.toolset.cleanup = cleanup_from(args);
@@ -78,7 +79,10 @@ mcp::ServeOptions prepare(Session& session) {
   o.toolset.run_code = backend->declarations().capabilities.contains(Capability::RunCode);
   session.phase = Phase::Policy;
   o.router = std::make_shared<SandboxRouter>(std::vector<std::shared_ptr<SandboxBackend>>{backend},
-                                             RouterOptions::lowered_floor(floor, LowerIsolationFloor{}));
+                                             policy);
+  std::vector<SandboxSpec> served{o.spec};
+  served.insert(served.end(), o.more_specs.begin(), o.more_specs.end());
+  attach_credentials(args, *o.router, served);
   o.identity.version = MAF_SANDBOX_VERSION_STRING;
   o.identity.instructions =
       "Tools run in a sandbox on backend '" + backend->name() + "' (isolation " + backend->isolation() +
