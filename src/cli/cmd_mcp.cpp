@@ -82,6 +82,9 @@ mcp::ServeOptions prepare(Session& session) {
                                              policy);
   std::vector<SandboxSpec> served{o.spec};
   served.insert(served.end(), o.more_specs.begin(), o.more_specs.end());
+  // CRED-5 before the sources: a credential the policy refuses is a refusal, not a usage error.
+  for (const auto& spec : served)
+    if (!spec.attached_identity().empty()) o.router->ensure_can_serve(spec);
   attach_credentials(args, *o.router, served);
   o.identity.version = MAF_SANDBOX_VERSION_STRING;
   o.identity.instructions =
