@@ -315,7 +315,8 @@ std::optional<EgressPolicy> egress_policy_of(const SandboxSpec& spec) {
 
 std::vector<std::string> egress_identity(const SandboxSpec& spec) {
   std::vector<std::string> out;
-  if (!egress_policy_of(spec)) return out;
+  // As egress_policy_of decides, without making placeholders only to drop them.
+  if (spec.egress() != Egress::Allowlist || spec.egress_allow().empty()) return out;
   for (const auto& entry : spec.egress_allow()) out.push_back(egress_proxy::entry_identity(entry));
   for (const auto& c : spec.attached_identity()) out.push_back(egress_proxy::credential_identity(c));
   return out;
