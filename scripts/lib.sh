@@ -47,7 +47,7 @@ egress_l7_upstreams() {
   tls_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
   bad_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
   python3 "$MAF_ROOT/backends/egress-proxy/tests/tls_upstream.py" "$tls_port" "$dir/www" "$dir/up.pem" "$dir/up.key" \
-    >"$dir/up.out" 2>/dev/null &
+    >"$dir/up.out" 2>"$dir/up.err" &
   L7_UPSTREAM_PIDS="$!"
   python3 "$MAF_ROOT/backends/egress-proxy/tests/tls_upstream.py" "$bad_port" "$dir/www" "$dir/bad.pem" "$dir/bad.key" \
     >"$dir/bad.out" 2>/dev/null &
@@ -63,5 +63,23 @@ egress_l7_upstreams() {
  "untrusted_url": "https://untrusted.test:$bad_port/repo/x"}
 JSON
   L7_OTHER_ENTRY="other.test:$tls_port"
+  L7_TLS_PORT="$tls_port"  # the upstream of allowed.test and other.test; it logs request headers to up.err
+  # ATTACHED_IDENTITY's targets (issue 46, 47; the runner's --attached-identity FILE): a
+  # credential bound to allowed.test on this upstream, other.test allowed and unbound; the
+  # caller appends the host paths searched for the value (attached_identity_targets).
+  cat >"$dir/ai.json" <<JSON
+{"allow": ["allowed.test:$tls_port", "other.test:$tls_port"],
+ "credential": {"name": "stage", "hosts": ["allowed.test:$tls_port"], "env": "STAGE_TOKEN"},
+ "bound_url": "https://allowed.test:$tls_port/repo/x", "other_url": "https://other.test:$tls_port/repo/x",
+ "upstream_logs": ["$dir/up.err"], "search": []}
+JSON
   L7_PROCESS_CONFIG="\"egress_upstream_ca_file\": \"$dir/testca.pem\", \"egress_proxy_args\": [\"--resolve\", \"allowed.test=127.0.0.1\", \"--resolve\", \"other.test=127.0.0.1\", \"--resolve\", \"untrusted.test=127.0.0.1\"]"
+}
+
+# attached_identity_targets SRC SEARCH OUT: egress_l7_upstreams' ai.json with SEARCH (the
+# backend's root) as the host path the runner searches for the value.
+attached_identity_targets() {
+  python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); j["search"] = [sys.argv[2]]; print(json.dumps(j))' \
+    "$1" "$2" >"$3" || die "could not write the ATTACHED_IDENTITY targets $3"
+  chmod a+r "$3"
 }

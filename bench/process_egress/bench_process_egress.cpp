@@ -5,6 +5,10 @@
 //  - exec `true` behind the relay beside exec `true` in a CLOSED sandbox;
 //  - a 1 KiB GET by curl in the guest through the relay and proxy beside the same curl run
 //    on the host straight at the upstream (the floor a proxy-less network would give);
+//  - with $MAF_BENCH_DOCKER_PROXY_IMAGE set (and the docker plugin on MAF_SANDBOX_PLUGIN_PATH):
+//    the same GET through the process backend's proxy beside it through Docker's proxy
+//    container (a Docker ALLOWLIST sandbox of maf-sandbox-test/clients:3, the upstream the
+//    same python3 http.server in a container on the proxy's outbound network);
 // and the proxy's resident memory per sandbox. The upstream is python3's http.server on the
 // host's loopback, reached by a pinned name.
 #include <arpa/inet.h>
@@ -15,9 +19,12 @@
 #include <fstream>
 #include <iostream>
 
+#include <nlohmann/json.hpp>
+
 #include "egress_proxy.hpp"
 #include "harness.hpp"
 #include "maf/sandbox/process/process_backend.hpp"
+#include "maf/sandbox/registry.hpp"
 #include "maf/sandbox/sync.hpp"
 
 using namespace maf::sandbox;
@@ -109,7 +116,52 @@ int main() {
                            spawn_and_wait("curl", {"-fsS", "-o", "/dev/null", "http://127.0.0.1:" + std::to_string(port) + "/1k"});
                          });
                 });
+  // Issue 47 item 6's "vs Docker's proxy" row (optional: it needs the engine and the image).
+  std::function<void()> docker_cleanup;
+  if (const char* image = std::getenv("MAF_BENCH_DOCKER_PROXY_IMAGE")) {
+    const std::string tag = std::to_string(::getpid()), net = "maf-bench-egress-net-" + tag,
+                      up = "maf-bench-egress-up-" + tag;
+    docker_cleanup = [=] {
+      spawn_and_wait("docker", {"rm", "-f", up});
+      spawn_and_wait("docker", {"network", "rm", net});
+    };
+    require(spawn_and_wait("docker", {"network", "create", net}) == 0, "docker network create");
+    require(spawn_and_wait("docker", {"run", "-d", "--name", up, "--network", net, "-v", (dir / "www").string() + ":/www:ro",
+                                      "maf-sandbox-test/clients:3", "python3", "-m", "http.server", "8000",
+                                      "--directory", "/www"}) == 0,
+            "docker run of the upstream");
+    std::string ip;
+    {
+      FILE* p = ::popen(("docker inspect -f '{{(index .NetworkSettings.Networks \"" + net + "\").IPAddress}}' " + up).c_str(), "r");
+      char buf[128] = {};
+      if (p && std::fgets(buf, sizeof buf, p)) ip = buf;
+      if (p) ::pclose(p);
+      while (!ip.empty() && (ip.back() == '\n' || ip.back() == ' ')) ip.pop_back();
+    }
+    require(!ip.empty(), "no address for the Docker upstream");
+    const nlohmann::json dconf{{"egress_proxy_image", image},
+                               {"outbound_network", net},
+                               {"egress_proxy_args", {"--resolve", "bench.test=" + ip}},
+                               {"egress_inhibit_ipv4_fallback", true}};
+    auto docker = PluginRegistry::global().create("docker", dconf);
+    const SandboxSpec dspec({.kind = "bench",
+                             .image = "maf-sandbox-test/clients:3",
+                             .egress_allow = {std::string("bench.test:8000")},
+                             .requires_capabilities = {Capability::Exec},
+                             .egress = Egress::Allowlist});
+    const SandboxKey kd{"bench", "held-docker", "a", ""};
+    auto d = run([&] { return docker->acquire(kd, dspec); });
+    const Command get_docker(std::vector<std::string>{"curl", "-fsS", "-o", "/dev/null", "http://bench.test:8000/1k"});
+    for (int i = 0; i < 50 && run([&] { return d->exec(get_docker, ".", std::chrono::seconds(30)); }).exit_code != 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the upstream's readiness
+    table.measure("1 KiB GET via the proxy, process vs Docker", "the same GET in a Docker sandbox via its proxy", runs,
+                  [&] { return exec(a, Command(std::vector<std::string>{"curl", "-fsS", "-o", "/dev/null", url})); },
+                  [&] { return exec(d, get_docker); });
+    d.reset();
+    run([&] { return docker->dispose(kd, std::nullopt, std::nullopt); });
+  }
   table.print(runs);
+  if (docker_cleanup) docker_cleanup();
   // The proxy's resident memory, after the GETs.
   for (const auto& conv : fs::directory_iterator(config.root))
     for (const auto& sb : fs::directory_iterator(conv.path())) {

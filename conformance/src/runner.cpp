@@ -122,29 +122,31 @@ SuiteReport run_limits_suite(SandboxBackend& backend, const SandboxSpec& spec, B
   return sr;
 }
 
-/// EGRESS_L7 on a sandbox of its own, acquired with the run's allowlist and rules
-/// (RunnerOptions::egress_l7) and disposed after it; not requested without them.
-template <class SubjectFor>
-SuiteReport run_egress_l7_suite(SandboxBackend& backend, const SandboxSpec& spec, const RunnerOptions& o, bool asked,
-                                BlockingRunner& run, SubjectFor&& subject_for) {
-  SuiteReport sr{Suite::EgressL7, SuiteStatus::Ran, {}, {}};
-  if (!o.egress_l7) {
+/// A suite on a sandbox of its own (EGRESS_L7, ATTACHED_IDENTITY), acquired with the
+/// run's spec as `edit` changes it and disposed after it; not requested without its inputs
+/// (`missing` says which).
+template <class SubjectFor, class Edit, class Probes>
+SuiteReport run_on_own_sandbox(Suite suite, bool has_inputs, const char* missing, const char* tag,
+                               SandboxBackend& backend, const SandboxSpec& spec, bool asked, BlockingRunner& run,
+                               SubjectFor&& subject_for, Edit&& edit, Probes&& probes) {
+  SuiteReport sr{suite, SuiteStatus::Ran, {}, {}};
+  if (!has_inputs) {
     sr.status = asked ? SuiteStatus::Refused : SuiteStatus::NotRequested;
-    sr.reason = "EGRESS_L7 needs its targets and rules (RunnerOptions::egress_l7; the tool's --egress-l7 FILE)";
+    sr.reason = missing;
     return sr;
   }
-  const SandboxKey key{"conformance", random_hex(16), "agent-egress-l7", ""};
+  const SandboxKey key{"conformance", random_hex(16), std::string("agent-") + tag, ""};
   bool acquired = false;
   try {
     SandboxSpec::Fields fields = spec.fields();
-    fields.kind = spec.kind() + "-l7";
+    fields.kind = spec.kind() + "-" + tag;
     fields.egress = Egress::Allowlist;
-    fields.egress_allow = o.egress_l7->allow;
-    const SandboxSpec l7_spec(std::move(fields));
-    auto sandbox = run([&] { return backend.acquire(key, l7_spec); });
+    edit(fields);
+    const SandboxSpec own_spec(std::move(fields));
+    auto sandbox = run([&] { return backend.acquire(key, own_spec); });
     acquired = true;
     auto subject = subject_for(sandbox, Egress::Allowlist);
-    sr.results = run_egress_l7(*subject, o.egress_l7->targets);
+    sr.results = probes(*subject);
   } catch (const ConformanceUsageError& e) {
     sr.status = asked ? SuiteStatus::Refused : SuiteStatus::NotRequested;
     sr.reason = asked ? e.what() : std::string("gate not met, so not run: ") + e.what();
@@ -163,6 +165,33 @@ SuiteReport run_egress_l7_suite(SandboxBackend& backend, const SandboxSpec& spec
     }
   }
   return sr;
+}
+
+/// EGRESS_L7 with the run's allowlist and rules (RunnerOptions::egress_l7).
+template <class SubjectFor>
+SuiteReport run_egress_l7_suite(SandboxBackend& backend, const SandboxSpec& spec, const RunnerOptions& o, bool asked,
+                                BlockingRunner& run, SubjectFor&& subject_for) {
+  return run_on_own_sandbox(
+      Suite::EgressL7, o.egress_l7.has_value(),
+      "EGRESS_L7 needs its targets and rules (RunnerOptions::egress_l7; the tool's --egress-l7 FILE)", "l7", backend,
+      spec, asked, run, subject_for, [&](SandboxSpec::Fields& f) { f.egress_allow = o.egress_l7->allow; },
+      [&](ConformanceSubject& subject) { return run_egress_l7(subject, o.egress_l7->targets); });
+}
+
+/// ATTACHED_IDENTITY with the run's allowlist and credentials (RunnerOptions::attached_identity).
+template <class SubjectFor>
+SuiteReport run_attached_identity_suite(SandboxBackend& backend, const SandboxSpec& spec, const RunnerOptions& o,
+                                        bool asked, BlockingRunner& run, SubjectFor&& subject_for) {
+  return run_on_own_sandbox(
+      Suite::AttachedIdentity, o.attached_identity.has_value(),
+      "ATTACHED_IDENTITY needs its targets and credentials (RunnerOptions::attached_identity; the tool's "
+      "--attached-identity FILE)",
+      "ai", backend, spec, asked, run, subject_for,
+      [&](SandboxSpec::Fields& f) {
+        f.egress_allow = o.attached_identity->allow;
+        f.attached_identity = o.attached_identity->credentials;
+      },
+      [&](ConformanceSubject& subject) { return run_attached_identity(subject, o.attached_identity->targets); });
 }
 
 }  // namespace
@@ -247,6 +276,11 @@ RunReport run_conformance(SandboxBackend& backend, const RunnerOptions& o, Subje
       try {
         if (suite == Suite::EgressL7) {
           sr = run_egress_l7_suite(backend, spec, o, asked, run, subject_for);
+          report.suites.push_back(std::move(sr));
+          continue;
+        }
+        if (suite == Suite::AttachedIdentity) {
+          sr = run_attached_identity_suite(backend, spec, o, asked, run, subject_for);
           report.suites.push_back(std::move(sr));
           continue;
         }

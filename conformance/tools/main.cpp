@@ -1,7 +1,11 @@
 // maf-sandbox-conformance: load a backend through the registry, run the suites against a
 // fresh subject, print one row per probe, exit non-zero on any red probe or refused suite.
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <random>
 #include <iostream>
 #include <stdexcept>
 #include <nlohmann/json.hpp>
@@ -9,6 +13,7 @@
 #include <vector>
 
 #include "maf/sandbox/conformance/runner.hpp"
+#include "maf/sandbox/credential_source.hpp"
 #include "maf/sandbox/registry.hpp"
 #include "maf/sandbox/spec_json.hpp"
 
@@ -19,14 +24,21 @@ constexpr const char* kUsage =
     "                               [--image IMAGE] [--work-dir GUEST_PATH]\n"
     "                               [--allowed-url URL --denied-url URL] [--raw-frame-tool PATH]\n"
     "                               [--exec-timeout SECONDS] [--egress-l7 FILE.json]\n"
+    "                               [--attached-identity FILE.json]\n"
     "\n"
     "Runs the conformance suites against backend NAME (found through MAF_SANDBOX_PLUGIN_PATH and\n"
     "the default plugin directories). Suites: files_out, read_cap, files_in, files_delete, egress,\n"
-    "egress_closed, host_integrity, cleanup, exec, egress_l7; without --suite every suite whose gate the\n"
+    "egress_closed, host_integrity, cleanup, exec, egress_l7, attached_identity; without --suite every suite whose gate the\n"
     "backend meets runs.\n"
     "--egress-l7: EGRESS_L7's targets and the allowlist of its own sandbox, as JSON: {\"allow\": [entries as\n"
     "a spec's egress_allow, rules included], \"allowed_url\", \"refused_path_url\", \"refused_method\",\n"
     "\"traversal_base\", \"mixed_case_url\", \"other_host\", \"untrusted_url\" (optional)}.\n"
+    "--attached-identity: ATTACHED_IDENTITY's targets, as JSON: {\"allow\": [egress_allow entries],\n"
+    "\"credential\": {one attached_identity entry of a spec}, \"bound_url\", \"other_url\" (HTTPS, 2xx),\n"
+    "\"upstream_logs\": [files the upstreams log request headers to], \"search\": [host paths that must\n"
+    "not hold the value]}. The tool attaches a credential source answering a random value it makes\n"
+    "(never in any argv, environment or file of its own) and searches the listed paths and every\n"
+    "other process's /proc/<pid>/cmdline and environ for it (AI-4).\n"
     "Exit 0: all green; 1: a probe failed; 2: a suite was refused, the harness failed, or usage.\n";
 
 int usage_error(const std::string& message) {
@@ -52,6 +64,63 @@ maf::sandbox::conformance::EgressL7Run read_egress_l7(const std::string& file) {
   t.mixed_case_url = j.value("mixed_case_url", "");
   t.other_host = j.at("other_host").get<std::string>();
   if (j.contains("untrusted_url")) t.untrusted_url = j.at("untrusted_url").get<std::string>();
+  return run;
+}
+
+std::string text_of(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+/// `--attached-identity FILE` (kUsage); throws naming what is missing or malformed.
+maf::sandbox::conformance::AttachedIdentityRun read_attached_identity(const std::string& file) {
+  namespace fs = std::filesystem;
+  std::ifstream in(file);
+  if (!in) throw std::invalid_argument("cannot read --attached-identity file '" + file + "'");
+  const auto j = nlohmann::json::parse(in);
+  maf::sandbox::conformance::AttachedIdentityRun run;
+  // Read as a spec reads them: one parser, one set of refusals (a host outside the list...).
+  const auto spec = maf::sandbox::spec_from_json(nlohmann::json{{"kind", "ai"},
+                                                                {"egress", "allowlist"},
+                                                                {"egress_allow", j.at("allow")},
+                                                                {"attached_identity", {j.at("credential")}}});
+  run.allow = spec.egress_allow();
+  run.credentials = spec.attached_identity();
+  auto& t = run.targets;
+  t.bound_url = j.at("bound_url").get<std::string>();
+  t.other_url = j.at("other_url").get<std::string>();
+  t.env = run.credentials.front().env();
+  std::random_device rd;
+  t.value = "maf-ai-value-" + std::to_string(rd()) + std::to_string(rd()) + std::to_string(rd());
+  const auto logs = j.at("upstream_logs").get<std::vector<std::string>>();
+  t.upstream_log = [logs] {
+    std::string all;
+    for (const auto& f : logs) all += text_of(f);
+    return all;
+  };
+  const auto search = j.value("search", std::vector<std::string>{});
+  t.where_found = [search](const std::string& value) {
+    std::vector<std::string> found;
+    auto look = [&](const fs::path& f, const std::string& what) {
+      if (text_of(f).find(value) != std::string::npos) found.push_back(what);
+    };
+    for (const auto& root : search) {
+      std::error_code ec;
+      if (fs::is_regular_file(root, ec)) look(root, root);
+      for (auto it = fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied, ec);
+           !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+        if (it->is_regular_file(ec) && !it->is_symlink(ec)) look(it->path(), it->path().string());
+    }
+    const std::string self = std::to_string(::getpid());
+    std::error_code ec;
+    for (const auto& p : fs::directory_iterator("/proc", ec)) {
+      const std::string pid = p.path().filename().string();
+      if (pid == self || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+      look(p.path() / "cmdline", "/proc/" + pid + "/cmdline");
+      look(p.path() / "environ", "/proc/" + pid + "/environ");
+    }
+    return found;
+  };
   return run;
 }
 
@@ -83,6 +152,7 @@ int main(int argc, char** argv) {
       else if (a == "--exec-timeout") options.exec_timeout = std::chrono::seconds(std::stoul(value()));
       else if (a == "--raw-frame-tool") options.raw_frame_tool = value();
       else if (a == "--egress-l7") options.egress_l7 = read_egress_l7(value());
+      else if (a == "--attached-identity") options.attached_identity = read_attached_identity(value());
       else if (a == "--help" || a == "-h") {
         std::cout << kUsage;
         return 0;
@@ -105,6 +175,11 @@ int main(int argc, char** argv) {
     }
     PluginRegistry registry;
     auto backend = registry.create(backend_name, config);
+    if (options.attached_identity) {
+      // The value this run made: the backend's proxy gets it, nothing else should.
+      const std::string value = options.attached_identity->targets.value;
+      backend->attach_credential_source([value](const CredentialRequest&) { return SecretValue(value); });
+    }
     const auto report = run_conformance(*backend, options);
     if (json) std::cout << to_json(report).dump(2) << "\n";
     else std::cout << render_table(report);

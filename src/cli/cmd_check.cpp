@@ -11,13 +11,15 @@ int cmd_check(Session& session) {
   const Args& args = session.args;
   const SandboxSpec spec = load_spec(args.required("spec"));
   const Isolation floor = min_isolation(args);
+  const RouterOptions policy = router_options(args, floor);  // bad input refused before any backend
   const nlohmann::json config = backend_config(args);
   auto backend = create_backend(session, config);
 
   session.phase = Phase::Policy;
   // The host's floor is whatever the operator typed; the tag keeps that decision visible.
-  SandboxRouter router({backend}, RouterOptions::lowered_floor(floor, LowerIsolationFloor{}));
+  SandboxRouter router({backend}, policy);
   router.ensure_can_serve(spec);
+  attach_credentials(args, router, {spec});
 
   const BackendDeclarations& d = backend->declarations();
   const Isolation effective = stricter(floor, spec.min_isolation());

@@ -62,6 +62,7 @@ mcp::ServeOptions prepare(Session& session) {
     o.handles.cap = std::stoul(*cap);
   }
   const Isolation floor = min_isolation(args);
+  const RouterOptions policy = router_options(args, floor);  // bad input refused before any backend
   o.toolset.scope = args.get("scope").value_or("mcp");
   o.toolset.thread = args.get("thread").value_or(random_thread());
   o.toolset.cleanup = cleanup_from(args);
@@ -78,7 +79,13 @@ mcp::ServeOptions prepare(Session& session) {
   o.toolset.run_code = backend->declarations().capabilities.contains(Capability::RunCode);
   session.phase = Phase::Policy;
   o.router = std::make_shared<SandboxRouter>(std::vector<std::shared_ptr<SandboxBackend>>{backend},
-                                             RouterOptions::lowered_floor(floor, LowerIsolationFloor{}));
+                                             policy);
+  std::vector<SandboxSpec> served{o.spec};
+  served.insert(served.end(), o.more_specs.begin(), o.more_specs.end());
+  // CRED-5 before the sources: a credential the policy refuses is a refusal, not a usage error.
+  for (const auto& spec : served)
+    if (!spec.attached_identity().empty()) o.router->ensure_can_serve(spec);
+  attach_credentials(args, *o.router, served);
   o.info.version = MAF_SANDBOX_VERSION_STRING;
   o.info.instructions =
       "Tools run in a sandbox on backend '" + backend->name() + "' (isolation " + backend->isolation() +

@@ -157,6 +157,7 @@ int cmd_run(Session& session) {
   const SandboxSpec spec = build_spec(args);
   validate_output_names(spec);
   const Isolation floor = min_isolation(args);
+  const RouterOptions policy = router_options(args, floor);  // bad input refused before any backend
   const SandboxKey key = key_from(args);
   const auto timeout = args.get("timeout") ? std::chrono::milliseconds(parse_duration(*args.get("timeout"), "timeout"))
                                            : kDefaultExecTimeout;
@@ -183,8 +184,9 @@ int cmd_run(Session& session) {
 
   auto backend = create_backend(session, config);
   session.phase = Phase::Policy;
-  SandboxRouter router({backend}, RouterOptions::lowered_floor(floor, LowerIsolationFloor{}), std::move(observers));
+  SandboxRouter router({backend}, policy, std::move(observers));
   router.ensure_can_serve(spec);
+  attach_credentials(args, router, {spec});
 
   session.phase = Phase::Work;
   session.reporter.progress("acquiring a sandbox from '" + backend->name() + "'");

@@ -48,6 +48,10 @@ constexpr const char* kUsage = R"(usage: maf-sandbox SUBCOMMAND [options] [--jso
 
   --min-isolation defaults to microvm. --json prints one JSON object (errors as
   {"error": {"type", "message"}}).
+  check, run and mcp also take [--max-identity-scope none|call|sandbox|shared]
+  [--credential NAME=env:VARIABLE|NAME=file:PATH]...: a spec's attached credentials
+  are refused unless the scope allows them (default none); each one's value is read
+  from this host's variable or file when the proxy starts, never printed (docs/cli.md)
 exit codes: 0 ok, 1 other, 2 usage or bad input (incl. a config key the backend
             refuses), 3 refused by policy, 4 plugin/backend error, 5 the program
             ran and exited non-zero
@@ -59,17 +63,17 @@ std::map<std::string, CommandSpec> command_specs() {
   const OptionSpec config{"config"};
   return {
       {"plugins", {{json}}},
-      {"check", {{json, backend, config, {"spec"}, {"min-isolation"}}}},
+      {"check", {{json, backend, config, {"spec"}, {"min-isolation"}, {"max-identity-scope"}, {"credential", true, true}}}},
       {"run",
        {{json, backend, config, {"spec"}, {"image"}, {"put", true, true}, {"output", true, true}, {"out"},
          {"keep", false}, {"min-isolation"}, {"timeout"}, {"read-timeout"}, {"scope"}, {"thread"}, {"agent"},
-         {"call"}, {"events"}, {"env", true, true}, {"stdin", false}},
+         {"call"}, {"events"}, {"env", true, true}, {"stdin", false}, {"max-identity-scope"}, {"credential", true, true}},
         true}},
       {"dispose-scope", {{json, backend, config, {"scope"}, {"thread"}}}},
       {"reap", {{json, backend, config, {"older-than"}, {"expired", false}, {"scope"}}}},
       {"mcp",
        {{json, backend, config, {"spec", true, true}, {"min-isolation"}, {"cleanup"}, {"out"}, {"scope"}, {"thread"},
-         {"http"}, {"handle-idle"}, {"max-sandboxes"}}}},
+         {"http"}, {"handle-idle"}, {"max-sandboxes"}, {"max-identity-scope"}, {"credential", true, true}}}},
       {"tools",
        {{json, backend, config, {"spec"}, {"min-isolation"}, {"cleanup"}, {"out"}, {"scope"}, {"thread"}, {"format"}}}},
   };

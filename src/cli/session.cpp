@@ -3,7 +3,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "maf/sandbox/credential_sources.hpp"
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/router.hpp"
 #include "maf/sandbox/registry.hpp"
 #include "maf/sandbox/spec_json.hpp"
 
@@ -76,6 +78,35 @@ std::chrono::seconds parse_duration(const std::string& text, std::string_view op
   else if (unit == "d") scale = 86400;
   else throw refuse();
   return std::chrono::seconds(n * scale);
+}
+
+RouterOptions router_options(const Args& args, Isolation floor) {
+  RouterOptions o = RouterOptions::lowered_floor(floor, LowerIsolationFloor{});
+  if (const auto text = args.get("max-identity-scope")) {
+    try {
+      o.max_identity_scope = parse_enum<IdentityScope>(*text);
+    } catch (const ValueError& e) {
+      throw ValueError(std::string("--max-identity-scope: ") + e.what());
+    }
+  }
+  return o;
+}
+
+void attach_credentials(const Args& args, SandboxRouter& router, const std::vector<SandboxSpec>& specs) {
+  std::map<std::string, std::string> bindings;
+  for (const auto& b : args.all("credential")) {
+    const auto eq = b.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("--credential '" + b + "': give NAME=env:VARIABLE or NAME=file:PATH");
+    if (!bindings.emplace(b.substr(0, eq), b.substr(eq + 1)).second)
+      throw UsageError("--credential: credential '" + b.substr(0, eq) + "' is named twice");
+  }
+  for (const auto& spec : specs)
+    for (const auto& c : spec.attached_identity())
+      if (!bindings.count(c.name()))
+        throw UsageError("kind '" + spec.kind() + "' names credential '" + c.name() + "': give --credential " +
+                         c.name() + "=env:VARIABLE or " + c.name() + "=file:PATH (its value stays on this host)");
+  if (!bindings.empty()) router.attach_credential_source(credential_source_from(std::move(bindings)));
 }
 
 std::shared_ptr<SandboxBackend> create_backend(Session& session, const nlohmann::json& config) {

@@ -6,13 +6,16 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "args.hpp"
 #include "maf/sandbox/backend.hpp"
+#include "maf/sandbox/fwd.hpp"
 #include "maf/sandbox/isolation.hpp"
 #include "maf/sandbox/key.hpp"
+#include "maf/sandbox/router_options.hpp"
 #include "maf/sandbox/spec.hpp"
 #include "maf/sandbox/sync.hpp"
 #include "report.hpp"
@@ -48,6 +51,16 @@ SandboxKey key_from(const Args& args);
 
 /// "90", "90s", "15m", "2h", "7d" -> seconds; ValueError otherwise.
 std::chrono::seconds parse_duration(const std::string& text, std::string_view option);
+
+/// The router's options: `--min-isolation`'s floor (lowered, as every subcommand does) and
+/// `--max-identity-scope S` (docs/cli.md "Credentials"; default none: a credential is refused).
+RouterOptions router_options(const Args& args, Isolation floor);
+
+/// `--credential NAME=env:VAR|file:PATH` (repeatable) as the router's credential source
+/// (credential_source_from); none given: nothing attached. Every credential the specs name
+/// must have one when any spec names a credential: UsageError naming the first without.
+/// A value is never printed.
+void attach_credentials(const Args& args, SandboxRouter& router, const std::vector<SandboxSpec>& specs);
 
 /// The global registry's backend `--backend`, built from `--config`. Moves the phase to
 /// Backend.

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "maf/sandbox/egress_proxy/brokering.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/support/tar.hpp"
 
@@ -19,17 +20,11 @@ std::string join_hosts(const std::vector<std::string>& hosts) {
 }
 
 std::string new_placeholder(const std::string& credential) {
-  std::array<unsigned char, 16> bytes{};
-  std::ifstream random("/dev/urandom", std::ios::binary);
-  if (!random.read(reinterpret_cast<char*>(bytes.data()), bytes.size()))
-    throw OSError("backend 'docker': cannot read /dev/urandom for the placeholder of credential '" + credential + "'");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out = "maf-cred-" + credential + "-";
-  for (unsigned char b : bytes) {
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
+  try {
+    return egress_proxy::new_placeholder(credential);  // shared with the process backend and wslc
+  } catch (const std::runtime_error& e) {
+    throw OSError(std::string("backend 'docker': ") + e.what());
   }
-  return out;
 }
 
 std::vector<std::string> placeholders_in_inspect(const SandboxSpec& spec, const std::string& inspect_json) {
@@ -54,25 +49,11 @@ std::vector<std::string> placeholders_in_inspect(const SandboxSpec& spec, const 
 
 std::vector<std::pair<std::string, std::string>> credential_env(const SandboxSpec& spec,
                                                                 const std::vector<std::string>& placeholders) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (std::size_t i = 0; i < spec.attached_identity().size() && i < placeholders.size(); ++i)
-    out.emplace_back(spec.attached_identity()[i].env(), placeholders[i]);
-  return out;
+  return egress_proxy::placeholder_env(spec, placeholders);
 }
 
 std::string proxy_credentials_json(const SandboxSpec& spec, const std::vector<std::string>& placeholders) {
-  if (spec.attached_identity().empty()) return {};
-  nlohmann::json list = nlohmann::json::array();
-  for (std::size_t i = 0; i < spec.attached_identity().size(); ++i) {
-    const auto& c = spec.attached_identity()[i];
-    list.push_back({{"name", c.name()},
-                    {"hosts", c.hosts()},
-                    {"header", c.header()},
-                    {"format", c.format()},
-                    {"placeholder", i < placeholders.size() ? placeholders[i] : std::string()},
-                    {"allow_http", c.allow_http()}});
-  }
-  return list.dump();
+  return egress_proxy::credentials_json(spec, placeholders);
 }
 
 std::vector<std::string> proxy_credential_args(const SandboxSpec& spec) {

@@ -199,6 +199,7 @@ std::vector<std::pair<std::string, std::string>> guest_egress_env(const GuestEgr
   auto env = egress_proxy::guest_proxy_env("http://127.0.0.1:" + std::to_string(kGuestProxyPort), !egress.ca_file.empty());
   // No host is exempt from the proxy: there is no other way out of the guest's namespace.
   env.insert(env.begin() + 4, {{"NO_PROXY", ""}, {"no_proxy", ""}});
+  env.insert(env.end(), egress.env.begin(), egress.env.end());  // placeholders (CRED-6), never values
   return env;
 }
 

@@ -49,6 +49,9 @@ struct GuestEgress {
   std::string socket;
   std::string ca_file{};    ///< empty: no termination
   std::string ca_bundle{};
+  /// Brokered credentials' placeholder variables (name, placeholder): not secret — the
+  /// proxy swaps them for the values only toward their bound hosts (CRED-6).
+  std::vector<std::pair<std::string, std::string>> env{};
 };
 
 /// Where the guest finds its egress pieces, and the loopback port the relay listens on.

@@ -102,6 +102,10 @@ std::string probe_allowlist(const ProcessBackendConfig& config, const Boundary& 
 }
 
 bool proxy_terminates(const ProcessBackendConfig& config, const EgressPrograms& programs) {
+  return proxy_features(config, programs).find("tls-termination") != std::string::npos;
+}
+
+std::string proxy_features(const ProcessBackendConfig& config, const EgressPrograms& programs) {
   boost::asio::io_context io;
   support::SubprocessResult result;
   bool ran = false;
@@ -119,7 +123,7 @@ bool proxy_terminates(const ProcessBackendConfig& config, const EgressPrograms& 
       },
       [](std::exception_ptr) {});
   io.run();
-  return ran && result.exit_code == 0 && result.stdout_bytes.find("tls-termination") != std::string::npos;
+  return ran && result.exit_code == 0 ? result.stdout_bytes : std::string();
 }
 
 }  // namespace maf::sandbox::process

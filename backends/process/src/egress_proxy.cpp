@@ -26,6 +26,7 @@
 #include <spdlog/spdlog.h>
 
 #include "fd.hpp"
+#include "maf/sandbox/egress_proxy/brokering.hpp"
 #include "maf/sandbox/egress_proxy/launch.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
@@ -112,7 +113,7 @@ bool alive(const Recorded& r) {
   return now && *now == r.started;
 }
 
-/// A descriptor at 10 or above, close-on-exec: posix_spawn's dup2 steps onto 0-4 never
+/// A descriptor at 10 or above, close-on-exec: the child's dup2 steps onto 0-5 never
 /// collide with one of ours.
 int high(int fd) {
   if (fd < 0) return fd;
@@ -153,18 +154,61 @@ void child_says(const char* text) {
   [[maybe_unused]] const ssize_t w = ::write(2, text, n);
 }
 
+/// The proxy's descriptor for the credentials' values (`--credential-values`).
+constexpr int kValuesFd = 5;
+
+/// PE-10: the values reach the proxy through a pipe it inherits as kValuesFd, written whole
+/// and closed before it starts: nothing of them is in its argv, its environment or any file.
+/// The pipe is handed to the proxy's identity, which reopens it through /proc/self/fd (the
+/// proxy reads `--credential-values PATH`, its one input for them on every backend).
+Fd values_pipe(const Boundary& boundary, const EgressPolicy& policy, const CredentialValues& supply) {
+  const auto names = egress_proxy::credential_names(policy.credentials_json);
+  if (!supply) throw OSError(said("the sandbox's credentials need values, and none were supplied"));
+  const auto values = supply();
+  if (values.size() != names.size())
+    throw OSError(said("the host supplied ") + std::to_string(values.size()) + " credential values for " +
+                  std::to_string(names.size()) + " credentials");
+  std::string text = egress_proxy::values_json(names, values);
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw OSError(said("pipe: ") + std::strerror(errno));
+  Fd read_end(high(fds[0])), write_end(high(fds[1]));
+  const bool fits = text.size() < 60 * 1024;  // below the pipe's capacity: written before any reader
+  bool written = fits;
+  for (std::size_t at = 0; fits && at < text.size();) {
+    const ssize_t n = ::write(write_end.get(), text.data() + at, text.size() - at);
+    if (n <= 0) {
+      written = false;
+      break;
+    }
+    at += static_cast<std::size_t>(n);
+  }
+  std::fill(text.begin(), text.end(), '\0');
+  if (!written) throw OSError(said("cannot hand the credentials' values to the proxy (over 60 KiB, or the pipe failed)"));
+  if (boundary.run_as && ::fchown(read_end.get(), boundary.run_as->uid, boundary.run_as->gid) != 0)
+    throw OSError(said("cannot hand the credentials' pipe to uid ") + std::to_string(boundary.run_as->uid) + ": " +
+                  std::strerror(errno));
+  return read_end;
+}
+
 /// Starts the proxy detached: forked twice (so it is nobody's child here and never a zombie
 /// of this process), in a session of its own, with default signal handling, as the guests'
 /// host identity (the uid and gid set and the groups cleared by raw syscalls between fork and
 /// exec — no helper program, no shell), stdout and stderr into the egress directory, the
-/// listener as fd 3. Answers its pid. Between fork and exec only async-signal-safe calls.
+/// listener as fd 3 (and the credentials' pipe as kValuesFd, PE-10). Answers its pid. Between fork and exec only async-signal-safe calls.
 pid_t spawn_proxy(const ProcessBackendConfig& config, const Boundary& boundary, const EgressPrograms& programs,
-                  const fs::path& dir, const Fd& listener, const EgressPolicy& policy) {
+                  const fs::path& dir, const Fd& listener, const EgressPolicy& policy,
+                  const CredentialValues& supply) {
   std::vector<std::string> args{programs.proxy, "--listen-fd", "3"};
   std::string allow;
   for (const auto& h : policy.allow) allow += (allow.empty() ? "" : ",") + h;
   if (!allow.empty()) args.insert(args.end(), {"--allow", allow});
   if (!policy.rules_json.empty()) args.insert(args.end(), {"--rules", policy.rules_json});
+  Fd values;
+  if (!policy.credentials_json.empty()) {
+    values = values_pipe(boundary, policy, supply);
+    args.insert(args.end(), {"--credentials", policy.credentials_json, "--credential-values",
+                             "/proc/self/fd/" + std::to_string(kValuesFd)});
+  }
   args.insert(args.end(), config.egress_proxy_args.begin(), config.egress_proxy_args.end());
   std::vector<std::string> env{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
   if (config.egress_upstream_ca_file) {
@@ -210,9 +254,10 @@ pid_t spawn_proxy(const ProcessBackendConfig& config, const Boundary& boundary, 
     const struct rlimit cap {kLogCap, kLogCap};
     ::setrlimit(RLIMIT_FSIZE, &cap);
     if (::dup2(null.get(), 0) < 0 || ::dup2(log.get(), 1) < 0 || ::dup2(err.get(), 2) < 0 ||
-        ::dup2(listener.get(), 3) < 0 || ::dup2(pid_write.get(), 4) < 0)
+        ::dup2(listener.get(), 3) < 0 || ::dup2(pid_write.get(), 4) < 0 ||
+        (values && ::dup2(values.get(), kValuesFd) < 0))
       ::_exit(126);
-    ::syscall(SYS_close_range, 5U, ~0U, 0U);
+    ::syscall(SYS_close_range, values ? kValuesFd + 1U : 5U, ~0U, 0U);
     // Groups first, then the gid, then the uid: after the uid no capability is left.
     if (drop && (::syscall(SYS_setgroups, 0, nullptr) != 0 || ::syscall(SYS_setresgid, gid, gid, gid) != 0 ||
                  ::syscall(SYS_setresuid, uid, uid, uid) != 0)) {
@@ -287,13 +332,26 @@ std::optional<EgressPolicy> egress_policy_of(const SandboxSpec& spec) {
   for (const auto& entry : spec.egress_allow())
     if (const auto* host = std::get_if<std::string>(&entry)) p.allow.push_back(*host);
   if (egress_proxy::spec_has_rules(spec)) p.rules_json = egress_proxy::rules_json(spec);
+  if (!spec.attached_identity().empty()) {
+    // CRED-6: new placeholders; kept only by a sandbox this policy creates (policy.json).
+    std::vector<std::string> placeholders;
+    try {
+      for (const auto& c : spec.attached_identity()) placeholders.push_back(egress_proxy::new_placeholder(c.name()));
+    } catch (const std::runtime_error& e) {
+      throw OSError(said(e.what()));
+    }
+    p.credentials_json = egress_proxy::credentials_json(spec, placeholders);
+    p.credential_env = egress_proxy::placeholder_env(spec, placeholders);
+  }
   return p;
 }
 
 std::vector<std::string> egress_identity(const SandboxSpec& spec) {
   std::vector<std::string> out;
-  if (!egress_policy_of(spec)) return out;
+  // As egress_policy_of decides, without making placeholders only to drop them.
+  if (spec.egress() != Egress::Allowlist || spec.egress_allow().empty()) return out;
   for (const auto& entry : spec.egress_allow()) out.push_back(egress_proxy::entry_identity(entry));
+  for (const auto& c : spec.attached_identity()) out.push_back(egress_proxy::credential_identity(c));
   return out;
 }
 
@@ -305,6 +363,8 @@ void write_egress_policy(const std::string& sandbox_dir, const EgressPolicy& pol
   // Searchable (not listable) by the identity bubblewrap runs as: it binds the socket and CA.
   fs::permissions(dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
   nlohmann::json j{{"allow", policy.allow}, {"rules", policy.rules_json}};
+  if (!policy.credentials_json.empty())  // placeholders only: the values never touch a file
+    j.update({{"credentials", policy.credentials_json}, {"credential_env", policy.credential_env}});
   write_file(dir / "policy.json", j.dump(), 0600);
 }
 
@@ -316,6 +376,9 @@ std::optional<EgressPolicy> read_egress_policy(const std::string& sandbox_dir) {
     EgressPolicy p;
     p.allow = j.at("allow").get<std::vector<std::string>>();
     p.rules_json = j.at("rules").get<std::string>();
+    p.credentials_json = j.value("credentials", std::string());
+    if (j.contains("credential_env"))
+      p.credential_env = j.at("credential_env").get<std::vector<std::pair<std::string, std::string>>>();
     return p;
   } catch (const nlohmann::json::exception& e) {
     throw OSError(said("unreadable egress policy of '") + sandbox_dir + "': " + e.what());
@@ -324,7 +387,7 @@ std::optional<EgressPolicy> read_egress_policy(const std::string& sandbox_dir) {
 
 GuestEgress ensure_egress_proxy(const ProcessBackendConfig& config, const Boundary& boundary,
                                 const EgressPrograms& programs, const std::string& sandbox_dir,
-                                const EgressPolicy& policy) {
+                                const EgressPolicy& policy, const CredentialValues& values) {
   const fs::path dir = egress_dir(sandbox_dir);
   Fd dfd(high(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)));
   if (!dfd) throw OSError(said("sandbox '") + sandbox_dir + "' has no egress directory: " + std::strerror(errno));
@@ -332,7 +395,9 @@ GuestEgress ensure_egress_proxy(const ProcessBackendConfig& config, const Bounda
   if (!lock || ::flock(lock.get(), LOCK_EX) != 0)
     throw OSError(said("cannot lock the egress directory of '") + sandbox_dir + "': " + std::strerror(errno));
   GuestEgress egress{programs.relay, (dir / "proxy.sock").string()};
-  const bool terminating = !policy.rules_json.empty();
+  // Brokering terminates every allowed host (CRED-8), so the guest needs the CA as with rules.
+  const bool terminating = !policy.rules_json.empty() || !policy.credentials_json.empty();
+  egress.env = policy.credential_env;
   if (terminating) {
     egress.ca_file = (dir / "ca.pem").string();
     egress.ca_bundle = (dir / "ca-bundle.pem").string();
@@ -340,7 +405,7 @@ GuestEgress ensure_egress_proxy(const ProcessBackendConfig& config, const Bounda
   if (const auto r = recorded_proxy(dir); r && alive(*r)) return egress;  // kept: one per sandbox
 
   Fd listener = listen_on(dfd, dir, boundary);
-  const pid_t pid = spawn_proxy(config, boundary, programs, dir, listener, policy);
+  const pid_t pid = spawn_proxy(config, boundary, programs, dir, listener, policy, values);
   listener.reset();  // the proxy holds it now: when the proxy dies, connections are refused
   const auto started = start_time(pid);
   write_file(dir / "proxy.pid", std::to_string(pid) + " " + std::to_string(started.value_or(0)) + "\n", 0600);
@@ -369,7 +434,7 @@ GuestEgress ensure_egress_proxy(const ProcessBackendConfig& config, const Bounda
     if (!ca) {
       ::kill(pid, SIGKILL);
       throw OSError(said("egress proxy of '") + sandbox_dir +
-                    "' has method/path rules but printed no CA certificate in its readiness line");
+                    "' terminates TLS (method/path rules or credentials) but printed no CA certificate in its readiness line");
     }
     std::string bundle = read_text("/etc/ssl/certs/ca-certificates.crt", 8 << 20);
     if (!bundle.empty() && bundle.back() != '\n') bundle += '\n';

@@ -13,8 +13,10 @@
 //   ca.pem, ca-bundle.pem   the sandbox CA's certificate, and the host's bundle plus it
 //                           (only with method/path rules)
 //   lock          flock'd while a proxy is checked or started
+#include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bwrap.hpp"
@@ -44,6 +46,11 @@ std::optional<EgressPrograms> find_egress_programs(const ProcessBackendConfig& c
 struct EgressPolicy {
   std::vector<std::string> allow;  ///< hosts allowed whole (allowlist syntax)
   std::string rules_json;          ///< method/path rules, `[{"host","methods","paths"}]`; empty: none
+  /// Brokered credentials (issue 46/47, CRED-6): the proxy's `--credentials` text (names,
+  /// bound hosts, placeholders; never a value) and the guest variables holding the
+  /// placeholders. Fixed when the sandbox is made, so every proxy it gets swaps the same ones.
+  std::string credentials_json{};
+  std::vector<std::pair<std::string, std::string>> credential_env{};
   friend bool operator==(const EgressPolicy&, const EgressPolicy&) = default;
 };
 
@@ -65,13 +72,19 @@ void write_egress_policy(const std::string& sandbox_dir, const EgressPolicy& pol
 /// The policy of a sandbox with egress; nullopt for one without (no policy.json).
 std::optional<EgressPolicy> read_egress_policy(const std::string& sandbox_dir);
 
+/// The credentials' values, asked of the host's source only when a proxy is started (a
+/// kept proxy holds them already), in the order of the policy's credentials.
+using CredentialValues = std::function<std::vector<SecretValue>()>;
+
 /// A proxy serves `sandbox_dir` when this returns: the one recorded is kept while it runs,
 /// otherwise a new one is started (new socket, new CA) and its readiness line awaited.
 /// Answers what the sandbox's commands bind. Throws OSError carrying the proxy's start-up
-/// refusal word for word, or naming what never became ready.
+/// refusal word for word, or naming what never became ready. A policy with credentials
+/// asks `values` for them and hands them to the new proxy through a pipe it inherits
+/// (docs/backends/process.md PE-10): never its argv, its environment or a file.
 GuestEgress ensure_egress_proxy(const ProcessBackendConfig& config, const Boundary& boundary,
                                 const EgressPrograms& programs, const std::string& sandbox_dir,
-                                const EgressPolicy& policy);
+                                const EgressPolicy& policy, const CredentialValues& values = {});
 
 /// Ends the proxy recorded in `sandbox_dir` (if it still runs and is the one recorded) and
 /// answers the decisions of its log. Nothing recorded: no decisions.
@@ -88,5 +101,8 @@ std::string probe_allowlist(const ProcessBackendConfig& config, const Boundary& 
 
 /// Whether the proxy program terminates TLS (its `--features` names tls-termination).
 bool proxy_terminates(const ProcessBackendConfig& config, const EgressPrograms& programs);
+
+/// The proxy program's `--features` line (empty when it does not answer).
+std::string proxy_features(const ProcessBackendConfig& config, const EgressPrograms& programs);
 
 }  // namespace maf::sandbox::process

@@ -18,6 +18,7 @@
 #include "bwrap.hpp"
 #include "cgroup_limits.hpp"
 #include "egress_proxy.hpp"
+#include "maf/sandbox/egress_proxy/brokering.hpp"
 #include "host_boundary.hpp"
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/logging.hpp"
@@ -180,7 +181,7 @@ protected:
     if (record->resources.idle_timeout()) touch_last_used(dir.string());
     std::optional<GuestEgress> egress;
     try {
-      egress = attach_egress(*record);
+      egress = attach_egress(*record, key, spec);
     } catch (const std::exception& e) {
       // A sandbox this acquire made and cannot serve is not left behind (its proxy never
       // started); one that existed stays for its holders and the next attempt.
@@ -210,7 +211,7 @@ protected:
     // a fork that cannot get one is not left behind.
     std::optional<GuestEgress> egress;
     try {
-      egress = attach_egress(record);
+      egress = attach_egress(record, key, spec);
     } catch (const std::exception&) {
       if (auto failure = destroy(record))
         logger()->warn("backend 'process': removing fork {} after its proxy failed: {}", dir.string(), failure->to_string());
@@ -430,13 +431,15 @@ private:
   }
 
   /// An egress sandbox's proxy, running (kept, or started now); nullopt for one without.
-  std::optional<GuestEgress> attach_egress(const Record& r) {
+  /// Its credentials' values (if any) are asked of the host's source only when a proxy starts.
+  std::optional<GuestEgress> attach_egress(const Record& r, const SandboxKey& key, const SandboxSpec& spec) {
     const auto policy = read_egress_policy(r.dir.string());
     if (!policy) return std::nullopt;
     if (!programs_)
       throw SandboxEgressNotEnforced(said("sandbox ") + r.dir.filename().string() +
                                      " has an allowlist, and this backend cannot serve one: " + egress_unavailable_);
-    return ensure_egress_proxy(*config_, *boundary_, *programs_, r.dir.string(), *policy);
+    return ensure_egress_proxy(*config_, *boundary_, *programs_, r.dir.string(), *policy,
+                               [&] { return supply_credentials(key, spec); });
   }
 
   std::shared_ptr<Sandbox> open(const Record& r, std::optional<GuestEgress> egress) {
@@ -500,9 +503,13 @@ private:
     }
     programs_ = std::move(programs);
     declarations_.egress_modes.insert(Egress::Allowlist);
-    if (proxy_terminates(*config_, *programs_)) {
+    const std::string features = proxy_features(*config_, *programs_);
+    if (features.find(egress_proxy::kTerminationFeature) != std::string::npos) {
       declarations_.capabilities.insert(Capability::EgressMethods);
       declarations_.capabilities.insert(Capability::EgressPaths);
+      // Issue 47 (CRED-6…CRED-9, PE-10): brokering when the same proxy swaps placeholders.
+      if (features.find(egress_proxy::kBrokerFeature) != std::string::npos)
+        declarations_.capabilities.insert(Capability::AttachedIdentity);
     }
   }
 

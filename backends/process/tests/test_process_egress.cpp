@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <thread>
 
 #include "egress_proxy.hpp"
@@ -62,7 +63,8 @@ bool connects(int port) {
 struct Server {
   pid_t pid = 0;
   int port = free_port();
-  explicit Server(std::vector<std::string> argv_with_port_placeholder) {
+  /// `err`: a file for its stderr (an upstream's request log); empty: /dev/null.
+  explicit Server(std::vector<std::string> argv_with_port_placeholder, const std::string& err = "") {
     std::vector<std::string> args;
     for (auto& a : argv_with_port_placeholder) args.push_back(a == "{port}" ? std::to_string(port) : a);
     std::vector<char*> argv;
@@ -71,7 +73,8 @@ struct Server {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, err.empty() ? "/dev/null" : err.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
     REQUIRE(::posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ) == 0);
     posix_spawn_file_actions_destroy(&fa);
     for (int i = 0; i < 200 && !connects(port); ++i) std::this_thread::sleep_for(50ms);  // readiness, not a bound
@@ -129,6 +132,26 @@ bool ended(pid_t pid) {
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const auto close = text.rfind(')');
   return close == std::string::npos || text.compare(close + 2, 1, "Z") == 0;
+}
+
+/// A directory with a test CA, an upstream certificate for allowed.test and other.test, an
+/// untrusted one for untrusted.test, and the files the upstream serves.
+std::string make_tls_upstream_dir() {
+  char tmpl[] = "/tmp/maf-egress-l7-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  const std::string make =
+      "cd " + dir +
+      " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout testca.key -out testca.pem"
+      " -days 2 -subj /CN=maf-egress-test-CA -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign"
+      " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout up.key -out up.csr -subj /CN=allowed.test"
+      " && printf 'subjectAltName=DNS:allowed.test,DNS:other.test\\nextendedKeyUsage=serverAuth\\n' >ext"
+      " && openssl x509 -req -in up.csr -CA testca.pem -CAkey testca.key -CAcreateserial -out up.pem -days 2 -extfile ext"
+      " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout bad.key -out bad.pem -days 2"
+      " -subj /CN=untrusted.test -addext subjectAltName=DNS:untrusted.test"
+      " && mkdir -p www/repo www/REPO && echo hello-from-repo >www/repo/x && echo upper >www/REPO/x && echo secret >www/admin";
+  REQUIRE(std::system(("bash -ec \"" + make + "\" >/dev/null 2>&1").c_str()) == 0);
+  return dir;
 }
 
 /// The (only) sandbox directory of a fixture.
@@ -338,20 +361,7 @@ TEST_CASE("PE-6: a killed proxy is started again at the next acquire; one a vani
 
 TEST_CASE("EL-1…EL-9 C-9 C-10: method/path rules on the process backend — the host-side proxy terminates TLS with "
           "a per-sandbox CA bound into the guest; curl and Python in the guest") {
-  char tmpl[] = "/tmp/maf-egress-l7-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
-  const std::string dir = tmpl;
-  const std::string make =
-      "cd " + dir +
-      " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout testca.key -out testca.pem"
-      " -days 2 -subj /CN=maf-egress-test-CA -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign"
-      " && openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout up.key -out up.csr -subj /CN=allowed.test"
-      " && printf 'subjectAltName=DNS:allowed.test,DNS:other.test\\nextendedKeyUsage=serverAuth\\n' >ext"
-      " && openssl x509 -req -in up.csr -CA testca.pem -CAkey testca.key -CAcreateserial -out up.pem -days 2 -extfile ext"
-      " && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout bad.key -out bad.pem -days 2"
-      " -subj /CN=untrusted.test -addext subjectAltName=DNS:untrusted.test"
-      " && mkdir -p www/repo www/REPO && echo hello-from-repo >www/repo/x && echo upper >www/REPO/x && echo secret >www/admin";
-  REQUIRE(std::system(("bash -ec \"" + make + "\" >/dev/null 2>&1").c_str()) == 0);
+  const std::string dir = make_tls_upstream_dir();
   Server up({"python3", MAF_TEST_TLS_UPSTREAM, "{port}", dir + "/www", dir + "/up.pem", dir + "/up.key", "127.0.0.1"});
   Server bad({"python3", MAF_TEST_TLS_UPSTREAM, "{port}", dir + "/www", dir + "/bad.pem", dir + "/bad.key", "127.0.0.1"});
   Fixture f([&](process::ProcessBackendConfig& c) {
@@ -397,6 +407,132 @@ TEST_CASE("EL-1…EL-9 C-9 C-10: method/path rules on the process backend — th
   CHECK(failed.empty());
   CHECK(results.size() == 9);
   sb.reset();
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+namespace {
+
+/// Everything a host-side reader could find the value in: every file under `root` (the
+/// sandbox's host tree: the guest's root, the egress directory with policy, logs and CA),
+/// and the running proxy's command line and environment.
+std::vector<std::string> value_found_on_host(const std::string& root, const std::vector<fs::path>& sandboxes,
+                                             const std::string& value) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec || !it->is_regular_file(ec)) continue;
+    std::ifstream in(it->path(), std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.find(value) != std::string::npos) found.push_back(it->path().string());
+  }
+  for (const auto& dir : sandboxes) {
+    std::ifstream pid_file(dir / "egress" / "proxy.pid");
+    long long pid = 0;
+    if (!(pid_file >> pid) || pid <= 1) continue;
+    for (const char* what : {"cmdline", "environ"}) {
+      std::ifstream in("/proc/" + std::to_string(pid) + "/" + what, std::ios::binary);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (text.find(value) != std::string::npos) found.push_back(std::string("the proxy's /proc/pid/") + what);
+    }
+  }
+  return found;
+}
+
+SandboxSpec credential_spec(const std::string& port) {
+  AttachedCredential::Fields c;
+  c.name = "github";
+  c.hosts = {"allowed.test:" + port};
+  c.env = "GITHUB_TOKEN";
+  SandboxSpec::Fields f{.kind = "cred",
+                        .egress_allow = {std::string("allowed.test:" + port), std::string("other.test:" + port)},
+                        .requires_capabilities = {Capability::Exec, Capability::FilesIn},
+                        .egress = Egress::Allowlist};
+  f.attached_identity.push_back(AttachedCredential(std::move(c)));
+  return SandboxSpec(std::move(f));
+}
+
+std::string failed_ids(const std::vector<conformance::ProbeResult>& results) {
+  std::string out;
+  for (const auto& r : results)
+    if (!r.passed()) out += r.id + ": " + r.message + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("AI-1 AI-2 AI-3 AI-4 PE-10 CRED-7: ATTACHED_IDENTITY on the process backend — the host-side proxy gets the "
+          "value through a pipe; the guest, the sandbox's host tree, the proxy's argv/environ and its log never hold "
+          "it; the probes fail against a proxy that swaps toward any host and a guest given the value") {
+  const std::string dir = make_tls_upstream_dir();
+  Server up({"python3", MAF_TEST_TLS_UPSTREAM, "{port}", dir + "/www", dir + "/up.pem", dir + "/up.key", "127.0.0.1"},
+            dir + "/up.log");
+  const std::string p = std::to_string(up.port);
+  auto configure = [&](std::vector<std::string> extra) {
+    return [&, extra](process::ProcessBackendConfig& c) {
+      with_programs(c);
+      c.egress_proxy_args = {"--resolve", "allowed.test=127.0.0.1", "--resolve", "other.test=127.0.0.1"};
+      c.egress_proxy_args.insert(c.egress_proxy_args.end(), extra.begin(), extra.end());
+      c.egress_upstream_ca_file = dir + "/testca.pem";
+    };
+  };
+  auto upstream_log = [&] {
+    std::ifstream in(dir + "/up.log");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string value = "ghs_" + std::to_string(std::random_device{}()) + std::to_string(std::random_device{}());
+  auto run_ai = [&](Fixture& f, std::shared_ptr<Sandbox> sb) {
+    conformance::AttachedIdentityTargets t;
+    t.bound_url = "https://allowed.test:" + p + "/repo/x";
+    t.other_url = "https://other.test:" + p + "/repo/x";
+    t.env = "GITHUB_TOKEN";
+    t.value = value;
+    t.upstream_log = upstream_log;
+    t.where_found = [&](const std::string& v) { return value_found_on_host(f.root.string(), f.sandbox_paths(), v); };
+    conformance::PosixGuestSubject subject(f.run, sb, f.backend->declarations().capabilities, Egress::Allowlist);
+    return conformance::run_attached_identity(subject, t);
+  };
+  std::vector<CredentialRequest> asked;
+  {
+    Fixture f(configure({}));
+    REQUIRE(f.backend->declarations().capabilities.contains(Capability::AttachedIdentity));
+    // No source attached: refused, nothing written into the guest instead.
+    CHECK_THROWS_WITH(f.acquire(f.key, credential_spec(p)), Catch::Contains("no credential source"));
+    f.backend->attach_credential_source([&](const CredentialRequest& r) {
+      asked.push_back(r);
+      return SecretValue(value);
+    });
+    auto sb = f.acquire(f.key, credential_spec(p));
+    const auto results = run_ai(f, sb);
+    INFO(failed_ids(results));
+    CHECK(failed_ids(results).empty());
+    CHECK(results.size() == 4);
+    REQUIRE(asked.size() == 1);
+    CHECK(asked[0].credential == "github");
+    CHECK(asked[0].backend == "process");
+    // A kept proxy holds the value: a warm acquire asks nothing.
+    (void)f.acquire(f.key, credential_spec(p));
+    CHECK(asked.size() == 1);
+    // The proxy's log names the credential in its decisions, never the value.
+    const std::string sandbox = only_sandbox(f);
+    std::ifstream log_in(sandbox + "/egress/proxy.log");
+    const std::string log((std::istreambuf_iterator<char>(log_in)), std::istreambuf_iterator<char>());
+    CHECK_THAT(log, Catch::Contains("\"credential\":\"github\"") && !Catch::Contains(value));
+    // Shown able to fail: a guest that was handed the value (here: a file the host puts in)
+    // is seen by AI-4 in the sandbox's host tree.
+    f.run([&] { return sb->write_file("leak.txt", value); });
+    const auto leaked = run_ai(f, sb);
+    CHECK_THAT(failed_ids(leaked), Catch::Contains("AI-4"));
+    sb.reset();
+  }
+
+  // ...and a proxy that swaps toward any host (the --unsafe-pass-through double) fails AI-2.
+  Fixture loose(configure({"--unsafe-pass-through"}));
+  loose.backend->attach_credential_source([&](const CredentialRequest&) { return SecretValue(value); });
+  auto loose_sb = loose.acquire(loose.key, credential_spec(p));
+  CHECK_THAT(failed_ids(run_ai(loose, loose_sb)), Catch::Contains("AI-2"));
+  loose_sb.reset();
   std::error_code ec;
   fs::remove_all(dir, ec);
 }

@@ -10,6 +10,7 @@
 
 #include "maf/sandbox/backend.hpp"
 #include "maf/sandbox/caller_context.hpp"
+#include "maf/sandbox/credential_sources.hpp"
 #include "maf/sandbox/effective_state.hpp"
 #include "maf/sandbox/handle.hpp"
 #include "maf/sandbox/live_egress.hpp"

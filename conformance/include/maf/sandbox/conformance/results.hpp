@@ -45,12 +45,13 @@ enum class Suite {
 /// may cost the sandbox (conformance.md R9); CLEANUP just before it, because RESET puts the
 /// sandbox back to its acquire-time tree (what earlier suites planted goes with it).
 /// HOST_TOOLS's deadline probe may cost its sandbox too, so run_conformance gives that suite
-/// a sandbox of its own, as does EGRESS_L7 (its spec carries the method/path rules).
+/// a sandbox of its own, as do EGRESS_L7 (its spec carries the method/path rules) and
+/// ATTACHED_IDENTITY (its spec carries the credential).
 inline constexpr Suite kAllSuites[] = {Suite::FilesOut,      Suite::ReadCap,  Suite::FilesIn,   Suite::FilesDelete,
                                        Suite::Egress,        Suite::EgressClosed, Suite::HostIntegrity,
                                        Suite::Snapshot,      Suite::Cleanup,       Suite::HostTools, Suite::Stream,
                                        Suite::Background,    Suite::ExecEnv,      Suite::ExecStdin,
-                                       Suite::Exec,          Suite::EgressL7};
+                                       Suite::Exec,          Suite::EgressL7,     Suite::AttachedIdentity};
 
 /// "FILES_OUT", "EXEC", … (the upstream labels).
 std::string_view suite_label(Suite suite) noexcept;

@@ -37,6 +37,16 @@ struct EgressL7Run {
   std::vector<EgressEntry> allow;
 };
 
+/// ATTACHED_IDENTITY as the runner runs it (issue 47): the targets, and the allowlist and
+/// credentials of a sandbox acquired for that suite alone (kind `<kind>-ai`, its own key),
+/// disposed after it. The caller attaches the backend's CredentialSource, answering
+/// `targets.value` (the tool makes a random one).
+struct AttachedIdentityRun {
+  AttachedIdentityTargets targets;
+  std::vector<EgressEntry> allow;
+  std::vector<AttachedCredential> credentials;
+};
+
 struct RunnerOptions {
   /// Empty: every suite whose gate the backend meets.
   std::vector<Suite> suites{};
@@ -59,6 +69,8 @@ struct RunnerOptions {
   std::optional<HostBoundaryClaims> host_boundary{};
   /// EGRESS_L7 inputs; EGRESS_L7 is not requested without them.
   std::optional<EgressL7Run> egress_l7{};
+  /// ATTACHED_IDENTITY inputs; ATTACHED_IDENTITY is not requested without them.
+  std::optional<AttachedIdentityRun> attached_identity{};
 };
 
 /// How one suite went as a whole.
