@@ -217,6 +217,7 @@ StreamedExit settle_stream(const StreamOutcome& outcome, const ExecOutputSink& s
 
 boost::asio::awaitable<StreamedExit> Sandbox::exec_stream(Command command, OutputHandler on_output,
                                                           ExecStreamOptions options) {
+  const detail::FinishStdinStream finish_stream = detail::begin_stdin_stream(options, *this);  // STDIN-6, STDIN-8
   const auto deadline = std::chrono::steady_clock::now() + options.timeout;
   require_capability(Capability::ExecStream, "exec_stream");
   refuse_if_paused("exec_stream");  // SNAP-9
@@ -235,6 +236,7 @@ boost::asio::awaitable<StreamedExit> Sandbox::exec_stream(Command command, Outpu
                       deadline, options.read_timeout};
   request.environment = options.input.environment;
   request.stdin_bytes = options.input.stdin_bytes;
+  request.stdin_stream = options.stdin_stream;
   const std::string what = descriptor_.backend_name + " sandbox (kind '" + descriptor_.kind + "')";
   ExecOutputSink sink(std::move(on_output));
   const auto observed = observation();

@@ -67,6 +67,10 @@ struct HttpRequest {
   /// these bytes are written on the connection while the body is read, then the write side
   /// is shut down, which the engine passes on as the command's end of file.
   std::optional<std::string> stdin_after_header;
+  /// Instead of those bytes, what a streamed stdin's pipe gives (STDIN-6), copied onto the
+  /// connection as it comes until the pipe's end of file; the descriptor is owned by the
+  /// request (closed however it ends).
+  int stdin_fd = -1;
 };
 
 struct HttpResponse {

@@ -13,6 +13,7 @@
 #include "bwrap.hpp"
 #include "guest_snapshot.hpp"
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/stdin_stream.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 
 namespace maf::sandbox::process {
@@ -150,6 +151,12 @@ boost::asio::awaitable<StreamOutcome> ProcessSandbox::do_exec_stream(const ExecR
     return may_be_setup_failure(held) || release();
   };
   c.options.idle_timeout = request.read_timeout;
+  if (request.stdin_stream) {
+    // STDIN-6: the stream's pipe is the program's stdin, through bwrap unchanged; an abort
+    // stops the run like a cancelled one (the whole PID namespace ends with it).
+    c.options.stdin_fd = request.stdin_stream->take_read_end();
+    c.options.stop = request.stdin_stream->abort_token();
+  }
   support::SubprocessResult r;
   try {
     r = co_await support::run_subprocess(std::move(c.options));

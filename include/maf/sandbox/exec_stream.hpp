@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,8 @@
 #include "maf/sandbox/resource_limits.hpp"
 
 namespace maf::sandbox {
+
+class StdinStream;  // stdin_stream.hpp
 
 /// Which of the program's two output streams a chunk came from.
 enum class OutputStream { Stdout, Stderr };
@@ -56,6 +59,10 @@ struct ExecStreamOptions {
   std::chrono::milliseconds read_timeout = kDefaultStreamReadTimeout;
   /// The command's own environment and one-shot stdin, as for exec (docs/exec-input.md).
   ExecInput input{};
+  /// A stdin the caller writes while the program runs (stdin_stream.hpp, STDIN-6); absent:
+  /// `input.stdin_bytes` or a closed stdin. Not with `input.stdin_bytes` (ValueError). Needs
+  /// Capability::ExecStdinStream.
+  std::shared_ptr<StdinStream> stdin_stream{};
 };
 
 /// How a streamed program ended by itself. The bytes went to the handler and are not kept.

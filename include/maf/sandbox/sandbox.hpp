@@ -60,6 +60,10 @@ struct ExecRequest {
   /// Bytes for the program's stdin, then end of file; absent: stdin closed from the start
   /// (STDIN-1). Present only when the backend declares Capability::ExecStdin.
   std::optional<std::string> stdin_bytes{};
+  /// exec_stream only: the streamed stdin (STDIN-6), present only when the backend declares
+  /// Capability::ExecStdinStream. The backend takes its read end for the program's stdin and
+  /// stops the program (then throws Cancelled) once its abort_token is requested.
+  std::shared_ptr<StdinStream> stdin_stream{};
 };
 
 /// A guest entry as a backend's unconfined, no-follow stat sees it.

@@ -134,6 +134,10 @@ struct ExecStreamCall {
   /// As ExecCall's.
   std::map<std::string, std::string> env{};
   std::optional<std::string> stdin_bytes{};
+  /// A streamed stdin's read end (docs/exec-input.md STDIN-6), owned by the transport from the
+  /// call on: the CLI's `-i` reads it, the API's hijacked connection is fed from it; its end of
+  /// file is the command's. Not with `stdin_bytes`.
+  int stdin_fd = -1;
 };
 
 /// Receives each chunk as the transport reads it; false: stop reading.
