@@ -88,3 +88,21 @@ TEST_CASE("CTX-8 CTX-11 process: a setsid daemon a context forked dies with clos
   for (int i = 0; i < 400 && !(gone = !sleeper_runs(tag)); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
   CHECK(gone);
 }
+
+TEST_CASE("CTX-5 CTX-11 process: a context killed by the memory bound is dead, says so, and restarts") {
+  if (::geteuid() != 0) FAIL("needs root: this host delegates no cgroup to other users (docs/backends/process.md)");
+  Fixture f;
+  auto sb = f.acquire(f.key, SandboxSpec({.kind = "contexts-oom",
+                                          .requires_capabilities = {Capability::Exec, Capability::ExecStream,
+                                                                    Capability::ExecStdinStream},
+                                          .resources = ResourceLimits({.memory_bytes = 96 << 20})}));
+  auto ctx = f.run([&] { return InterpreterContext::create(sb, "python"); });
+  f.run([&] { return ctx.run("kept = 'yes'"); });
+  // 512 MiB of touched bytes under a 96 MiB bound: the kernel's OOM killer ends the interpreter.
+  CHECK_THROWS_AS(f.run([&] { return ctx.run("hog = b'x' * (512 << 20)"); }), SandboxContextDead);
+  CHECK_FALSE(f.run([&] { return ctx.alive(); }));
+  CHECK_THROWS_AS(f.run([&] { return ctx.run("1"); }), SandboxContextDead);
+  f.run([&] { return ctx.restart(); });
+  CHECK(f.run([&] { return ctx.run("'kept' in globals()"); }).value == "False");
+  f.run([&] { return ctx.close(); });
+}
