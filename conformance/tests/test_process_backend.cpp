@@ -175,6 +175,32 @@ TEST_CASE("conformance: broken double — a process backend whose bwrap puts the
   CHECK(report.exit_code() == 1);
 }
 
+TEST_CASE("conformance: broken double — SI-6 SI-8: a process backend whose bwrap holds a streamed stdin back "
+          "until its end of file fails exactly those (STDIN-6, STDIN-8)") {
+  test::TempDir root("maf-conformance-process-held-stdin");
+  const fs::path wrapper = root.path() / "bwrap-holds-stdin";
+  {
+    // Test-only: takes the whole stdin before the program starts, as a backend that sends a
+    // stream only at its close would. One-shot stdin (SI-1…SI-5) cannot tell the difference.
+    std::ofstream w(wrapper);
+    w << "#!/bin/sh\n"
+         "held=$(mktemp) || exit 1\n"
+         "cat > \"$held\" && exec < \"$held\" && rm -f \"$held\"\n"
+         "exec bwrap \"$@\"\n";
+  }
+  fs::permissions(wrapper, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
+  PluginRegistry registry({MAF_TEST_PLUGIN_DIR});
+  auto backend = process_backend(registry, {{"root", (root.path() / "state").string()}, {"bwrap_path", wrapper.string()}});
+  RunnerOptions o;
+  o.suites = {Suite::ExecStdin};
+  const auto report = run_conformance(*backend, o);
+  std::cout << render_table(report);
+  REQUIRE(report.suites.size() == 1);
+  CHECK(ids_with(report.suites[0].results, Outcome::Fail) == Ids{"SI-6", "SI-8"});
+  CHECK(ids_with(report.suites[0].results, Outcome::Pass) == Ids{"SI-1", "SI-2", "SI-3", "SI-4", "SI-5", "SI-7"});
+}
+
 namespace {
 
 /// A listening unix socket standing in for a container engine's (HI-3's bait).

@@ -18,7 +18,7 @@ namespace maf::sandbox::detail {
 //   once a second, so a lost poke costs a second, never a hang.
 const char* const kPythonContextDriver = R"PY(import ast, base64, io, json, os, select, signal, sys, traceback
 signal.signal(signal.SIGINT, signal.default_int_handler)
-D = sys.argv[1]
+D = sys.argv[1] if len(sys.argv) > 1 else None  # None: the stream channel (started by kContextBoot)
 CAP_TEXT = 1 << 20
 CAP_OUTPUTS = 8
 CAP_OUTPUT_BYTES = 8 << 20
@@ -97,6 +97,42 @@ def run(code):
     res["outputs"] = kept
     return res
 
+def serve_stream():
+    # CTX-11: requests "<timeout ms> <bytes>\n<code>" on the channel's stdin, answers
+    # "<bytes>\n<json>" on its stdout; the program's own fds 0-2 are /dev/null from here on, so
+    # nothing the code writes below Python's sys.stdout can break a frame.
+    pin, pout = os.dup(0), os.dup(1)
+    nul = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(nul, fd)
+    fired = []
+    def alarm(signum, frame):
+        fired.append(1)
+        raise KeyboardInterrupt("the call's timeout passed")
+    while True:
+        head = maf_line(pin).split()
+        signal.signal(signal.SIGALRM, alarm)  # again: the previous call's code may have replaced it
+        code = maf_read(pin, int(head[1])).decode("utf-8", "replace")
+        del fired[:]
+        try:
+            signal.setitimer(signal.ITIMER_REAL, max(int(head[0]), 1) / 1000.0)
+            try:
+                res = run(code)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except KeyboardInterrupt as e:
+            res = {"stdout": "", "stderr": "", "outputs": [],
+                   "error": {"name": "KeyboardInterrupt", "value": clean(str(e)), "traceback": ""}}
+        if fired:
+            res["timed_out"] = True
+        data = json.dumps(res).encode("ascii")
+        data = b"%d\n" % len(data) + data
+        while data:
+            data = data[os.write(pout, data):]
+
+if D is None:
+    serve_stream()
+
 n = 0
 wake = os.open(os.path.join(D, "wake"), os.O_RDWR)
 while True:
@@ -117,6 +153,29 @@ while True:
         os.replace(part, os.path.join(D, "%d.json" % cur))
     except KeyboardInterrupt:
         continue
+)PY";
+
+// The stream channel's first stage (CTX-11): `python3 -u -c BOOT` reads "<bytes>\n<driver>"
+// from stdin with unbuffered reads (a buffered reader could swallow the first request with
+// it), then runs the driver in this module, where it finds maf_line/maf_read for its frames.
+const char* const kContextBoot = R"PY(import os
+def maf_read(fd, n):
+    b = b""
+    while len(b) < n:
+        c = os.read(fd, n - len(b))
+        if not c:
+            raise SystemExit(0)
+        b += c
+    return b
+def maf_line(fd):
+    b = b""
+    while not b.endswith(b"\n"):
+        c = os.read(fd, 1)
+        if not c:
+            raise SystemExit(0)
+        b += c
+    return b
+exec(compile(maf_read(0, int(maf_line(0))), "<maf-context-driver>", "exec"))
 )PY";
 
 const char* const kContextCall = R"SH(d=$1; n=$2; bg=$3; polls=$4

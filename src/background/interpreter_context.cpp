@@ -8,10 +8,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "background/context_channel.hpp"
 #include "background/context_driver.hpp"
 #include "maf/sandbox/background.hpp"
 #include "maf/sandbox/paths.hpp"
 #include "maf/sandbox/sandbox.hpp"
+#include "maf/sandbox/stdin_stream.hpp"
 #include "support/random_name.hpp"
 
 namespace maf::sandbox {
@@ -54,7 +56,7 @@ const std::string& text_at(const json& j, const char* key) {
 }  // namespace
 
 namespace detail {
-ContextRunResult parse_context_answer(const std::string& bytes) {
+ContextRunResult parse_context_answer(const std::string& bytes, bool* timed_out) {
   json j;
   try {
     j = json::parse(bytes);
@@ -80,12 +82,15 @@ ContextRunResult parse_context_answer(const std::string& bytes) {
     r.outputs.push_back(ContextOutput{text_at(o, "mime"), decode_base64(text_at(o, "base64"))});
   }
   r.outputs_truncated = j.value("outputs_truncated", false);
+  if (timed_out) *timed_out = j.value("timed_out", false);
   return r;
 }
 }  // namespace detail
 
 struct InterpreterContext::State {
   std::optional<BackgroundProcess> program;
+  /// The stream channel (CTX-11), where the sandbox declares it; else `program` and one exec per call.
+  std::shared_ptr<detail::ContextChannel> channel;
   std::uint64_t next_call = 0;
   bool dead = false;
   bool closed = false;
@@ -123,7 +128,9 @@ awaitable<InterpreterContext> InterpreterContext::create(std::shared_ptr<Sandbox
   if (!sandbox) throw ValueError("InterpreterContext::create: sandbox must not be null");
   if (language != "python")
     throw ValueError("interpreter context language '" + language + "' is not offered; offered: python");
-  for (const Capability c : {Capability::Exec, Capability::ExecStdin, Capability::Background})
+  const CapabilitySet declared = sandbox->capabilities();
+  if (!(declared.contains(Capability::ExecStream) && declared.contains(Capability::ExecStdinStream)))
+    for (const Capability c : {Capability::Exec, Capability::ExecStdin, Capability::Background})
     if (!sandbox->capabilities().contains(c))
       throw NotImplementedError("backend '" + sandbox->backend_name() + "' does not declare capability '" +
                                 std::string(to_string(c)) + "', so interpreter contexts are not available to kind '" +
@@ -134,8 +141,36 @@ awaitable<InterpreterContext> InterpreterContext::create(std::shared_ptr<Sandbox
   co_return context;
 }
 
+awaitable<bool> InterpreterContext::first_call_runs() {
+  // The first call proves the interpreter runs (CTX-1): a guest without python3 ends here.
+  bool started = true;
+  try {
+    auto first = run(std::string("None"), std::chrono::seconds(30));
+    const ContextRunResult ignored = co_await std::move(first);  // named: GCC 12 (see exec_in)
+    (void)ignored;
+  } catch (const SandboxContextDead&) {
+    started = false;  // the caller says why: no co_await in a handler
+  }
+  co_return started;
+}
+
+bool InterpreterContext::streamed() const {
+  const CapabilitySet declared = sandbox_->capabilities();
+  return declared.contains(Capability::ExecStream) && declared.contains(Capability::ExecStdinStream);
+}
+
 awaitable<void> InterpreterContext::start() {
   Sandbox& s = *sandbox_;
+  if (streamed()) {
+    auto opening = detail::ContextChannel::open(sandbox_);
+    state_->channel = co_await std::move(opening);
+    state_->dead = false;
+    auto probing = first_call_runs();
+    if (!co_await std::move(probing))
+      throw OSError("interpreter context " + id_ + " in " + where(s) + ": the interpreter did not start: " +
+                    state_->channel->ending());
+    co_return;
+  }
   const std::string dir = directory_of(s, id_);
   // The driver goes in on stdin, so a context needs no FILES_IN; a restart starts from an
   // empty directory (a call file left by the killed interpreter is not run by the next).
@@ -153,16 +188,8 @@ awaitable<void> InterpreterContext::start() {
   state_->program = co_await std::move(starting);
   state_->next_call = 0;
   state_->dead = false;
-  // The first call proves the interpreter runs (CTX-1): a guest without python3 ends here.
-  bool started = true;
-  try {
-    auto first = run(std::string("None"), std::chrono::seconds(30));
-    const ContextRunResult ignored = co_await std::move(first);  // named: GCC 12 (see exec_in)
-    (void)ignored;
-  } catch (const SandboxContextDead&) {
-    started = false;  // said below: no co_await in a handler
-  }
-  if (!started) {
+  auto probing = first_call_runs();
+  if (!co_await std::move(probing)) {
     BackgroundOutput out = co_await state_->program->output(2048);
     throw OSError("interpreter context " + id_ + " in " + where(s) + ": the interpreter did not start: " +
                   (out.stderr_bytes.empty() ? std::string("(it wrote nothing)") : out.stderr_bytes));
@@ -173,6 +200,10 @@ awaitable<ContextRunResult> InterpreterContext::run(std::string code, std::chron
   if (!state_ || state_->closed) throw ValueError("interpreter context " + id_ + " is closed");
   if (timeout.count() <= 0)
     throw ValueError("interpreter context run timeout must be positive, got " + std::to_string(timeout.count()) + " ms");
+  if (state_->channel && !state_->dead) {
+    auto running = run_streamed(std::move(code), timeout);
+    co_return co_await std::move(running);
+  }
   if (state_->dead || !state_->program)
     throw SandboxContextDead("interpreter context " + id_ + " in " + where(*sandbox_) +
                              " is dead (its interpreter ended); restart it");
@@ -230,7 +261,40 @@ awaitable<ContextRunResult> InterpreterContext::run(std::string code, std::chron
   co_return detail::parse_context_answer(r.stdout_bytes);
 }
 
+awaitable<ContextRunResult> InterpreterContext::run_streamed(std::string code, std::chrono::milliseconds timeout) {
+  const std::string what = "interpreter context " + id_ + " in " + where(*sandbox_);
+  detail::ContextChannel& channel = *state_->channel;
+  std::optional<std::string> answer;
+  try {
+    auto calling = channel.call(code, timeout, kInterruptGrace);
+    answer = co_await std::move(calling);
+  } catch (const SandboxStdinClosed&) {
+    // The interpreter is gone: said below as dead.
+  }
+  if (!answer && !channel.ended()) {
+    // CTX-6: the driver's own interrupt did not bring an answer within the grace: the code
+    // ignores it or is stuck below Python. The interpreter is stopped; never left wedged.
+    channel.abort();
+    auto closing = channel.close(std::chrono::seconds(10));
+    co_await std::move(closing);
+    state_->dead = true;
+    throw TimeoutError(what + ": the call did not finish within " + std::to_string(timeout.count()) +
+                       " ms and did not stop at the interrupt; the context was killed and is dead (restart it)");
+  }
+  if (!answer) {
+    state_->dead = true;
+    throw SandboxContextDead(what + " died during the call (" + channel.ending() + "); restart it");
+  }
+  bool timed_out = false;
+  ContextRunResult result = detail::parse_context_answer(*answer, &timed_out);
+  if (timed_out)
+    throw TimeoutError(what + ": the call did not finish within " + std::to_string(timeout.count()) +
+                       " ms and was interrupted; the context is kept");
+  co_return result;
+}
+
 awaitable<bool> InterpreterContext::alive() {
+  if (state_ && state_->channel && !state_->closed && !state_->dead) co_return !state_->channel->ended();
   if (!state_ || state_->closed || state_->dead || !state_->program) co_return false;
   const BackgroundStatus status = co_await state_->program->poll();
   if (!status.running) state_->dead = true;
@@ -239,6 +303,11 @@ awaitable<bool> InterpreterContext::alive() {
 
 awaitable<void> InterpreterContext::restart() {
   if (!state_ || state_->closed) throw ValueError("interpreter context " + id_ + " is closed");
+  if (state_->channel) {
+    auto closing = state_->channel->close(std::chrono::seconds(10));
+    co_await std::move(closing);
+    state_->channel.reset();
+  }
   if (state_->program) co_await state_->program->stop(std::chrono::seconds(10));
   state_->program.reset();
   auto starting = start();
@@ -248,6 +317,13 @@ awaitable<void> InterpreterContext::restart() {
 awaitable<void> InterpreterContext::close() {
   if (!state_ || state_->closed) co_return;
   state_->closed = true;
+  if (state_->channel) {
+    // CTX-11: nothing of a stream context is in the guest's files; its end is its exec's.
+    auto closing = state_->channel->close(std::chrono::seconds(10));
+    co_await std::move(closing);
+    state_->channel.reset();
+    co_return;
+  }
   if (state_->program) co_await state_->program->stop(std::chrono::seconds(10));
   state_->program.reset();
   const Command remove({"rm", "-rf", "--", directory_of(*sandbox_, id_)});

@@ -2,6 +2,9 @@
 // backend can forget one, and so every backend refuses the same input the same way.
 #include "seam/exec_input.hpp"
 
+#include "maf/sandbox/sandbox.hpp"
+#include "maf/sandbox/stdin_stream.hpp"
+
 #include "maf/sandbox/errors.hpp"
 
 namespace maf::sandbox::detail {
@@ -75,6 +78,28 @@ void describe_exec_input(const ExecInput& input, ExecEvent& event) {
     if (input.public_names.contains(name)) event.env_public.emplace(name, value);
   }
   event.stdin_bytes = input.stdin_bytes ? input.stdin_bytes->size() : 0;
+}
+
+FinishStdinStream begin_stdin_stream(const ExecStreamOptions& options, const Sandbox& sandbox) {
+  FinishStdinStream guard(options.stdin_stream);
+  if (!options.stdin_stream) return guard;
+  if (!sandbox.capabilities().contains(Capability::ExecStdinStream))
+    throw NotImplementedError("backend '" + sandbox.backend_name() + "' does not declare capability '" +
+                              std::string(to_string(Capability::ExecStdinStream)) +
+                              "', so exec_stream with a stdin_stream is not available to workload kind '" +
+                              sandbox.kind() + "'");
+  if (options.input.stdin_bytes)
+    throw ValueError("exec_stream takes stdin_bytes or a stdin_stream, not both (STDIN-6)");
+  return guard;
+}
+
+FinishStdinStream::~FinishStdinStream() {
+  if (stream) stream->finish();
+}
+
+void require_input_capabilities(const ExecInput& input, const std::function<void(Capability)>& require) {
+  if (!input.environment.empty()) require(Capability::ExecEnv);
+  if (input.stdin_bytes) require(Capability::ExecStdin);
 }
 
 }  // namespace maf::sandbox::detail

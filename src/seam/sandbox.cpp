@@ -130,21 +130,12 @@ boost::asio::awaitable<ExecResult> Sandbox::exec(Command command, std::string wo
   co_return co_await exec(std::move(command), ExecInput{}, std::move(working_directory), timeout);
 }
 
-namespace {
-/// ENV-1, STDIN-1: the input's capabilities are required only when it uses them, so a
-/// caller that gives none is served exactly as before on every backend.
-void require_input_capabilities(const ExecInput& input, const std::function<void(Capability)>& require) {
-  if (!input.environment.empty()) require(Capability::ExecEnv);
-  if (input.stdin_bytes) require(Capability::ExecStdin);
-}
-}  // namespace
-
 boost::asio::awaitable<ExecResult> Sandbox::exec(Command command, ExecInput input, std::string working_directory,
                                                  std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   require_capability(Capability::Exec, "exec");
   refuse_if_paused("exec");  // SNAP-9
-  require_input_capabilities(input, [&](Capability c) { require_capability(c, "exec"); });
+  detail::require_input_capabilities(input, [&](Capability c) { require_capability(c, "exec"); });
   detail::refuse_malformed_command("exec", command);
   if (timeout.count() <= 0)
     throw ValueError("exec timeout must be positive, got " + std::to_string(timeout.count()) + " ms");
@@ -218,6 +209,7 @@ StreamedExit settle_stream(const StreamOutcome& outcome, const ExecOutputSink& s
 
 boost::asio::awaitable<StreamedExit> Sandbox::exec_stream(Command command, OutputHandler on_output,
                                                           ExecStreamOptions options) {
+  const detail::FinishStdinStream finish_stream = detail::begin_stdin_stream(options, *this);  // STDIN-6, STDIN-8
   const auto deadline = std::chrono::steady_clock::now() + options.timeout;
   require_capability(Capability::ExecStream, "exec_stream");
   refuse_if_paused("exec_stream");  // SNAP-9
@@ -228,7 +220,7 @@ boost::asio::awaitable<StreamedExit> Sandbox::exec_stream(Command command, Outpu
     throw ValueError("exec_stream read_timeout must be positive, got " +
                      std::to_string(options.read_timeout.count()) + " ms");
   if (!on_output) throw ValueError("exec_stream needs an output handler, got an empty one");
-  require_input_capabilities(options.input, [&](Capability c) { require_capability(c, "exec_stream"); });
+  detail::require_input_capabilities(options.input, [&](Capability c) { require_capability(c, "exec_stream"); });
   detail::check_exec_input(options.input, "exec_stream",
                            descriptor_.backend_name + " sandbox (kind '" + descriptor_.kind + "')");
   ExecRequest request{command, command.shell_line(),
@@ -237,6 +229,7 @@ boost::asio::awaitable<StreamedExit> Sandbox::exec_stream(Command command, Outpu
   request.environment = options.input.environment;
   request.stdin_bytes = options.input.stdin_bytes;
   if ((request.stop = options.stop).stop_requested()) throw Cancelled();  // STR-10: nothing started
+  request.stdin_stream = options.stdin_stream;
   const std::string what = descriptor_.backend_name + " sandbox (kind '" + descriptor_.kind + "')";
   ExecOutputSink sink(std::move(on_output));
   const auto observed = observation();

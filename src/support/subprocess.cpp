@@ -107,8 +107,9 @@ public:
   }
 
   void spawn() {
-    const bool feeds_stdin =
-        options_.stdin_bytes.has_value() || static_cast<bool>(options_.stdin_source) || options_.keep_stdin_open;
+    UniqueFd given_stdin(std::exchange(options_.stdin_fd, -1));
+    const bool feeds_stdin = given_stdin.get() < 0 && (options_.stdin_bytes.has_value() ||
+                                                       static_cast<bool>(options_.stdin_source) || options_.keep_stdin_open);
     PipeEnds in_pipe;
     if (feeds_stdin) in_pipe = make_pipe(options_.argv);
     PipeEnds out_pipe = make_pipe(options_.argv);
@@ -117,6 +118,7 @@ public:
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     if (feeds_stdin) posix_spawn_file_actions_adddup2(&actions, in_pipe.read.get(), STDIN_FILENO);
+    else if (given_stdin.get() >= 0) posix_spawn_file_actions_adddup2(&actions, given_stdin.get(), STDIN_FILENO);
     else posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, out_pipe.write.get(), STDOUT_FILENO);
     posix_spawn_file_actions_adddup2(&actions, err_pipe.write.get(), STDERR_FILENO);
@@ -500,6 +502,8 @@ private:
 
 boost::asio::awaitable<SubprocessResult> run_subprocess(SubprocessOptions options) {
   const auto started = std::chrono::steady_clock::now();
+  // An argv refused below still closes the given stdin (it is owned from the call on).
+  UniqueFd refused_stdin(options.argv.empty() || options.argv.front().empty() ? options.stdin_fd : -1);
   if (options.argv.empty() || options.argv.front().empty())
     throw ValueError("run_subprocess: argv must name a program (argv is empty)");
   for (const int fd : options.keep_fds)

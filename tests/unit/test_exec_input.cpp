@@ -3,8 +3,11 @@
 // hook records what reached it.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include "maf/sandbox/background.hpp"
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/stdin_stream.hpp"
 #include "maf/sandbox/sync.hpp"
 #include "maf/sandbox/testing/in_process.hpp"
 
@@ -91,6 +94,7 @@ TEST_CASE("ENV-1 STDIN-1: without exec_env / exec_stdin the call is refused nami
   CHECK(run(sb->exec(Command({"true"}), ExecInput{})).exit_code == 0);  // an empty input needs nothing
   CHECK(parse_capability("exec_env") == Capability::ExecEnv);
   CHECK(parse_capability("exec_stdin") == Capability::ExecStdin);
+  CHECK(parse_capability("exec_stdin_stream") == Capability::ExecStdinStream);
 }
 
 TEST_CASE("ENV-2 ENV-3: hostile names and values are SandboxEnvironmentRefused naming the variable, never its value") {
@@ -176,4 +180,53 @@ TEST_CASE("ENV-6: a background program's environment needs exec_env, and its std
   CHECK_THROWS_WITH(run(start_background(sb, Command("sleep 1"), with_stdin)),
                     Catch::Contains("stdin stays closed"));
   CHECK(sb->seen.empty());
+}
+
+TEST_CASE("STDIN-6 STDIN-8: a stdin_stream needs exec_stdin_stream, excludes stdin_bytes, and is closed when the "
+          "exec ends unserved") {
+  BlockingRunner run;
+  const OutputHandler ignore = [](OutputStream, std::string_view) {};
+  {
+    auto sb = make();  // no ExecStdinStream declared
+    ExecStreamOptions o;
+    o.stdin_stream = StdinStream::create();
+    CHECK_THROWS_WITH(run(sb->exec_stream(Command({"true"}), ignore, o)),
+                      Catch::Contains("does not declare capability 'exec_stdin_stream'"));
+    CHECK(sb->seen.empty());
+    // Refused before any program: the stream was closed, so a writer is not left waiting.
+    CHECK_THROWS_AS(run(o.stdin_stream->write("x")), SandboxStdinClosed);
+  }
+  CapabilitySet with_stream = kAll;
+  with_stream.insert(Capability::ExecStdinStream);
+  auto sb = make(with_stream);
+  ExecStreamOptions both;
+  both.stdin_stream = StdinStream::create();
+  both.input.stdin_bytes = "x";
+  CHECK_THROWS_AS(run(sb->exec_stream(Command({"true"}), ignore, both)), ValueError);
+  ExecStreamOptions o;
+  o.stdin_stream = StdinStream::create();
+  CHECK(run(sb->exec_stream(Command({"true"}), ignore, o)).exit_code == 0);
+  REQUIRE(sb->seen.size() == 1);
+  CHECK(sb->seen[0].stdin_stream == o.stdin_stream);
+  // The double took nothing: the core's finish closed the read end, and the stream served once.
+  CHECK_THROWS_AS(run(o.stdin_stream->write("x")), SandboxStdinClosed);
+  CHECK_THROWS_AS(o.stdin_stream->take_read_end(), ValueError);
+}
+
+TEST_CASE("STDIN-7: a stream's write past one write's cap or past its total is refused before a byte is taken") {
+  BlockingRunner run;
+  auto in = StdinStream::create(10);
+  CHECK_THROWS_AS(StdinStream::create(0), ValueError);
+  CHECK_THROWS_AS(run(in->write(std::string(kMaxExecStdinBytes + 1, 'x'))), SandboxTransferCapExceeded);
+  run(in->write("12345"));
+  CHECK_THROWS_WITH(run(in->write("123456")), Catch::Contains("max_total_bytes=10"));
+  CHECK(in->written() == 5);
+  const int fd = in->take_read_end();
+  char got[8] = {};
+  CHECK(::read(fd, got, sizeof got) == 5);
+  CHECK(std::string(got, 5) == "12345");
+  in->close();
+  CHECK(::read(fd, got, sizeof got) == 0);  // end of file once closed (STDIN-6)
+  ::close(fd);
+  CHECK_THROWS_AS(run(in->write("x")), SandboxStdinClosed);
 }

@@ -124,6 +124,24 @@ TEST_CASE("subprocess: stdin from a chunk source, then EOF", "[subprocess]") {
   CHECK(r.stdout_bytes == "head-chunk1;chunk2;chunk3;");
 }
 
+TEST_CASE("subprocess: STDIN-6 a given stdin descriptor is the child's stdin and is closed in the parent",
+          "[subprocess]") {
+  int fds[2];
+  REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+  REQUIRE(::write(fds[1], "from-pipe", 9) == 9);
+  ::close(fds[1]);
+  SubprocessOptions o;
+  o.argv = {"cat"};
+  o.stdin_fd = fds[0];
+  auto r = run(std::move(o));
+  CHECK(r.stdout_bytes == "from-pipe");
+  CHECK(r.exit_code == 0);
+  // Owned by the run: the parent's copy is gone, so a writer sees the child as the only reader.
+  errno = 0;
+  CHECK(::fcntl(fds[0], F_GETFD) == -1);
+  CHECK(errno == EBADF);
+}
+
 TEST_CASE("subprocess: a child that does not read stdin does not raise SIGPIPE in the host", "[subprocess]") {
   auto r = run({.argv = {"/bin/true"}, .stdin_bytes = std::string(8 << 20, 'x')});
   CHECK(r.ok());

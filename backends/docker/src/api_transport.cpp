@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -468,8 +469,13 @@ public:
     // sink as its bytes arrive. The deadline is the command's and the silence bound re-arms
     // at every read, so nothing of the transport's own cuts a stream that still produces.
     const auto deadline_end = [] { return ExecStreamEnd{ExecStreamEnd::How::DeadlineExpired, 0}; };
+    // STDIN-6: the stream's read end is owned from here (closed on every way out).
+    auto stdin_pipe = std::make_shared<int>(std::exchange(c.stdin_fd, -1));
+    const std::shared_ptr<void> close_pipe(nullptr, [stdin_pipe](void*) {
+      if (*stdin_pipe >= 0) ::close(*stdin_pipe);
+    });
     HttpRequest request = co_await exec_create_request(c.container, c.argv, c.working_directory, c.user, c.deadline,
-                                                       c.env, c.stdin_bytes.has_value());
+                                                       c.env, c.stdin_bytes.has_value() || *stdin_pipe >= 0);
     HttpResponse created;
     bool expired = false;
     try {
@@ -491,6 +497,7 @@ public:
     const std::string exec_id = exec_id_of(created, c.container);
     HttpRequest start_request = co_await exec_start_request(exec_id, c.deadline);
     start_request.stdin_after_header = std::move(c.stdin_bytes);
+    start_request.stdin_fd = std::exchange(*stdin_pipe, -1);
     start_request.live = true;
     start_request.idle_timeout = c.idle_timeout;
     start_request.stop = c.stop;

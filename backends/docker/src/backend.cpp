@@ -49,6 +49,9 @@ BackendDeclarations base_declarations() {
   // Pause (issue 49, docs/backends/docker.md "Snapshots and pause"): the freeze every tar-plane
   // call already needs (`docker pause`), held from pause() to resume().
   d.capabilities.insert(Capability::Pause);
+  // ExecStdinStream (STDIN-6): the CLI's `-i` on the stream's pipe, the API's hijacked
+  // connection fed from it; proven by EXEC_STDIN's SI-6…SI-8 in test_docker_exec_input.
+  d.capabilities.insert(Capability::ExecStdinStream);
   // "Declarations": 64 MiB per file, 256 MiB total, 256 files, in each direction.
   const TransferLimits limits{64 * kMiB, 256 * kMiB, 256};
   d.limits = SandboxLimits{limits, limits};

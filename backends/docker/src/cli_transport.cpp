@@ -306,8 +306,9 @@ public:
     o.argv = {config_.docker_path, "--context", context_, "exec", "-w", call.working_directory};
     if (call.user) o.argv.insert(o.argv.end(), {"--user", *call.user});
     const EnvFile env_file(call.env);
-    env_file.add_options(o.argv, o.keep_fds, call.stdin_bytes.has_value());
+    env_file.add_options(o.argv, o.keep_fds, call.stdin_bytes.has_value() || call.stdin_fd >= 0);
     o.stdin_bytes = std::move(call.stdin_bytes);
+    o.stdin_fd = std::exchange(call.stdin_fd, -1);  // STDIN-6: the client's stdin is the stream's pipe
     o.argv.push_back(call.container);
     o.argv.insert(o.argv.end(), call.argv.begin(), call.argv.end());
     o.env_mode = support::EnvMode::replace;

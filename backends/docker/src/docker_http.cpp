@@ -11,6 +11,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -152,7 +154,25 @@ void check(const boost::system::error_code& ec, const char* what) {
 
 }  // namespace
 
+namespace {
+/// A descriptor the request owns (a streamed stdin's read end): closed however it ends.
+struct OwnedFd {
+  explicit OwnedFd(int fd) : fd_(fd) {}
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+  ~OwnedFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const noexcept { return fd_; }
+  int release() noexcept { return std::exchange(fd_, -1); }
+
+private:
+  int fd_;
+};
+}  // namespace
+
 asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::function<bool(std::string_view)> sink) {
+  OwnedFd stdin_pipe(std::exchange(request.stdin_fd, -1));
   const auto executor = co_await asio::this_coro::executor;
   Stream stream(executor);
   boost::system::error_code ec;
@@ -264,9 +284,34 @@ asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::func
   struct StdinWriter {
     explicit StdinWriter(const asio::any_io_executor& ex) : done(ex, std::chrono::steady_clock::time_point::max()) {}
     asio::steady_timer done;
+    std::optional<asio::posix::stream_descriptor> pipe;  // a streamed stdin's read end
     bool finished = false;
   };
   std::shared_ptr<StdinWriter> writer;
+  if (stdin_pipe.get() >= 0 && to_sink) {
+    // STDIN-6: the pipe's bytes onto the connection as they come; its end of file is the
+    // command's (the write side shut down). Cancelled with the socket when the command ends.
+    writer = std::make_shared<StdinWriter>(executor);
+    writer->pipe.emplace(executor, stdin_pipe.release());
+    asio::co_spawn(
+        executor,
+        [&stream, writer]() -> asio::awaitable<void> {
+          std::array<char, 64 * 1024> piece;
+          boost::system::error_code read_ec, write_ec;
+          for (;;) {
+            const std::size_t n = co_await writer->pipe->async_read_some(
+                asio::buffer(piece), asio::redirect_error(asio::use_awaitable, read_ec));
+            if (n > 0)
+              co_await asio::async_write(stream.socket(), asio::buffer(piece.data(), n),
+                                         asio::redirect_error(asio::use_awaitable, write_ec));
+            if (read_ec || write_ec) break;
+          }
+          if (!write_ec && read_ec == asio::error::eof) stream.socket().shutdown(asio::socket_base::shutdown_send, write_ec);
+          writer->finished = true;
+          writer->done.cancel();
+        },
+        asio::detached);
+  }
   if (request.stdin_after_header && to_sink) {
     writer = std::make_shared<StdinWriter>(executor);
     asio::co_spawn(
@@ -285,6 +330,7 @@ asio::awaitable<HttpResponse> HttpClient::request(HttpRequest request, std::func
     if (!writer || writer->finished) co_return;
     boost::system::error_code cancel_ec;
     stream.socket().cancel(cancel_ec);  // the command ended without reading all its input
+    if (writer->pipe) writer->pipe->cancel(cancel_ec);
     while (!writer->finished) {
       boost::system::error_code wait_ec;
       co_await writer->done.async_wait(asio::redirect_error(asio::use_awaitable, wait_ec));

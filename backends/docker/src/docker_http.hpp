@@ -71,6 +71,10 @@ struct HttpRequest {
   /// A live request's caller stop (STR-10): once requested, the body read is abandoned and
   /// request() throws HttpStopped (the connection closed).
   std::stop_token stop{};
+  /// Instead of those bytes, what a streamed stdin's pipe gives (STDIN-6), copied onto the
+  /// connection as it comes until the pipe's end of file; the descriptor is owned by the
+  /// request (closed however it ends).
+  int stdin_fd = -1;
 };
 
 struct HttpResponse {

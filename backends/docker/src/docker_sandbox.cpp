@@ -8,11 +8,20 @@
 
 #include <boost/algorithm/string/predicate.hpp>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <chrono>
+#include <fcntl.h>
+#include <functional>
 #include <limits>
+#include <stop_token>
+#include <unistd.h>
 
 #include "maf/sandbox/errors.hpp"
 #include "maf/sandbox/paths.hpp"
+#include "maf/sandbox/stdin_stream.hpp"
 #include "maf/sandbox/support/guest_stream.hpp"
 #include "maf/sandbox/support/sleep.hpp"
 #include "tar_plane.hpp"
@@ -275,6 +284,35 @@ awaitable<StreamOutcome> DockerSandbox::do_exec_stream(const ExecRequest& reques
   const std::string token = support::guest_stream_token();
   std::optional<support::GuestStreamGate> gate;
   ExecStreamEnd end;
+  // STDIN-6: the stream's read end, held here so a re-issued attempt (D-22) gets its own copy;
+  // closed when this returns, so the writer then sees the program gone.
+  const int stream_fd = request.stdin_stream ? request.stdin_stream->take_read_end() : -1;
+  const std::shared_ptr<void> close_stream_fd(nullptr, [stream_fd](void*) {
+    if (stream_fd >= 0) ::close(stream_fd);
+  });
+  // STDIN-9: an abort ends the program where it runs — the client's end does not (D-13) — by
+  // the same group kill a stopped stream gets, posted onto this sandbox's executor.
+  const auto live = std::make_shared<bool>(true);
+  std::optional<std::stop_callback<std::function<void()>>> on_abort;
+  if (request.stdin_stream) {
+    const auto executor = co_await boost::asio::this_coro::executor;
+    on_abort.emplace(request.stdin_stream->abort_token(), std::function<void()>([this, executor, live, token, &gate] {
+      boost::asio::post(executor, [this, executor, live, token, &gate] {
+        if (!*live) return;
+        const std::optional<std::string> pgid = gate ? gate->pgid() : std::nullopt;
+        boost::asio::co_spawn(
+            executor,
+            [this, token, pgid]() -> awaitable<void> {
+              try {
+                co_await stop_streamed(token, pgid);
+              } catch (const std::exception&) {
+                // The stream's own end reports what happened.
+              }
+            },
+            boost::asio::detached);
+      });
+    }));
+  }
   // A paused refusal arrives before the header and so reaches no handler: it is re-issued
   // like a plain exec's (D-22), each attempt with a fresh gate.
   const std::function<awaitable<bool>()> attempt = [&]() -> awaitable<bool> {
@@ -288,12 +326,19 @@ awaitable<StreamOutcome> DockerSandbox::do_exec_stream(const ExecRequest& reques
     call.env = request.environment;
     call.stdin_bytes = request.stdin_bytes;
     call.stop = request.stop;  // STR-10: Stopped below, then the group is killed in the container
+    if (stream_fd >= 0) call.stdin_fd = ::fcntl(stream_fd, F_DUPFD_CLOEXEC, 3);
     ExecChunkSink feed = [&gate](OutputStream stream, std::string_view bytes) { return gate->feed(stream, bytes); };
     end = co_await p_.transport->exec_stream(std::move(call), std::move(feed));
     co_return end.how == ExecStreamEnd::How::Exited && !gate->started() && end.exit_code == 1 &&
         boost::algorithm::icontains(gate->preamble(), "is paused, unpause the container");
   };
   co_await retry_past_own_freeze(*p_.transport, *p_.freeze, p_.container, attempt);
+  *live = false;
+  on_abort.reset();
+  if (request.stdin_stream && request.stdin_stream->abort_token().stop_requested()) {
+    if (end.how != ExecStreamEnd::How::Exited) co_await stop_streamed(token, gate->pgid());
+    throw Cancelled();
+  }
 
   if (end.how == ExecStreamEnd::How::Exited) {
     if (!gate->started()) {

@@ -30,7 +30,8 @@ TEST_CASE("D-5 D-30: create() declares container, closed egress, both scopes and
   CHECK(d.capabilities == CapabilitySet{Capability::Exec, Capability::FilesIn, Capability::FilesOut,
                                         Capability::FilesDelete, Capability::HostTools, Capability::Reclaim,
                                         Capability::ExecStream, Capability::Background, Capability::ExecEnv,
-                                        Capability::ExecStdin, Capability::Pause});
+                                        Capability::ExecStdin, Capability::Pause,
+                                        Capability::ExecStdinStream});
   CHECK_FALSE(d.capabilities.contains(Capability::FilesList));
   CHECK_FALSE(d.capabilities.contains(Capability::Snapshot));  // only with `snapshots: true` (docker.md "Snapshots and pause")
   CHECK_FALSE(d.capabilities.contains(Capability::RunCode));

@@ -102,6 +102,8 @@ public:
     // ExecEnv, ExecStdin: proven by the EXEC_ENV and EXEC_STDIN suites (docs/exec-input.md).
     declarations_.capabilities.insert(Capability::ExecEnv);
     declarations_.capabilities.insert(Capability::ExecStdin);
+    // ExecStdinStream: the stream's pipe is the guest's stdin (STDIN-6); EXEC_STDIN's SI-6…
+    declarations_.capabilities.insert(Capability::ExecStdinStream);
     declarations_.os_families = {OsFamily::Posix};
     declarations_.isolation_scopes = {IsolationScope::Conversation, IsolationScope::Call};
     if (probe_network_namespace(*config_, *boundary_)) {

@@ -9,10 +9,13 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <stop_token>
 
 #include "bwrap.hpp"
 #include "guest_snapshot.hpp"
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/stdin_stream.hpp"
 #include "maf/sandbox/support/subprocess.hpp"
 
 namespace maf::sandbox::process {
@@ -152,6 +155,21 @@ boost::asio::awaitable<StreamOutcome> ProcessSandbox::do_exec_stream(const ExecR
   c.options.idle_timeout = request.read_timeout;
   // STR-10: a stop SIGKILLs bubblewrap's group and reaps it; its PID namespace ends with it.
   c.options.stop = request.stop;
+  // STDIN-6: the stream's pipe is the program's stdin, through bwrap unchanged; an abort
+  // stops the run like a cancelled one. The run takes one stop token, so the caller's stop
+  // and the stream's abort are forwarded into one source, whichever comes first.
+  struct Forward {
+    mutable std::stop_source to;
+    void operator()() const noexcept { to.request_stop(); }
+  };
+  std::stop_source either;
+  std::optional<std::stop_callback<Forward>> from_stop, from_abort;
+  if (request.stdin_stream) {
+    c.options.stdin_fd = request.stdin_stream->take_read_end();
+    from_stop.emplace(request.stop, Forward{either});
+    from_abort.emplace(request.stdin_stream->abort_token(), Forward{either});
+    c.options.stop = either.get_token();
+  }
   support::SubprocessResult r;
   try {
     r = co_await support::run_subprocess(std::move(c.options));

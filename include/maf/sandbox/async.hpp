@@ -22,4 +22,5 @@
 #include "maf/sandbox/sandbox.hpp"
 #include "maf/sandbox/sink.hpp"
 #include "maf/sandbox/spec_json.hpp"
+#include "maf/sandbox/stdin_stream.hpp"
 #include "maf/sandbox/sync.hpp"

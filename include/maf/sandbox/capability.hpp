@@ -31,12 +31,13 @@ enum class Capability {
   ExecEnv,           ///< "exec_env": a command's own environment, off every command line (ENV-1)
   ExecStdin,         ///< "exec_stdin": one-shot stdin bytes for exec and exec_stream (STDIN-1)
   Pause,             ///< "pause": Sandbox::pause / resume, every guest process frozen (docs/snapshots.md SNAP-9)
+  ExecStdinStream,   ///< "exec_stdin_stream": a StdinStream written while exec_stream runs (STDIN-6)
 };
 
 template <>
 struct EnumTraits<Capability> {
   static constexpr std::string_view type_name = "Capability";
-  static constexpr std::array<std::pair<Capability, std::string_view>, 17> values{{
+  static constexpr std::array<std::pair<Capability, std::string_view>, 18> values{{
       {Capability::Exec, "exec"},
       {Capability::RunCode, "run_code"},
       {Capability::HostTools, "host_tools"},
@@ -54,6 +55,7 @@ struct EnumTraits<Capability> {
       {Capability::ExecEnv, "exec_env"},
       {Capability::ExecStdin, "exec_stdin"},
       {Capability::Pause, "pause"},
+      {Capability::ExecStdinStream, "exec_stdin_stream"},
   }};
 };
 

@@ -17,6 +17,7 @@
 #include <exception>
 #include <functional>
 #include <stop_token>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,8 @@
 #include "maf/sandbox/resource_limits.hpp"
 
 namespace maf::sandbox {
+
+class StdinStream;  // stdin_stream.hpp
 
 /// Which of the program's two output streams a chunk came from.
 enum class OutputStream { Stdout, Stderr };
@@ -61,6 +64,10 @@ struct ExecStreamOptions {
   /// backend that declares EXEC_STREAM — and exec_stream then throws Cancelled (STR-10). A
   /// program that exited first is reported as usual.
   std::stop_token stop{};
+  /// A stdin the caller writes while the program runs (stdin_stream.hpp, STDIN-6); absent:
+  /// `input.stdin_bytes` or a closed stdin. Not with `input.stdin_bytes` (ValueError). Needs
+  /// Capability::ExecStdinStream.
+  std::shared_ptr<StdinStream> stdin_stream{};
 };
 
 /// How a streamed program ended by itself. The bytes went to the handler and are not kept.

@@ -103,6 +103,9 @@ private:
   struct State;
   InterpreterContext(std::shared_ptr<Sandbox> sandbox, std::string language, std::string id);
   boost::asio::awaitable<void> start();
+  boost::asio::awaitable<ContextRunResult> run_streamed(std::string code, std::chrono::milliseconds timeout);
+  bool streamed() const;
+  boost::asio::awaitable<bool> first_call_runs();
   std::shared_ptr<Sandbox> sandbox_;
   std::string language_;
   std::string id_;

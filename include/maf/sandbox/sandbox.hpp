@@ -65,6 +65,10 @@ struct ExecRequest {
   /// program's whole process group as it does at the deadline and reports
   /// StreamOutcome::End::Stopped; the core raises Cancelled.
   std::stop_token stop{};
+  /// exec_stream only: the streamed stdin (STDIN-6), present only when the backend declares
+  /// Capability::ExecStdinStream. The backend takes its read end for the program's stdin and
+  /// stops the program (then throws Cancelled) once its abort_token is requested.
+  std::shared_ptr<StdinStream> stdin_stream{};
 };
 
 /// A guest entry as a backend's unconfined, no-follow stat sees it.

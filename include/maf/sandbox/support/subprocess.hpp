@@ -72,6 +72,10 @@ struct SubprocessOptions {
   /// Leave stdin open (without further input) once the bytes above are written, until the
   /// child exits or is stopped: for programs that must not see EOF before they are done.
   bool keep_stdin_open = false;
+  /// A descriptor the child gets as its stdin instead (a StdinStream's read end, STDIN-6):
+  /// owned by the run from the call on and closed in the parent once the child holds its
+  /// copy, so the writer sees the child's end as the only reader. Excludes the three above.
+  int stdin_fd = -1;
 
   /// Byte caps. Past a cap the stream stops being read, the child is SIGKILLed and reaped,
   /// the first `max_*` bytes are kept and the result's `*_overflowed` flag is set. That is

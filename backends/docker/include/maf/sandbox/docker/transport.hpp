@@ -137,6 +137,10 @@ struct ExecStreamCall {
   /// The caller's stop (STR-10): once requested the transport stops reading and reports
   /// ExecStreamEnd::How::Stopped; the caller kills the group in the container.
   std::stop_token stop{};
+  /// A streamed stdin's read end (docs/exec-input.md STDIN-6), owned by the transport from the
+  /// call on: the CLI's `-i` reads it, the API's hijacked connection is fed from it; its end of
+  /// file is the command's. Not with `stdin_bytes`.
+  int stdin_fd = -1;
 };
 
 /// Receives each chunk as the transport reads it; false: stop reading.
