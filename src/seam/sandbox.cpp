@@ -125,11 +125,6 @@ boost::asio::awaitable<void> Sandbox::do_abandon() {
   co_return;
 }
 
-boost::asio::awaitable<ExecResult> Sandbox::exec(Command command, std::string working_directory,
-                                                 std::chrono::milliseconds timeout) {
-  co_return co_await exec(std::move(command), ExecInput{}, std::move(working_directory), timeout);
-}
-
 namespace {
 /// ENV-1, STDIN-1: the input's capabilities are required only when it uses them, so a
 /// caller that gives none is served exactly as before on every backend.
@@ -139,7 +134,7 @@ void require_input_capabilities(const ExecInput& input, const std::function<void
 }
 }  // namespace
 
-boost::asio::awaitable<ExecResult> Sandbox::exec(Command command, ExecInput input, std::string working_directory,
+boost::asio::awaitable<ExecResult> Sandbox::exec_with_input(Command command, ExecInput input, std::string working_directory,
                                                  std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   require_capability(Capability::Exec, "exec");
@@ -215,8 +210,8 @@ StreamedExit settle_stream(const StreamOutcome& outcome, const ExecOutputSink& s
 
 }  // namespace
 
-boost::asio::awaitable<StreamedExit> Sandbox::exec_stream(Command command, OutputHandler on_output,
-                                                          ExecStreamOptions options) {
+boost::asio::awaitable<StreamedExit> Sandbox::exec_stream_with(Command command, OutputHandler on_output,
+                                                               ExecStreamOptions options) {
   const auto deadline = std::chrono::steady_clock::now() + options.timeout;
   require_capability(Capability::ExecStream, "exec_stream");
   refuse_if_paused("exec_stream");  // SNAP-9

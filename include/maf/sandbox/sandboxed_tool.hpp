@@ -47,6 +47,7 @@
 #include "maf/sandbox/exec_result.hpp"
 #include "maf/sandbox/file_provenance.hpp"
 #include "maf/sandbox/key.hpp"
+#include "maf/sandbox/named_argument.hpp"
 #include "maf/sandbox/spec.hpp"
 #include "maf/sandbox/tool.hpp"
 
@@ -89,9 +90,6 @@ private:
 namespace detail {
 struct ToolBinding;
 struct ToolCallRecord;
-/// False for every type: an overload that must never be chosen says why in its static_assert.
-template <class>
-inline constexpr bool kNamedArgumentRequired = false;
 }  // namespace detail
 
 /// What a tool body is handed, per call: host configuration plus this call's record.
