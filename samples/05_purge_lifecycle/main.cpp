@@ -96,12 +96,7 @@ int main(int argc, char** argv) {
         return router.with_scope(kTenant, "conversation-a", [&]() -> boost::asio::awaitable<void> {
           // Not a braced list: GCC 12 mis-handles one iterated across co_await.
           const std::vector<std::string> agents{"planner", "coder"};
-          for (const auto& agent : agents) {
-            // A named key, not a braced temporary inside the co_await expression: GCC 12
-            // destroys such a temporary twice.
-            const SandboxKey key{kTenant, "conversation-a", agent, ""};
-            co_await router.acquire(key, spec());
-          }
+          for (const auto& agent : agents) co_await router.acquire(SandboxKey{kTenant, "conversation-a", agent}, spec());
           std::cout << "turn: acquired 2 sandboxes (" << sandboxes_on_disk(root) << " on disk), then the turn fails\n";
           throw TurnFailed{};
         });

@@ -38,8 +38,7 @@ boost::asio::awaitable<ToolResult> run_shell(SandboxToolSession session, nlohman
   auto sandbox = co_await session.acquire();
   if (!sandbox) co_return ToolResult::error(sandbox.refusal());  // a fixed sentence (C-119)
   const std::string dir = session.guest_call_path();            // e.g. "3f2a9c0d1b4e", relative
-  Command make_dir(std::vector<std::string>{"mkdir", "-p", dir});
-  co_await (*sandbox)->exec(std::move(make_dir), ".");
+  co_await (*sandbox)->exec("mkdir -p " + dir, ".");
   const ExecResult r = co_await (*sandbox)->exec(args["command"].get<std::string>(), dir, std::chrono::seconds(30));
   ToolResult result = ToolResult::text(r.stdout_text() + r.stderr_text());  // guest output: untrusted
   result.is_error = r.exit_code != 0;

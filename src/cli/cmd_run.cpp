@@ -209,8 +209,9 @@ int cmd_run(Session& session) {
     // JSON form carries it in the result, so it waits for the end.
     streamed = !session.reporter.json() && sandbox->capabilities().contains(Capability::ExecStream);
     if (streamed) {
+      const ExecStreamOptions stream_options{".", timeout, read_timeout, exec_input};
       const StreamedExit done = session.run([&] {
-        return sandbox->exec_stream(Command(args.argv), print_chunk, {".", timeout, read_timeout, exec_input});
+        return sandbox->exec_stream(Command(args.argv), print_chunk, stream_options);
       });
       result.exit_code = done.exit_code;
       result.limits_hit = done.limits_hit;

@@ -166,7 +166,16 @@ boost::asio::awaitable<std::shared_ptr<Sandbox>> SandboxRouter::acquire(SandboxK
   co_return co_await backend->acquire(std::move(key), std::move(spec));
 }
 
-boost::asio::awaitable<CallTicket> SandboxRouter::admit_call(SandboxKey key, std::string kind, AdmitOptions options) {
+boost::asio::awaitable<CallTicket> SandboxRouter::admit_call(SandboxKey key, std::string kind,
+                                                             const AdmitOptions& options) {
+  return admit_call_with(std::move(key), std::move(kind), options);  // not a coroutine: copied now
+}
+
+boost::asio::awaitable<CallTicket> SandboxRouter::admit_call(SandboxKey key, std::string kind) {
+  return admit_call_with(std::move(key), std::move(kind), AdmitOptions{});  // not a coroutine (GCC 12)
+}
+
+boost::asio::awaitable<CallTicket> SandboxRouter::admit_call_with(SandboxKey key, std::string kind, AdmitOptions options) {
   // Only the admission knows that a call waits, so the queued event is the router's; the
   // tool layer reports admitted and released (docs/observability.md).
   std::function<void()> on_wait;

@@ -125,12 +125,7 @@ boost::asio::awaitable<void> Sandbox::do_abandon() {
   co_return;
 }
 
-boost::asio::awaitable<ExecResult> Sandbox::exec(Command command, std::string working_directory,
-                                                 std::chrono::milliseconds timeout) {
-  co_return co_await exec(std::move(command), ExecInput{}, std::move(working_directory), timeout);
-}
-
-boost::asio::awaitable<ExecResult> Sandbox::exec(Command command, ExecInput input, std::string working_directory,
+boost::asio::awaitable<ExecResult> Sandbox::exec_with_input(Command command, ExecInput input, std::string working_directory,
                                                  std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   require_capability(Capability::Exec, "exec");
@@ -207,8 +202,8 @@ StreamedExit settle_stream(const StreamOutcome& outcome, const ExecOutputSink& s
 
 }  // namespace
 
-boost::asio::awaitable<StreamedExit> Sandbox::exec_stream(Command command, OutputHandler on_output,
-                                                          ExecStreamOptions options) {
+boost::asio::awaitable<StreamedExit> Sandbox::exec_stream_with(Command command, OutputHandler on_output,
+                                                               ExecStreamOptions options) {
   const detail::FinishStdinStream finish_stream = detail::begin_stdin_stream(options, *this);  // STDIN-6, STDIN-8
   const auto deadline = std::chrono::steady_clock::now() + options.timeout;
   require_capability(Capability::ExecStream, "exec_stream");

@@ -6,6 +6,7 @@
 
 #include "maf/sandbox/support/capture_buffer.hpp"
 #include "support/posix_io.hpp"
+#include "support/pre_exec_spawn.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_executor.hpp>
@@ -43,6 +44,7 @@ using detail::make_pipe;
 using detail::PipeEnds;
 using detail::pointers;
 using detail::set_nonblocking;
+using detail::spawn_with_pre_exec;
 using detail::UniqueFd;
 using detail::write_without_sigpipe;
 
@@ -115,6 +117,23 @@ public:
     PipeEnds out_pipe = make_pipe(options_.argv);
     PipeEnds err_pipe = make_pipe(options_.argv);
 
+    if (!options_.join_cgroup_procs.empty()) {
+      // Cgroups are joined between fork and exec, which posix_spawn has no step for.
+      pid_ = spawn_with_pre_exec({.argv = options_.argv,
+                                  .environment = build_environment(options_.env_mode, options_.env),
+                                  .stdin_fd = feeds_stdin ? in_pipe.read.get() : -1,
+                                  .stdout_fd = out_pipe.write.get(),
+                                  .stderr_fd = err_pipe.write.get(),
+                                  .cwd = options_.cwd,
+                                  .keep_fds = options_.keep_fds,
+                                  .join_cgroup_procs = options_.join_cgroup_procs});
+    } else {
+      pid_ = spawn_posix(feeds_stdin, in_pipe, out_pipe, err_pipe);
+    }
+    watch(feeds_stdin, in_pipe, out_pipe, err_pipe);
+  }
+
+  pid_t spawn_posix(bool feeds_stdin, const PipeEnds& in_pipe, const PipeEnds& out_pipe, const PipeEnds& err_pipe) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     if (feeds_stdin) posix_spawn_file_actions_adddup2(&actions, in_pipe.read.get(), STDIN_FILENO);
@@ -152,9 +171,11 @@ public:
       if (!options_.cwd.empty()) message += " (cwd '" + options_.cwd + "')";
       throw SubprocessSpawnError(message, rc);
     }
-    pid_ = pid;
+    return pid;
+  }
 
-    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  void watch(bool feeds_stdin, PipeEnds& in_pipe, PipeEnds& out_pipe, PipeEnds& err_pipe) {
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
     if (pidfd < 0) {
       const int e = errno;
       // Without a pidfd we cannot wait without stealing SIGCHLD; do not leave it running.

@@ -7,10 +7,28 @@
 #include <memory>
 #include <utility>
 
+#include "maf/sandbox/host_tools.hpp"
 #include "maf/sandbox/logging.hpp"
 #include "maf/sandbox/standard_tools.hpp"
+#include "maf/sandbox/tool.hpp"
 
 namespace maf::sandbox {
+
+namespace {
+/// A registry of the conversation's own for its TextHostTools: JSON text in and out.
+std::shared_ptr<HostToolRegistry> text_registry(std::vector<TextHostTool> functions) {
+  auto registry = std::make_shared<HostToolRegistry>();
+  for (TextHostTool& f : functions) {
+    if (!f.function) throw ValueError("ConversationOptions::host_functions: '" + f.name + "' has no function");
+    HostTool tool{.name = std::move(f.name), .description = std::move(f.description)};
+    tool.function = [fn = std::move(f.function)](const nlohmann::json& arguments, const HostToolCallContext&) {
+      return nlohmann::json::parse(fn(arguments.dump()));  // not JSON: a refusal, like a throw
+    };
+    registry->add(std::move(tool));
+  }
+  return registry;
+}
+}  // namespace
 
 struct Conversation::Impl {
   SandboxHost* host;
@@ -25,7 +43,10 @@ Conversation::Conversation(SandboxHost& host, ConversationOptions options) {
   SandboxSpec spec = options.spec ? std::move(*options.spec) : standard_tools_spec();
   StandardToolsOptions tools{.agent = options.agent, .cleanup = rung_for(options.between_calls)};
   // The caller's registry, not owned: it outlives the conversation (conversation.hpp).
+  if (options.host_tools && !options.host_functions.empty())
+    throw ValueError("ConversationOptions: give host_tools or host_functions, not both");
   if (options.host_tools) tools.host_tools = std::shared_ptr<HostToolRegistry>(std::shared_ptr<void>(), options.host_tools);
+  if (!options.host_functions.empty()) tools.host_tools = text_registry(std::move(options.host_functions));
   auto attached = standard_tools(host, fixed_conversation(options.scope, options.thread), spec, std::move(tools));
   auto impl = std::make_unique<Impl>(Impl{&host, std::move(options.scope), std::move(options.thread), std::move(attached), {}});
   for (const auto& t : impl->tools) impl->definitions.push_back(t.definition());
@@ -52,6 +73,18 @@ Conversation::~Conversation() {
 }
 
 const std::vector<ToolDefinition>& Conversation::definitions() const { return impl_->definitions; }
+
+std::vector<std::string> Conversation::definitions_json(ToolFormat format) const {
+  std::vector<std::string> out;
+  for (const auto& d : impl_->definitions)
+    out.push_back((format == ToolFormat::Mcp ? to_mcp_json(d) : to_openai_json(d)).dump());
+  return out;
+}
+
+ToolReply Conversation::reply(std::string_view call_json) {
+  const ToolResult result = call(call_json);
+  return ToolReply{result.is_error, result.joined_text()};
+}
 
 ToolResult Conversation::call(const ToolCall& call) {
   if (!impl_ || impl_->closed)

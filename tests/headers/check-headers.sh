@@ -60,18 +60,29 @@ case "$mode" in
       grep -E '/boost/' <<<"$graph" | head -10 >&2
       exit 1
     fi
-    echo "<maf/sandbox/conversation.hpp>: $(wc -l <<<"$graph") headers in its include graph, none of Boost"
+    # Issue 52 item 7: no JSON library either (the door speaks JSON as text).
+    if grep -qE '/nlohmann/' <<<"$graph"; then
+      echo "<maf/sandbox/conversation.hpp> pulls in nlohmann/json:" >&2
+      grep -E '/nlohmann/' <<<"$graph" | head -5 >&2
+      exit 1
+    fi
+    echo "<maf/sandbox/conversation.hpp>: $(wc -l <<<"$graph") headers in its include graph, none of Boost or nlohmann"
     ;;
   refused-temporaries)
-    # AGENT-1 (docs/tools.md "GCC 12 and temporaries"): a braced HostToolProgram or
-    # BackgroundOptions temporary handed to its awaitable does not compile, and the error says
+    # AGENT-1 (docs/tools.md "GCC 12 and temporaries"): a braced HostToolProgram,
+    # BackgroundOptions, AdmitOptions, ExecInput or ExecStreamOptions temporary handed to its
+    # awaitable does not compile, and the error says
     # to name it; the named form does compile.
     pre='#include <maf/sandbox/tools.hpp>
 using namespace maf::sandbox;
-boost::asio::awaitable<void> f(Sandbox& s, HostToolRun& r, std::shared_ptr<Sandbox> p) {'
+boost::asio::awaitable<void> f(Sandbox& s, HostToolRun& r, std::shared_ptr<Sandbox> p, SandboxRouter& router,
+                               OutputHandler h) {'
     for bad in 'co_await run_with_host_tools(s, r, HostToolProgram{.command = Command("true")});' \
                'co_await start_background(p, Command("true"), BackgroundOptions{.id = "x"});' \
-               'co_await start_background(p, Command("true"), {.id = "x"});'; do
+               'co_await start_background(p, Command("true"), {.id = "x"});' \
+               'co_await router.admit_call(SandboxKey{"s", "t"}, "shell", AdmitOptions{.exclusive = true});' \
+               'co_await s.exec(Command("true"), ExecInput{.stdin_bytes = "x"});' \
+               'co_await s.exec_stream(Command("true"), h, {.timeout = std::chrono::seconds(1)});'; do
       if err="$(printf '%s\n%s\n}\n' "$pre" "$bad" | "$cxx" "${flags[@]}" -x c++ - 2>&1)"; then
         echo "a braced temporary compiled: $bad" >&2; exit 1
       fi
@@ -79,7 +90,12 @@ boost::asio::awaitable<void> f(Sandbox& s, HostToolRun& r, std::shared_ptr<Sandb
     done
     good='const HostToolProgram program{.command = Command("true")}; co_await run_with_host_tools(s, r, program);
 const BackgroundOptions options{.id = "x"}; co_await start_background(p, Command("true"), options);
-co_await start_background(p, Command("true"));'
+co_await start_background(p, Command("true"));
+const AdmitOptions admit{.exclusive = true}; co_await router.admit_call(SandboxKey{"s", "t"}, "shell", admit);
+co_await router.admit_call(SandboxKey{"s", "t"}, "shell");
+const ExecInput input{.stdin_bytes = "x"}; co_await s.exec(Command("true"), input);
+const ExecStreamOptions o{.timeout = std::chrono::seconds(1)}; co_await s.exec_stream(Command("true"), h, o);
+co_await s.exec_stream(Command("true"), h);'
     printf '%s\n%s\n}\n' "$pre" "$good" | "$cxx" "${flags[@]}" -x c++ - || { echo "the named forms do not compile" >&2; exit 1; }
     echo "braced temporaries refused with the reason; named forms compile"
     ;;

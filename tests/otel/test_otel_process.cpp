@@ -348,7 +348,8 @@ TEST_CASE("OTEL-2, C-119: a SandboxedTool call refused at admission is an errore
 
   // Another exclusive call holds the (key, kind): this one waits, then is refused.
   const SandboxKey key{"tenant", "conv", "agent", ""};
-  CallTicket held = f.run([&] { return router->admit_call(key, "script", AdmitOptions{true, 10s}); });
+  const AdmitOptions exclusive{true, 10s};
+  CallTicket held = f.run([&] { return router->admit_call(key, "script", exclusive); });
   const ToolResult result = f.run([&] { return tool.invoke({"model-call-8", "copy_text", {{"text", "x"}}}); });
   CHECK(result.is_error);
   CHECK(std::get<TextContent>(result.content.at(0).value).text == kRefusalSandboxUnavailable);

@@ -283,3 +283,39 @@ TEST_CASE("AGENT-7 STR-10 under KeepSandbox a cancelled run_command ends its pro
   CHECK_THAT(kept.joined_text(), Catch::Contains("same-sandbox"));
   CHECK(h.host.dispose_scope("app", "conversation-7").disposed == 1);
 }
+
+TEST_CASE("AGENT-2 AGENT-3 AGENT-6 the JSON-free door: definitions_json, reply and a TextHostTool speak JSON text; a "
+          "function's non-JSON answer is a refusal; host_tools and host_functions together are refused") {
+  Host h;
+  std::string asked;
+  const TextHostTool lookup{.name = "lookup", .function = [&asked](const std::string& args) {
+                              asked = args;
+                              return std::string(R"({"name":"Ada"})");
+                            }};
+  const TextHostTool broken{.name = "broken", .function = [](const std::string&) { return std::string("not json"); }};
+  Conversation chat(h.host, {.scope = "app", .thread = "conversation-text", .host_functions = {lookup, broken}});
+  const auto openai = chat.definitions_json();
+  const auto mcp = chat.definitions_json(ToolFormat::Mcp);
+  REQUIRE(openai.size() == chat.definitions().size());
+  REQUIRE(mcp.size() == openai.size());
+  CHECK(nlohmann::json::parse(openai.front()) == to_openai_json(chat.definitions().front()));
+  CHECK(nlohmann::json::parse(mcp.front()) == to_mcp_json(chat.definitions().front()));
+
+  const ToolReply ok = chat.reply(call("run_command", {{"command", "maf-host-tool lookup '{\"id\": 7}'"}}));
+  CHECK_FALSE(ok.is_error);
+  CHECK_THAT(ok.text, Catch::Contains("{\"name\":\"Ada\"}"));
+  CHECK(asked == "{\"id\":7}");  // the validated arguments, as JSON text
+  const ToolReply refused = chat.reply(call("run_command", {{"command", "maf-host-tool broken '{}'"}}));
+  CHECK(refused.is_error);  // the client exits non-zero: the guest saw a refusal, not the text
+  CHECK_THAT(refused.text, !Catch::Contains("not json"));
+  const ToolReply bad = chat.reply("{\"name\": 7}");
+  CHECK(bad.is_error);
+  CHECK_THAT(bad.text, Catch::StartsWith("Error: "));
+
+  HostToolRegistry registry;
+  CHECK_THROWS_AS(Conversation(h.host, {.scope = "app", .thread = "both", .host_tools = &registry,
+                                        .host_functions = {lookup}}),
+                  ValueError);
+  const TextHostTool empty{.name = "empty"};
+  CHECK_THROWS_AS(Conversation(h.host, {.scope = "app", .thread = "none", .host_functions = {empty}}), ValueError);
+}

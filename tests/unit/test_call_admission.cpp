@@ -250,7 +250,8 @@ TEST_CASE("call admission: a ticket dropped unreleased gives its place back; cle
 TEST_CASE("call admission: release_call refuses a ticket that was already released, and admit_call a non-positive timeout") {
   ToolFixture f;
   CHECK_THROWS_AS(f.run([&] { return f.router->release_call(CallTicket{}); }), ValueError);
-  CHECK_THROWS_AS(f.run([&] { return f.router->admit_call(f.key(), "shell", AdmitOptions{false, std::chrono::milliseconds(0)}); }),
+  const AdmitOptions no_time{false, std::chrono::milliseconds(0)};
+  CHECK_THROWS_AS(f.run([&] { return f.router->admit_call(f.key(), "shell", no_time); }),
                   ValueError);
 }
 

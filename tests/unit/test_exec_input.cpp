@@ -50,7 +50,7 @@ public:
 template <class E>
 std::string refusal(BlockingRunner& run, Recording& sb, ExecInput input) {
   try {
-    run(sb.exec(Command({"true"}), std::move(input)));
+    run(sb.exec(Command({"true"}), input));
   } catch (const E& e) {
     return e.what();
   }
@@ -63,7 +63,8 @@ std::string refusal(BlockingRunner& run, Recording& sb, ExecInput input) {
 TEST_CASE("ENV-1 STDIN-1: the environment and stdin reach the hook as given; none given changes nothing") {
   auto sb = make();
   BlockingRunner run;
-  run(sb->exec(Command({"env"}), ExecInput{.environment = {{"A", "1"}, {"B_2", "x y"}}, .stdin_bytes = "in"}));
+  const ExecInput input{.environment = {{"A", "1"}, {"B_2", "x y"}}, .stdin_bytes = "in"};  // named (AGENT-1)
+  run(sb->exec(Command({"env"}), input));
   run(sb->exec(Command({"env"})));
   ExecStreamOptions o;
   o.input.environment = {{"S", "v"}};
@@ -82,16 +83,17 @@ TEST_CASE("ENV-1 STDIN-1: the environment and stdin reach the hook as given; non
 TEST_CASE("ENV-1 STDIN-1: without exec_env / exec_stdin the call is refused naming the capability; plain exec still runs") {
   auto sb = make({Capability::Exec, Capability::ExecStream});
   BlockingRunner run;
-  CHECK_THROWS_WITH(run(sb->exec(Command({"true"}), ExecInput{.environment = {{"A", "1"}}})),
+  const ExecInput env{.environment = {{"A", "1"}}}, stdin_only{.stdin_bytes = "x"}, none{};
+  CHECK_THROWS_WITH(run(sb->exec(Command({"true"}), env)),
                     Catch::Contains("does not declare capability 'exec_env'"));
-  CHECK_THROWS_WITH(run(sb->exec(Command({"true"}), ExecInput{.stdin_bytes = "x"})),
+  CHECK_THROWS_WITH(run(sb->exec(Command({"true"}), stdin_only)),
                     Catch::Contains("does not declare capability 'exec_stdin'"));
   ExecStreamOptions o;
   o.input.environment = {{"A", "1"}};
   CHECK_THROWS_AS(run(sb->exec_stream(Command({"true"}), [](OutputStream, std::string_view) {}, o)),
                   NotImplementedError);
   CHECK(sb->seen.empty());
-  CHECK(run(sb->exec(Command({"true"}), ExecInput{})).exit_code == 0);  // an empty input needs nothing
+  CHECK(run(sb->exec(Command({"true"}), none)).exit_code == 0);  // an empty input needs nothing
   CHECK(parse_capability("exec_env") == Capability::ExecEnv);
   CHECK(parse_capability("exec_stdin") == Capability::ExecStdin);
   CHECK(parse_capability("exec_stdin_stream") == Capability::ExecStdinStream);
@@ -123,7 +125,8 @@ TEST_CASE("ENV-2 ENV-3: hostile names and values are SandboxEnvironmentRefused n
   CHECK_THAT(refusal<ValueError>(run, *sb, {.environment = {{"A", "1"}}, .public_names = {"B"}}),
              Catch::Contains("public_names names 'B'"));
   // A refused input is a ValueError too (the family a host already catches for bad input).
-  CHECK_THROWS_AS(run(sb->exec(Command({"true"}), ExecInput{.environment = {{"A B", ""}}})), ValueError);
+  const ExecInput bad_name{.environment = {{"A B", ""}}};
+  CHECK_THROWS_AS(run(sb->exec(Command({"true"}), bad_name)), ValueError);
   CHECK(sb->seen.empty());  // nothing ran
   // At the bounds exactly: served.
   ExecInput edge;
@@ -137,7 +140,8 @@ TEST_CASE("STDIN-2: stdin past kMaxExecStdinBytes is SandboxTransferCapExceeded 
   CHECK_THAT(refusal<SandboxTransferCapExceeded>(run, *sb, {.stdin_bytes = std::string(kMaxExecStdinBytes + 1, 'x')}),
              Catch::Contains("max_stdin_bytes=16777216"));
   CHECK(sb->seen.empty());
-  CHECK(run(sb->exec(Command({"cat"}), ExecInput{.stdin_bytes = std::string(kMaxExecStdinBytes, 'x')})).exit_code == 0);
+  const ExecInput at_cap{.stdin_bytes = std::string(kMaxExecStdinBytes, 'x')};
+  CHECK(run(sb->exec(Command({"cat"}), at_cap)).exit_code == 0);
 }
 
 TEST_CASE("ENV-5: events carry the names and the public values only; the JSON log line never holds a secret") {
@@ -147,9 +151,10 @@ TEST_CASE("ENV-5: events carry the names and the public values only; the JSON lo
                        SandboxKey{"s", "t", "a", ""});
   BlockingRunner run;
   const std::string secret = "s3cr3t-value-48";
-  run(sb->exec(Command({"env"}), ExecInput{.environment = {{"TOKEN", secret}, {"LANG", "C.UTF-8"}},
-                                            .public_names = {"LANG"},
-                                            .stdin_bytes = "12345"}));
+  const ExecInput input{.environment = {{"TOKEN", secret}, {"LANG", "C.UTF-8"}},
+                        .public_names = {"LANG"},
+                        .stdin_bytes = "12345"};
+  run(sb->exec(Command({"env"}), input));
   ExecStreamOptions o;
   o.input.environment = {{"TOKEN", secret}};
   run(sb->exec_stream(Command({"env"}), [](OutputStream, std::string_view) {}, o));

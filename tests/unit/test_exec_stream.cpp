@@ -77,8 +77,9 @@ TEST_CASE("STR-9 exec_stream: bad input is a ValueError naming the value, and no
   auto sb = make();
   BlockingRunner run;
   Got g;
-  CHECK_THROWS_WITH(run(sb->exec_stream("x", into(g), {.timeout = 0ms})), Catch::Contains("timeout must be positive, got 0 ms"));
-  CHECK_THROWS_WITH(run(sb->exec_stream("x", into(g), {.read_timeout = -5ms})),
+  const ExecStreamOptions no_time{.timeout = 0ms}, negative_silence{.read_timeout = -5ms};
+  CHECK_THROWS_WITH(run(sb->exec_stream("x", into(g), no_time)), Catch::Contains("timeout must be positive, got 0 ms"));
+  CHECK_THROWS_WITH(run(sb->exec_stream("x", into(g), negative_silence)),
                     Catch::Contains("read_timeout must be positive, got -5 ms"));
   CHECK_THROWS_AS(run(sb->exec_stream("x", OutputHandler{})), ValueError);
   CHECK(sb->seen.empty());
@@ -99,7 +100,8 @@ TEST_CASE("STR-1 STR-7 STR-9 exec_stream: chunks reach the handler in order, apa
   sb->outcome = StreamOutcome::exited(7, {ResourceBound::Memory});
   BlockingRunner run;
   Got g;
-  const StreamedExit e = run(sb->exec_stream("prog", into(g), {.working_directory = "sub", .read_timeout = 1500ms}));
+  const ExecStreamOptions options{.working_directory = "sub", .read_timeout = 1500ms};
+  const StreamedExit e = run(sb->exec_stream("prog", into(g), options));
   CHECK(g.out == std::string("ab\0c", 4));
   CHECK(g.err == "E");
   CHECK(e == StreamedExit{7, {ResourceBound::Memory}, 4, 1});

@@ -44,13 +44,13 @@ TEST_CASE("labels: long values with a shared prefix are never truncated into one
 }
 
 TEST_CASE("labels: names are stable, Docker-legal and at most 63 characters with -proxy", "[labels]") {
-  const SandboxKey key{.scope = "s", .thread_id = "t", .agent_id = "a"};
+  const SandboxKey key{"s", "t", "a"};
   CHECK(sandbox_name("maf-sandbox-docker-", key, "python") == "maf-sandbox-docker-3bfbff1b72ea");
-  CHECK(sandbox_name("maf-sandbox-docker-", SandboxKey{.scope = "s", .thread_id = "t", .agent_id = "a", .call_id = "c1"},
+  CHECK(sandbox_name("maf-sandbox-docker-", SandboxKey{"s", "t", "a", "c1"},
                      "python", {.egress_allow = {"b.com", "a.com"}}) == "maf-sandbox-docker-6431a2264b23");
-  CHECK(sandbox_name("maf-sandbox-wslc-", SandboxKey{.scope = "s", .thread_id = "t", .agent_id = "a", .call_id = "c1"},
+  CHECK(sandbox_name("maf-sandbox-wslc-", SandboxKey{"s", "t", "a", "c1"},
                      "python", {.work_base = "/w"}) == "maf-sandbox-wslc-1e8f662244cf");
-  const SandboxKey odd{.scope = std::string(300, '/'), .thread_id = "th\xc3\xa9 read", .agent_id = "a|b", .call_id = "$(x)"};
+  const SandboxKey odd{std::string(300, '/'), "th\xc3\xa9 read", "a|b", "$(x)"};
   const auto name = sandbox_name("maf-sandbox-docker-", odd, "k i n d", {.egress_allow = {"x"}, .work_base = "/b"});
   CHECK(std::regex_match(name + "-proxy", std::regex("[a-zA-Z0-9][a-zA-Z0-9_.-]*")));
   CHECK((name + "-proxy").size() <= 63);
@@ -58,20 +58,20 @@ TEST_CASE("labels: names are stable, Docker-legal and at most 63 characters with
 
 TEST_CASE("labels: keys differing only in where a separator falls get different names", "[labels]") {
   auto name = [](std::string scope, std::string thread) {
-    return sandbox_name("p-", SandboxKey{.scope = std::move(scope), .thread_id = std::move(thread), .agent_id = "a"}, "k");
+    return sandbox_name("p-", SandboxKey{std::move(scope), std::move(thread), "a"}, "k");
   };
   CHECK(name("a-b", "c") != name("a", "b-c"));
   CHECK(name("a|b", "c") != name("a", "b|c"));
   CHECK(name("a:b", "c") != name("a", "b:c"));
   CHECK(name("1:a", "") != name("", "1:a"));
-  CHECK(sandbox_name("maf-sandbox-docker-", SandboxKey{.scope = "a-b", .thread_id = "c", .agent_id = "a"}, "k") ==
+  CHECK(sandbox_name("maf-sandbox-docker-", SandboxKey{"a-b", "c", "a"}, "k") ==
         "maf-sandbox-docker-7404de7f0b1d");
-  CHECK(sandbox_name("maf-sandbox-docker-", SandboxKey{.scope = "a", .thread_id = "b-c", .agent_id = "a"}, "k") ==
+  CHECK(sandbox_name("maf-sandbox-docker-", SandboxKey{"a", "b-c", "a"}, "k") ==
         "maf-sandbox-docker-a6449b1ce9b4");
 }
 
 TEST_CASE("labels: kind, allowlist, call and base each change the name", "[labels]") {
-  const SandboxKey key{.scope = "s", .thread_id = "t", .agent_id = "a"};
+  const SandboxKey key{"s", "t", "a"};
   const auto plain = sandbox_name("p-", key, "python");
   CHECK(sandbox_name("p-", key, "node") != plain);
   CHECK(sandbox_name("p-", key, "python", {.egress_allow = {"a.com"}}) != plain);
@@ -87,7 +87,7 @@ TEST_CASE("labels: kind, allowlist, call and base each change the name", "[label
 }
 
 TEST_CASE("labels: an illegal prefix is refused", "[labels]") {
-  const SandboxKey key{.scope = "s", .thread_id = "t", .agent_id = "a"};
+  const SandboxKey key{"s", "t", "a"};
   CHECK_THROWS_AS(sandbox_name("", key, "k"), maf::sandbox::ValueError);
   CHECK_THROWS_AS(sandbox_name("-x", key, "k"), maf::sandbox::ValueError);
   CHECK_THROWS_AS(sandbox_name("a b", key, "k"), maf::sandbox::ValueError);
@@ -96,7 +96,7 @@ TEST_CASE("labels: an illegal prefix is refused", "[labels]") {
 }
 
 TEST_CASE("labels: the label set and the selectors use the same values (D-6)", "[labels]") {
-  const SandboxKey key{.scope = "tenant one", .thread_id = "t", .agent_id = "a", .call_id = "c"};
+  const SandboxKey key{"tenant one", "t", "a", "c"};
   const auto labels = sandbox_labels(key, "python", {{"team", "data science"}});
   CHECK(labels.at("maf-sandbox.scope") == label_value("tenant one"));
   CHECK(labels.at("maf-sandbox.thread") == "t");
@@ -114,12 +114,12 @@ TEST_CASE("labels: the label set and the selectors use the same values (D-6)", "
 }
 
 TEST_CASE("labels: selector order follows the labels every backend writes (docs/backends/docker.md)", "[labels]") {
-  const SandboxKey key{.scope = "s", .thread_id = "t", .agent_id = "a", .call_id = "c"};
+  const SandboxKey key{"s", "t", "a", "c"};
   std::vector<std::string> order;
   for (const auto& [label, value] : key_selector(key, "k")) order.push_back(label_argument(label, value));
   CHECK(order == std::vector<std::string>{"maf-sandbox.scope=s", "maf-sandbox.thread=t", "maf-sandbox.agent=a",
                                           "maf-sandbox.kind=k", "maf-sandbox.call=c"});
-  CHECK(key_selector(SandboxKey{.scope = "s", .thread_id = "t", .agent_id = "a"}).size() == 3);
+  CHECK(key_selector(SandboxKey{"s", "t", "a"}).size() == 3);
   const auto scope = scope_selector("s", "t");
   REQUIRE(scope.size() == 2);
   CHECK(scope[0].first == "maf-sandbox.scope");

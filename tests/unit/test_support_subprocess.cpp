@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -431,4 +432,104 @@ TEST_CASE("subprocess: keep_fds refuses the standard descriptors (ValueError)") 
   o.argv = {"true"};
   o.keep_fds = {1};
   CHECK_THROWS_AS(run(o), maf::sandbox::ValueError);
+}
+
+// join_cgroup_procs (issue 55): the child writes `0` into each named file between fork and
+// exec. Plain files stand in for `cgroup.procs` here (the real join is held by the process
+// backend's LIMITS suite, stages 40 and 41); what is checked is the runner's own contract.
+namespace {
+struct JoinFiles {
+  std::string dir = [] {
+    char t[] = "/tmp/maf-join-XXXXXX";
+    return std::string(::mkdtemp(t));
+  }();
+  std::string a = dir + "/a.procs", b = dir + "/b.procs";
+  JoinFiles() {
+    std::ofstream(a).flush();
+    std::ofstream(b).flush();
+  }
+  ~JoinFiles() { std::filesystem::remove_all(dir); }
+};
+}  // namespace
+
+TEST_CASE("subprocess: join_cgroup_procs is written, in order, before the program's first instruction",
+          "[subprocess]") {
+  JoinFiles f;
+  SubprocessOptions o;
+  o.argv = {"sh", "-c", "cat \"$0\" \"$1\"; echo; cat", f.a, f.b};
+  o.stdin_bytes = "stdin";
+  o.join_cgroup_procs = {f.a, f.b};
+  const auto r = run(o);
+  CHECK(r.ok());
+  CHECK(r.stdout_bytes == "00\nstdin");  // both written before sh ran; stdin still reached it
+}
+
+TEST_CASE("subprocess: with join_cgroup_procs the child still gets the runner's set-up — PATH search, replaced "
+          "environment, cwd, kept descriptor, its own process group, default signal dispositions",
+          "[subprocess]") {
+  JoinFiles f;
+  int p[2];
+  REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+  REQUIRE(::write(p[1], "kept", 4) == 4);
+  ::close(p[1]);
+  SubprocessOptions o;
+  o.argv = {"sh", "-c",
+            "cat <&" + std::to_string(p[0]) + "; echo \" $MAF_ONLY $HOME $(pwd)\"; "
+            "set -- $(cat /proc/$$/stat | sed 's/.*) //'); [ \"$3\" = $$ ] && echo leader; "
+            "kill -INT $$; echo survived"};
+  o.env_mode = EnvMode::replace;
+  o.env = {{"MAF_ONLY", "x"}, {"PATH", "/usr/bin:/bin"}};
+  o.cwd = "/tmp";
+  o.keep_fds = {p[0]};
+  o.join_cgroup_procs = {f.a};
+  // Ignored in the host: the child must start with the default disposition and die of it.
+  struct sigaction ignore{}, previous{};
+  ignore.sa_handler = SIG_IGN;
+  ::sigaction(SIGINT, &ignore, &previous);
+  const auto r = run(o);
+  ::sigaction(SIGINT, &previous, nullptr);
+  ::close(p[0]);
+  CHECK(r.stdout_bytes == "kept x  /tmp\nleader\n");
+  CHECK(r.signal == SIGINT);
+}
+
+TEST_CASE("subprocess: a cgroup the child cannot join is a spawn error naming the file; nothing of the program ran",
+          "[subprocess]") {
+  JoinFiles f;
+  const std::string marker = f.dir + "/ran";
+  for (const std::string& refusing : {std::string("/dev/full"), f.dir + "/missing/cgroup.procs"}) {
+    SubprocessOptions o;
+    o.argv = {"touch", marker};
+    o.join_cgroup_procs = {f.a, refusing};
+    try {
+      run(o);
+      FAIL("expected SubprocessSpawnError");
+    } catch (const SubprocessSpawnError& e) {
+      CHECK(std::string(e.what()).find("'" + refusing + "'") != std::string::npos);
+      CHECK(std::string(e.what()).find("'touch'") != std::string::npos);
+      CHECK(e.error_number() == (refusing == "/dev/full" ? ENOSPC : ENOENT));
+    }
+    CHECK_FALSE(std::filesystem::exists(marker));
+  }
+  SubprocessOptions missing;
+  missing.argv = {"/nonexistent/maf-program"};
+  missing.join_cgroup_procs = {f.a};
+  CHECK_THROWS_AS(run(missing), SubprocessSpawnError);
+}
+
+TEST_CASE("subprocess: 300 spawns joining cgroups leave descriptor and child counts unchanged", "[subprocess]") {
+  JoinFiles f;
+  BlockingRunner runner;
+  SubprocessOptions o;
+  o.argv = {"/bin/true"};
+  o.join_cgroup_procs = {f.a};
+  runner([&] { return run_subprocess(o); });
+  const auto fds_before = open_fd_count();
+  const auto children_before = child_count();
+  for (int i = 0; i < 300; ++i) REQUIRE(runner([&] { return run_subprocess(o); }).ok());
+  SubprocessOptions refused = o;
+  refused.join_cgroup_procs = {"/dev/full"};
+  for (int i = 0; i < 20; ++i) CHECK_THROWS_AS(runner([&] { return run_subprocess(refused); }), SubprocessSpawnError);
+  CHECK(open_fd_count() == fds_before);
+  CHECK(child_count() == children_before);
 }

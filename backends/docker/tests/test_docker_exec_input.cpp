@@ -55,8 +55,8 @@ TEST_CASE("STDIN-4 on Docker: stdin reaches an exec_stream, and a program's own 
   CHECK(exit.exit_code == 0);
   CHECK(out == "got: line one\ngot: line two\n");
   // `head -c 1` reads one byte of 8 MiB and exits: the rest is never read, and that is no failure.
-  const auto head = scope.run(
-      [&] { return sb->exec(Command({"head", "-c", "1"}), ExecInput{.stdin_bytes = std::string(8 << 20, 'q')}); });
+  const ExecInput eight_mib{.stdin_bytes = std::string(8 << 20, 'q')};  // named (AGENT-1)
+  const auto head = scope.run([&] { return sb->exec(Command({"head", "-c", "1"}), eight_mib); });
   CHECK(head.exit_code == 0);
   CHECK(head.stdout_bytes == "q");
   // The sandbox answers afterwards, in the same container.
@@ -69,7 +69,8 @@ TEST_CASE("ENV-4 on Docker: a value a transport cannot carry unchanged is refuse
   const std::string not_utf8 = "\xff\xfe";
   const auto refused = [&](const std::string& value) -> std::string {
     try {
-      scope.run([&] { return sb->exec(Command({"true"}), ExecInput{.environment = {{"ODD", value}}}); });
+      const ExecInput odd{.environment = {{"ODD", value}}};
+      scope.run([&] { return sb->exec(Command({"true"}), odd); });
     } catch (const SandboxEnvironmentRefused& e) {
       return e.what();
     }
@@ -81,9 +82,8 @@ TEST_CASE("ENV-4 on Docker: a value a transport cannot carry unchanged is refuse
     CHECK_THAT(refused("two\nlines"), Catch::Contains("'ODD'") && Catch::Contains("line break"));
   } else {
     // The Engine API carries a line break.
-    const auto r = scope.run([&] {
-      return sb->exec(Command({"sh", "-c", "printf %s \"$ML\""}), ExecInput{.environment = {{"ML", "two\nlines"}}});
-    });
+    const ExecInput two_lines{.environment = {{"ML", "two\nlines"}}};
+    const auto r = scope.run([&] { return sb->exec(Command({"sh", "-c", "printf %s \"$ML\""}), two_lines); });
     CHECK(r.stdout_bytes == "two\nlines");
   }
 }
@@ -93,11 +93,12 @@ TEST_CASE("ENV-4 on Docker: a name the client itself reads (DOCKER_HOST, LD_PREL
   auto sb = scope.acquire(docker_test::spec_for(docker_test::kImage, kInputCaps));
   // In the client's own environment these would send the exec to another engine, or load a
   // library into the client: the exec must still run here, and the guest see them verbatim.
+  const ExecInput client_names{.environment = {{"DOCKER_HOST", "tcp://203.0.113.1:2375"},
+                                                {"LD_PRELOAD", "/nonexistent/evil.so"},
+                                                {"PATH", "/bin:/usr/bin"}}};
   const auto r = scope.run([&] {
     return sb->exec(Command({"/bin/sh", "-c", "printf '%s|%s|%s' \"$DOCKER_HOST\" \"$LD_PRELOAD\" \"$PATH\""}),
-                    ExecInput{.environment = {{"DOCKER_HOST", "tcp://203.0.113.1:2375"},
-                                              {"LD_PRELOAD", "/nonexistent/evil.so"},
-                                              {"PATH", "/bin:/usr/bin"}}});
+                    client_names);
   });
   CHECK(r.exit_code == 0);
   CHECK(r.stdout_bytes == "tcp://203.0.113.1:2375|/nonexistent/evil.so|/bin:/usr/bin");

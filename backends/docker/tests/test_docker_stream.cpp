@@ -88,7 +88,7 @@ TEST_CASE("STR-1 STR-7 on Docker: chunks arrive before the program exits — by 
     // Named locals, not temporaries, in the co_await (GCC 12 destroys those twice).
     Command command(program);
     ExecStreamOptions options;
-    StreamedExit ended = co_await sb->exec_stream(std::move(command), std::move(on_output), std::move(options));
+    StreamedExit ended = co_await sb->exec_stream(std::move(command), std::move(on_output), options);
     // The marker exec is this coroutine's to finish (an implementation that delivers at exit
     // spawns it only now): it must not outlive the runner.
     while (marker_spawned && !marker_done) co_await support::sleep_for(std::chrono::milliseconds(10));

@@ -126,7 +126,7 @@ TEST_CASE("D-27: egress_event_log appends one JSON line per event; an unwritable
   CHECK(std::filesystem::exists(path));  // opened at parse, before any event
 
   EgressEvent attributed;
-  attributed.key = SandboxKey{.scope = "s", .thread_id = "t", .agent_id = "a", .call_id = ""};
+  attributed.key = SandboxKey{"s", "t", "a", ""};
   attributed.proxy = "maf-sandbox-docker-0123456789ab-proxy";
   attributed.decisions = {{"ALLOW", "allowed.test", 80}, {"DENY", "denied.test", 443}};
   EgressEvent anonymous;

@@ -107,17 +107,9 @@ Launch::Launch(const ProcessBackendConfig& config, const Boundary& boundary, con
                const std::string& working_directory, const std::string& home, const std::vector<std::string>& command,
                const std::vector<std::string>& join_cgroups, const GuestEgress* egress,
                const std::map<std::string, std::string>& environment) {
-  if (!join_cgroups.empty()) {
-    // posix_spawn cannot place a child in a cgroup, and moving it afterwards races its first
-    // fork: a shell (still the host's identity) joins each cgroup itself, then execs the rest,
-    // so bubblewrap and every guest process start inside the bound.
-    argv.insert(argv.end(), {"/bin/sh", "-c",
-                             "n=$1; shift; while [ \"$n\" -gt 0 ]; do echo $$ > \"$1\" || { echo \"" +
-                                 std::string(kCgroupJoinFailure) +
-                                 "cannot join $1\" >&2; exit 125; }; shift; n=$((n-1)); done; exec \"$@\"",
-                             "maf-sandbox-cgroup", std::to_string(join_cgroups.size())});
-    argv.insert(argv.end(), join_cgroups.begin(), join_cgroups.end());
-  }
+  // The cgroups are joined by the runner's child between fork and exec (issue 55): no
+  // helper process, and bubblewrap and every guest process start inside the bound.
+  cgroup_procs = join_cgroups;
   if (boundary.run_as) {
     // setpriv (util-linux) drops to the unprivileged identity before bwrap starts, so the
     // user namespace bwrap creates maps the guest onto it, never onto host root. Dropping

@@ -79,7 +79,7 @@ public:
   /// cgroups whose `cgroup.procs` files `join_cgroups` names (none: the caller's cgroups);
   /// with `egress`, behind the relay to its proxy; with `environment` added to or overriding
   /// the guest's base environment (ENV-4: through bubblewrap's `--args` descriptor, never on
-  /// any command line and never in the environment of the host-side programs — sh, setpriv,
+  /// any command line and never in the environment of the host-side programs — setpriv,
   /// bwrap — that start the guest).
   Launch(const ProcessBackendConfig& config, const Boundary& boundary, const std::string& root_dir,
          const std::string& working_directory, const std::string& home, const std::vector<std::string>& command,
@@ -91,10 +91,10 @@ public:
 
   std::vector<std::string> argv;
   std::vector<int> keep_fds;
+  /// The `cgroup.procs` files the runner's child joins before it execs `argv`
+  /// (support::SubprocessOptions::join_cgroup_procs).
+  std::vector<std::string> cgroup_procs;
 };
-
-/// What a Launch's cgroup step prints (then exit 125) when it cannot join a cgroup.
-inline constexpr std::string_view kCgroupJoinFailure = "maf-sandbox-cgroup: ";
 
 /// Runs `command` confined in a throwaway tree under the temp directory (the backend's own
 /// construction-time probes). Throws what run_subprocess throws.

@@ -59,6 +59,7 @@ ProcessSandbox::Confined ProcessSandbox::prepare_confined(const std::vector<std:
   auto& o = c.options;
   o.argv = launch.argv;
   o.keep_fds = launch.keep_fds;
+  o.join_cgroup_procs = launch.cgroup_procs;
   o.cwd = "/";  // the caller's cwd may be closed to the identity bubblewrap runs as
   o.stdin_bytes = std::move(stdin_bytes);
   o.max_stdout = config_->max_stdout_bytes;
@@ -72,19 +73,15 @@ ProcessSandbox::Confined ProcessSandbox::prepare_confined(const std::vector<std:
 
 namespace {
 /// Whether `head` is, or could still become, the start of a set-up failure report
-/// (refuse_setup_failure's two forms).
+/// (refuse_setup_failure).
 bool may_be_setup_failure(std::string_view head) {
-  for (const std::string_view marker : {std::string_view("bwrap: "), kCgroupJoinFailure}) {
-    const std::size_t n = std::min(head.size(), marker.size());
-    if (head.substr(0, n) == marker.substr(0, n)) return true;
-  }
-  return false;
+  const std::string_view marker = "bwrap: ";
+  const std::size_t n = std::min(head.size(), marker.size());
+  return head.substr(0, n) == marker.substr(0, n);
 }
 }  // namespace
 
 void ProcessSandbox::refuse_setup_failure(int exit_code, const std::string& stderr_head) const {
-  if (exit_code == 125 && stderr_head.rfind(kCgroupJoinFailure, 0) == 0)
-    throw OSError("process sandbox could not bound the command: " + stderr_head);
   // bwrap reports its own setup failures as exit 1 with a "bwrap: " line; that is not the
   // program's status (C-39) and must not be mistaken for it.
   if (exit_code == 1 && stderr_head.rfind("bwrap: ", 0) == 0)

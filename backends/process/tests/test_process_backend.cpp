@@ -498,11 +498,9 @@ TEST_CASE("ENV-1 STDIN-1 process: `python3 -` reads its program from stdin, with
   REQUIRE(fs::exists("/usr/bin/python3"));  // the guest runs the host's /usr
   f.run([&] { return sb->write_file("lib/helper.py", "def answer():\n    return 42\n"); });
   const std::string lib = sb->storage_base() + "/lib";
-  const auto r = f.run([&] {
-    return sb->exec(Command({"python3", "-"}),
-                    ExecInput{.environment = {{"PYTHONPATH", lib}},
-                              .stdin_bytes = "import sys, helper\nprint(helper.answer(), sys.stdin.read() == '')\n"});
-  });
+  const ExecInput input{.environment = {{"PYTHONPATH", lib}},
+                        .stdin_bytes = "import sys, helper\nprint(helper.answer(), sys.stdin.read() == '')\n"};
+  const auto r = f.run([&] { return sb->exec(Command({"python3", "-"}), input); });
   CHECK(r.exit_code == 0);
   CHECK(r.stdout_text() == "42 True\n");
   const auto without = f.run([&] { return sb->exec(Command({"python3", "-c", "import helper"})); });
@@ -515,9 +513,9 @@ TEST_CASE("ENV-4 process: the guest does not inherit bubblewrap's --args descrip
   const std::string secret = "maf-process-fd-secret-" + std::to_string(::getpid());
   // The descriptors the guest holds: the memfd with the values (bubblewrap closes it after
   // reading) must not be one, and the value is in the environment only.
+  const ExecInput input{.environment = {{"MAF_SECRET", secret}}};
   const auto r = f.run([&] {
-    return sb->exec(Command({"sh", "-c", "ls -l /proc/self/fd/; printf '%s' \"$MAF_SECRET\" | wc -c"}),
-                    ExecInput{.environment = {{"MAF_SECRET", secret}}});
+    return sb->exec(Command({"sh", "-c", "ls -l /proc/self/fd/; printf '%s' \"$MAF_SECRET\" | wc -c"}), input);
   });
   CHECK(r.exit_code == 0);
   CHECK(r.stdout_text().find("memfd:") == std::string::npos);

@@ -66,7 +66,7 @@ TEST_CASE("STR-1 on WSLC: chunks arrive before the program exits — it sees a m
     };
     Command command(program);  // named locals in the co_await (GCC 12)
     ExecStreamOptions options;
-    StreamedExit ended = co_await s.sb->exec_stream(std::move(command), std::move(on_output), std::move(options));
+    StreamedExit ended = co_await s.sb->exec_stream(std::move(command), std::move(on_output), options);
     while (spawned && !done) co_await support::sleep_for(std::chrono::milliseconds(10));
     co_return ended;
   });

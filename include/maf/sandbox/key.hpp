@@ -8,10 +8,22 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 
 namespace maf::sandbox {
 
+/// Not an aggregate, on purpose (AGENT-1, docs/tools.md "GCC 12 and temporaries"): GCC 12
+/// destroys a braced *aggregate* temporary of a co_await expression twice, so the constructor
+/// is what makes `co_await router.acquire(SandboxKey{"s", "t", "a"}, spec)` safe. Positional,
+/// in field order: scope, thread, agent, call.
 struct SandboxKey {
+  SandboxKey() = default;
+  SandboxKey(std::string scope_of, std::string thread_of, std::string agent_of = {}, std::string call_of = {})
+      : scope(std::move(scope_of)),
+        thread_id(std::move(thread_of)),
+        agent_id(std::move(agent_of)),
+        call_id(std::move(call_of)) {}
+
   std::string scope{};      ///< host user / tenant scope
   std::string thread_id{};  ///< conversation id
   std::string agent_id{};   ///< one agent; two agents in a conversation never share a filesystem

@@ -24,6 +24,7 @@
 #include "maf/sandbox/backend.hpp"
 #include "maf/sandbox/call_admission.hpp"
 #include "maf/sandbox/call_defaults.hpp"
+#include "maf/sandbox/named_argument.hpp"
 #include "maf/sandbox/router_options.hpp"
 
 namespace maf::sandbox {
@@ -76,7 +77,20 @@ public:
   /// Admit one call for (key, kind); waits while the pair drains or cleans, or while an
   /// exclusive call runs; TimeoutError after `options.timeout`. Safe from any thread; the
   /// waiter resumes on its own executor.
-  boost::asio::awaitable<CallTicket> admit_call(SandboxKey key, std::string kind, AdmitOptions options = {});
+  /// `options` is copied before this returns; a braced temporary is refused at compile time
+  /// (AGENT-1: name it first, or use the overload without options).
+  boost::asio::awaitable<CallTicket> admit_call(SandboxKey key, std::string kind, const AdmitOptions& options);
+  /// admit_call with the default AdmitOptions.
+  boost::asio::awaitable<CallTicket> admit_call(SandboxKey key, std::string kind);
+  /// Refused at compile time: GCC 12 destroys a braced AdmitOptions temporary in a co_await
+  /// expression twice (docs/tools.md "GCC 12 and temporaries").
+  template <class Refused = AdmitOptions>
+  boost::asio::awaitable<CallTicket> admit_call(SandboxKey, std::string, AdmitOptions&&) {
+    static_assert(detail::kNamedArgumentRequired<Refused>,
+                  "name the options first: `const AdmitOptions options{...}; co_await router.admit_call(key, kind, "
+                  "options);` — GCC 12 destroys a braced temporary in a co_await expression twice");
+    return {};
+  }
   /// Give a ticket back with what the call owes. RECLAIM rungs run now; RESET and DISPOSE are
   /// owed to the pair and run by the last call out (this one, or a later release). A failed
   /// rung is reported here and, unless its policy is Keep, marks the key unclean (a failed
@@ -110,6 +124,8 @@ public:
                                                 std::function<boost::asio::awaitable<void>()> body);
 
 private:
+  // The coroutine behind admit_call: it owns its copy of the options.
+  boost::asio::awaitable<CallTicket> admit_call_with(SandboxKey key, std::string kind, AdmitOptions options);
   /// Which check of C-65/C-68 refused; the message is built only when it will be thrown.
   /// `Unserved`: one of the backend's declarations (src/seam/spec_refusal.hpp, shared with ACQ-1).
   enum class Refusal { DeniedCapability, DeniedIdentity, BelowFloor, Unserved, IdentityScope };

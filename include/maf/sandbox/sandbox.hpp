@@ -38,6 +38,7 @@
 #include "maf/sandbox/exec_result.hpp"
 #include "maf/sandbox/exec_stream.hpp"
 #include "maf/sandbox/key.hpp"
+#include "maf/sandbox/named_argument.hpp"
 #include "maf/sandbox/observer.hpp"
 #include "maf/sandbox/snapshot.hpp"
 
@@ -128,16 +129,41 @@ public:
   /// ExecResult and errors, after `input` is validated (SandboxEnvironmentRefused,
   /// SandboxTransferCapExceeded for stdin past kMaxExecStdinBytes) and its capabilities
   /// checked (NotImplementedError naming exec_env / exec_stdin).
-  boost::asio::awaitable<ExecResult> exec(Command command, ExecInput input, std::string working_directory = ".",
+  /// `input` is copied before this returns (a named one may go before the awaitable runs); a
+  /// braced temporary is refused at compile time (AGENT-1: name it first).
+  boost::asio::awaitable<ExecResult> exec(Command command, const ExecInput& input, std::string working_directory = ".",
                                           std::chrono::milliseconds timeout = kDefaultExecTimeout);
+  /// Refused at compile time: GCC 12 destroys a braced ExecInput temporary in a co_await
+  /// expression twice (docs/tools.md "GCC 12 and temporaries").
+  template <class Refused = ExecInput>
+  boost::asio::awaitable<ExecResult> exec(Command, ExecInput&&, std::string = ".",
+                                          std::chrono::milliseconds = kDefaultExecTimeout) {
+    static_assert(detail::kNamedArgumentRequired<Refused>,
+                  "name the input first: `const ExecInput input{...}; co_await sandbox.exec(command, input);` — "
+                  "GCC 12 destroys a braced temporary in a co_await expression twice");
+    return {};
+  }
   /// Run an argv or a shell line and hand its stdout and stderr to `on_output` as they arrive
   /// (EXEC_STREAM; docs/streaming.md). The three bounds are apart: `options.timeout` is the
   /// command's deadline (TimeoutError), `options.read_timeout` the longest silence
   /// (SandboxStreamIdle), the backend's output caps the most it may write
   /// (SandboxTransferCapExceeded); each ends the program before the error is raised, and so
   /// does a handler that throws (its exception propagates unchanged).
+  /// `options` is copied before this returns; a braced temporary is refused at compile time
+  /// (AGENT-1: name it first, or use the overload without options).
   boost::asio::awaitable<StreamedExit> exec_stream(Command command, OutputHandler on_output,
-                                                   ExecStreamOptions options = {});
+                                                   const ExecStreamOptions& options);
+  /// exec_stream with the default ExecStreamOptions.
+  boost::asio::awaitable<StreamedExit> exec_stream(Command command, OutputHandler on_output);
+  /// Refused at compile time: GCC 12 destroys a braced ExecStreamOptions temporary in a
+  /// co_await expression twice (docs/tools.md "GCC 12 and temporaries").
+  template <class Refused = ExecStreamOptions>
+  boost::asio::awaitable<StreamedExit> exec_stream(Command, OutputHandler, ExecStreamOptions&&) {
+    static_assert(detail::kNamedArgumentRequired<Refused>,
+                  "name the options first: `const ExecStreamOptions options{...}; co_await sandbox.exec_stream(command, "
+                  "handler, options);` — GCC 12 destroys a braced temporary in a co_await expression twice");
+    return {};
+  }
   /// Run a program in the backend's runtime (RUN_CODE). Deadline is wall-clock from the call.
   boost::asio::awaitable<ExecResult> run_code(std::string code,
                                               std::chrono::milliseconds timeout = kDefaultExecTimeout);
@@ -314,6 +340,11 @@ private:
   friend class SandboxBackend;  // the acquire's walk of the storage base (ACQ-4): do_lstat, do_prepare_storage_base
   /// ExecReport → the result, or the one error type for its ending (EXE-1), after
   /// do_abandon when the report asks it (EXE-2). `what` names the operation ("exec").
+  // The coroutines behind exec(…, input, …) and exec_stream: they own their copies.
+  boost::asio::awaitable<ExecResult> exec_with_input(Command command, ExecInput input, std::string working_directory,
+                                                     std::chrono::milliseconds timeout);
+  boost::asio::awaitable<StreamedExit> exec_stream_with(Command command, OutputHandler on_output,
+                                                        ExecStreamOptions options);
   boost::asio::awaitable<ExecResult> settle_exec(ExecReport report, const char* what, std::chrono::milliseconds timeout);
   /// stat_file and read_file, bracketed by do_file_operation unless a batch brackets them.
   boost::asio::awaitable<std::optional<SandboxEntry>> stat_file_in(bool batched, std::string path,

@@ -48,6 +48,7 @@
 #include "maf/sandbox/exec_stream.hpp"
 #include "maf/sandbox/file_provenance.hpp"
 #include "maf/sandbox/key.hpp"
+#include "maf/sandbox/named_argument.hpp"
 #include "maf/sandbox/spec.hpp"
 #include "maf/sandbox/tool.hpp"
 
@@ -90,9 +91,6 @@ private:
 namespace detail {
 struct ToolBinding;
 struct ToolCallRecord;
-/// False for every type: an overload that must never be chosen says why in its static_assert.
-template <class>
-inline constexpr bool kNamedArgumentRequired = false;
 }  // namespace detail
 
 /// What a tool body is handed, per call: host configuration plus this call's record.

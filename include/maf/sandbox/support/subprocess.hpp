@@ -117,6 +117,14 @@ struct SubprocessOptions {
 
   /// Requesting stop kills and reaps the child; the call then throws `Cancelled`.
   std::stop_token stop{};
+
+  /// `cgroup.procs` files the child joins — writes `0` into each, in order — between fork and
+  /// exec, so the program and everything it starts run inside those cgroups from their first
+  /// instruction, with no helper process on the path (issue 55). The files are opened by this
+  /// process before the spawn and written by the child while it still has this process's
+  /// identity; one that cannot be opened or refuses the write is a `SubprocessSpawnError`
+  /// naming it, and nothing of the program ran. Empty: the child stays in the caller's cgroups.
+  std::vector<std::string> join_cgroup_procs{};
 };
 
 /// What a finished run produced. A nonzero exit is a value, never an exception: callers
