@@ -121,19 +121,20 @@ public:
       // Cgroups are joined between fork and exec, which posix_spawn has no step for.
       pid_ = spawn_with_pre_exec({.argv = options_.argv,
                                   .environment = build_environment(options_.env_mode, options_.env),
-                                  .stdin_fd = feeds_stdin ? in_pipe.read.get() : -1,
+                                  .stdin_fd = feeds_stdin ? in_pipe.read.get() : given_stdin.get(),
                                   .stdout_fd = out_pipe.write.get(),
                                   .stderr_fd = err_pipe.write.get(),
                                   .cwd = options_.cwd,
                                   .keep_fds = options_.keep_fds,
                                   .join_cgroup_procs = options_.join_cgroup_procs});
     } else {
-      pid_ = spawn_posix(feeds_stdin, in_pipe, out_pipe, err_pipe);
+      pid_ = spawn_posix(feeds_stdin, in_pipe, given_stdin, out_pipe, err_pipe);
     }
     watch(feeds_stdin, in_pipe, out_pipe, err_pipe);
   }
 
-  pid_t spawn_posix(bool feeds_stdin, const PipeEnds& in_pipe, const PipeEnds& out_pipe, const PipeEnds& err_pipe) {
+  pid_t spawn_posix(bool feeds_stdin, const PipeEnds& in_pipe, const UniqueFd& given_stdin, const PipeEnds& out_pipe,
+                    const PipeEnds& err_pipe) {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     if (feeds_stdin) posix_spawn_file_actions_adddup2(&actions, in_pipe.read.get(), STDIN_FILENO);

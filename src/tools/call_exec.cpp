@@ -79,7 +79,7 @@ awaitable<ExecResult> exec_in_call(ToolCallRecord* call, Sandbox& sandbox, Comma
   StreamedExit exit;
   std::optional<SandboxProgramTimeout> timed_out;
   try {
-    exit = co_await sandbox.exec_stream(std::move(command), std::move(collect), std::move(options));
+    exit = co_await sandbox.exec_stream(std::move(command), std::move(collect), options);
   } catch (const SandboxStreamIdle& e) {
     timed_out.emplace(e.what(), result->stdout_bytes + result->stderr_bytes, SandboxProgramTimeout::Signal::Sent,
                       SandboxProgramTimeout::Reach::Group);
@@ -99,12 +99,24 @@ awaitable<ExecResult> exec_in_call(ToolCallRecord* call, Sandbox& sandbox, Comma
 
 }  // namespace detail
 
-boost::asio::awaitable<StreamedExit> SandboxToolSession::exec_stream(Sandbox& sandbox, Command command, OutputHandler on_output,
-                                                        ExecStreamOptions options) const {
+boost::asio::awaitable<StreamedExit> SandboxToolSession::exec_stream(Sandbox& sandbox, Command command,
+                                                                     OutputHandler on_output,
+                                                                     const ExecStreamOptions& options) const {
+  return exec_stream_with(sandbox, std::move(command), std::move(on_output), options);  // not a coroutine (GCC 12)
+}
+
+boost::asio::awaitable<StreamedExit> SandboxToolSession::exec_stream(Sandbox& sandbox, Command command,
+                                                                     OutputHandler on_output) const {
+  return exec_stream_with(sandbox, std::move(command), std::move(on_output), ExecStreamOptions());
+}
+
+boost::asio::awaitable<StreamedExit> SandboxToolSession::exec_stream_with(Sandbox& sandbox, Command command,
+                                                                          OutputHandler on_output,
+                                                                          ExecStreamOptions options) const {
   const auto& b = detail::binding_of(binding_);
   detail::refuse_malformed_command("tool '" + b.definition.name + "'", command);
   if (!options.stop.stop_possible() && call_) options.stop = call_->stop;
-  co_return co_await sandbox.exec_stream(std::move(command), std::move(on_output), std::move(options));
+  co_return co_await sandbox.exec_stream(std::move(command), std::move(on_output), options);
 }
 
 boost::asio::awaitable<ExecResult> SandboxToolSession::run_code(Sandbox& sandbox, std::string code,

@@ -169,9 +169,21 @@ public:
   /// call's stop is the stream's (unless `options.stop` names another): a stopped call kills
   /// the program's process group and this throws Cancelled (STR-10, AGENT-7). The tool's host
   /// tools are not reachable from it. NotImplementedError where the backend does not declare
-  /// exec_stream; ValueError for an empty or malformed command.
+  /// exec_stream; ValueError for an empty or malformed command. `options` is copied before
+  /// this returns; a braced temporary is refused at compile time (AGENT-1: name it first, or
+  /// use the overload without options).
   boost::asio::awaitable<StreamedExit> exec_stream(Sandbox& sandbox, Command command, OutputHandler on_output,
-                                                   ExecStreamOptions options = {}) const;
+                                                   const ExecStreamOptions& options) const;
+  /// exec_stream with the default ExecStreamOptions.
+  boost::asio::awaitable<StreamedExit> exec_stream(Sandbox& sandbox, Command command, OutputHandler on_output) const;
+  /// Refused at compile time (docs/tools.md "GCC 12 and temporaries").
+  template <class Refused = ExecStreamOptions>
+  boost::asio::awaitable<StreamedExit> exec_stream(Sandbox&, Command, OutputHandler, ExecStreamOptions&&) const {
+    static_assert(detail::kNamedArgumentRequired<Refused>,
+                  "name the options first: `const ExecStreamOptions options{...}; co_await session.exec_stream(sandbox, "
+                  "command, handler, options);` — GCC 12 destroys a braced temporary in a co_await expression twice");
+    return {};
+  }
   /// Sandbox::run_code in `sandbox` (one this call acquired). The seam cannot stop run_code:
   /// a stopped call returns at once (Cancelled) and its rung is escalated to DISPOSE, which
   /// ends the program (AGENT-7).
@@ -180,6 +192,9 @@ public:
 
 private:
   friend class SandboxedTool;
+  /// The coroutine behind exec_stream: it owns its copy of the options.
+  boost::asio::awaitable<StreamedExit> exec_stream_with(Sandbox& sandbox, Command command, OutputHandler on_output,
+                                                        ExecStreamOptions options) const;
   boost::asio::awaitable<BackgroundProcess> start_background_in_call(std::shared_ptr<Sandbox> sandbox, Command command,
                                                                      BackgroundOptions options) const;
   SandboxToolSession(std::shared_ptr<const detail::ToolBinding> binding, std::shared_ptr<detail::ToolCallRecord> call)
