@@ -3,6 +3,7 @@
 #include "maf/sandbox/sandbox.hpp"
 
 #include "maf/sandbox/errors.hpp"
+#include "maf/sandbox/stdin_stream.hpp"
 #include "seam/exec_input.hpp"
 #include "spec/command_check.hpp"
 #include "maf/sandbox/paths.hpp"
@@ -179,7 +180,10 @@ namespace {
 StreamedExit settle_stream(const StreamOutcome& outcome, const ExecOutputSink& sink, const std::string& what,
                            const ExecRequest& request) {
   if (sink.failure()) std::rethrow_exception(sink.failure());
-  if (outcome.end == StreamOutcome::End::Stopped && request.stop.stop_requested()) throw Cancelled();  // STR-10
+  // STR-10 the caller's stop, STDIN-9 the stream's abort: either is the caller's reason.
+  if (outcome.end == StreamOutcome::End::Stopped &&
+      (request.stop.stop_requested() || (request.stdin_stream && request.stdin_stream->abort_token().stop_requested())))
+    throw Cancelled();
   switch (outcome.end) {
     case StreamOutcome::End::Exited:
       return StreamedExit{outcome.exit_code, outcome.limits_hit, sink.total(OutputStream::Stdout),
