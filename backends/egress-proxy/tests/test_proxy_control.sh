@@ -4,10 +4,11 @@
 # (an abstract unix socket), a plain upstream the test starts, curl and a Python CONNECT
 # client as the guest, and control_client.py as the host (an update sender and a decider).
 # Run again against the proxy's --unsafe-broken-control double: each probe must fail there.
-# Usage: test_proxy_control.sh PROXY_BINARY CONTROL_CLIENT_PY. Exit 77 (skip) without tools.
+# Usage: test_proxy_control.sh PROXY_BINARY CONTROL_CLIENT_PY. Without python3 or curl it fails
+# (scripts/setup installs both): a probe that did not run is not a pass.
 set -uo pipefail
 proxy="$(realpath "$1")"; client="$(realpath "$2")"
-command -v python3 >/dev/null && command -v curl >/dev/null || exit 77
+command -v python3 >/dev/null && command -v curl >/dev/null || { echo 'test_proxy_control: needs python3 and curl' >&2; exit 1; }
 work="$(mktemp -d)"; pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"; }
 trap cleanup EXIT
